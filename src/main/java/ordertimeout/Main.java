@@ -1,0 +1,55 @@
+package ordertimeout;
+
+import io.vertx.core.Vertx;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigException;
+import ordertimeout.config.ConfigSource;
+import ordertimeout.store.DatabaseSetup;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Reads the configuration (a file given as the first argument or in OT_CONFIG, else
+ * conf/application.yaml), prepares the database before Vert.x starts, and deploys the service.
+ */
+public final class Main {
+  private static final Logger log = LoggerFactory.getLogger(Main.class);
+
+  private Main() {}
+
+  public static void main(String[] args) {
+    String configFile = args.length > 0 ? args[0] : System.getenv("OT_CONFIG");
+    AppConfig config;
+    try {
+      config = AppConfig.from(ConfigSource.load(configFile == null ? null : Path.of(configFile), System::getenv));
+    } catch (ConfigException | IllegalArgumentException e) {
+      log.error("refusing to start: {}", e.getMessage());
+      System.exit(2);
+      return;
+    }
+    DatabaseSetup database = DatabaseSetup.prepare(config.database());
+    Vertx vertx = Vertx.vertx();
+    Service.start(vertx, config, database.connectOptions())
+        .onSuccess(service -> {
+          log.info("order-timeout listening on http://{}:{}", config.http().host(), config.http().port());
+          Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            log.info("stopping");
+            try {
+              service.stop().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            } catch (Exception e) {
+              log.warn("did not stop cleanly: {}", e.toString());
+            }
+            database.close();
+          }, "shutdown"));
+        })
+        .onFailure(failure -> {
+          log.error("failed to start", failure);
+          vertx.close();
+          database.close();
+          System.exit(1);
+        });
+  }
+}

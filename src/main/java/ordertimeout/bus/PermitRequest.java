@@ -1,0 +1,4 @@
+package ordertimeout.bus;
+
+/** Asks the limiter for permits from one named bucket. */
+public record PermitRequest(String bucket, int permits) {}

@@ -1,0 +1,172 @@
+package ordertimeout.config;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/** The whole configuration, read once at start into typed records and validated. */
+public record AppConfig(
+    int nodeId,
+    Http http,
+    Database database,
+    List<ApiKey> apiKeys,
+    Orders orders,
+    Timer timer,
+    Close close,
+    Sweep sweep,
+    Limits limits) {
+
+  public record Http(String host, int port, int instances, int maxBodyBytes) {}
+
+  /** {@code url} is empty for the embedded PostgreSQL. */
+  public record Database(String url, String dataDir, int poolSize, int shards) {
+    public boolean embedded() {
+      return url.isBlank();
+    }
+  }
+
+  public enum Role { USER, ADMIN }
+
+  /** {@code client} scopes idempotency keys and per-client limits. */
+  public record ApiKey(String key, Role role, String client) {}
+
+  public record Orders(
+      String defaultCategory,
+      Map<String, Integer> categoryTimeoutSeconds,
+      int minTimeoutSeconds,
+      int maxTimeoutSeconds,
+      int reminderBeforeSeconds,
+      int maxUnpaidPerUser,
+      int maxItems,
+      int maxQty) {}
+
+  public record Timer(int tickMillis, int batchSize, int reloadPageSize) {}
+
+  public record Close(int maxAttempts, int backoffMillis, int maxInFlight) {}
+
+  public record Sweep(int intervalSeconds, int graceSeconds, int pageSize) {}
+
+  /** A rate of 0 means no cap. */
+  public record Limits(int closesPerSecond, int closesBurst, int createsPerSecondPerClient, int createsBurst) {}
+
+  static final Set<String> DEV_KEYS = Set.of("dev-user-key", "dev-admin-key");
+  private static final int SEVEN_DAYS = 7 * 24 * 3600;
+
+  public static AppConfig from(ConfigSource source) {
+    AppConfig config = new AppConfig(
+        source.integer("node.id", 1, 0, 1023),
+        new Http(
+            source.string("http.host", "127.0.0.1"),
+            source.integer("http.port", 8080, 0, 65535),
+            source.integer("http.instances", 2, 1, 64),
+            source.integer("http.maxBodyBytes", 65536, 1024, 16 * 1024 * 1024)),
+        new Database(
+            source.string("database.url", ""),
+            source.string("database.dataDir", "./data"),
+            source.integer("database.poolSize", 8, 1, 200),
+            source.integer("database.shards", 64, 1, 4096)),
+        apiKeys(source),
+        orders(source),
+        new Timer(
+            source.integer("timer.tickMillis", 10, 1, 10),
+            source.integer("timer.batchSize", 1000, 1, 100_000),
+            source.integer("timer.reloadPageSize", 10_000, 100, 1_000_000)),
+        new Close(
+            source.integer("close.maxAttempts", 3, 1, 100),
+            source.integer("close.backoffMillis", 50, 1, 60_000),
+            source.integer("close.maxInFlight", 4, 1, 256)),
+        new Sweep(
+            source.integer("sweep.intervalSeconds", 5, 1, 3600),
+            source.integer("sweep.graceSeconds", 2, 0, 3600),
+            source.integer("sweep.pageSize", 1000, 1, 100_000)),
+        new Limits(
+            source.integer("limits.closesPerSecond", 0, 0, 10_000_000),
+            source.integer("limits.closesBurst", 1000, 1, 10_000_000),
+            source.integer("limits.createsPerSecondPerClient", 0, 0, 10_000_000),
+            source.integer("limits.createsBurst", 100, 1, 10_000_000)));
+    config.refuseDevKeysOffLoopback();
+    return config;
+  }
+
+  private static List<ApiKey> apiKeys(ConfigSource source) {
+    List<ApiKey> keys = new ArrayList<>();
+    List<?> entries = source.list("auth.keys");
+    for (int i = 0; i < entries.size(); i++) {
+      String at = "auth.keys[" + i + "]";
+      if (!(entries.get(i) instanceof Map<?, ?> entry)) {
+        throw new ConfigException(at, "expected {key, role, client}");
+      }
+      String key = String.valueOf(entry.get("key"));
+      if (entry.get("key") == null || key.length() < 8) {
+        throw new ConfigException(at + ".key", "a key of at least 8 characters is required");
+      }
+      Role role;
+      try {
+        role = Role.valueOf(String.valueOf(entry.get("role")).toUpperCase());
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException(at + ".role", "expected user or admin, found " + entry.get("role"));
+      }
+      Object client = entry.get("client");
+      if (client == null || client.toString().isBlank()) {
+        throw new ConfigException(at + ".client", "a client name is required");
+      }
+      if (keys.stream().anyMatch(k -> k.key().equals(key))) {
+        throw new ConfigException(at + ".key", "the same key is configured twice");
+      }
+      keys.add(new ApiKey(key, role, client.toString()));
+    }
+    if (keys.isEmpty()) {
+      throw new ConfigException("auth.keys", "at least one API key is required");
+    }
+    return List.copyOf(keys);
+  }
+
+  private static Orders orders(ConfigSource source) {
+    Map<String, Integer> categories = new LinkedHashMap<>();
+    source.map("orders.categories").forEach((name, seconds) -> {
+      String key = "orders.categories." + name;
+      if (!(seconds instanceof Integer value) || value < 1 || value > SEVEN_DAYS) {
+        throw new ConfigException(key, "expected whole seconds in [1, " + SEVEN_DAYS + "], found " + seconds);
+      }
+      categories.put(name, value);
+    });
+    if (categories.isEmpty()) {
+      throw new ConfigException("orders.categories", "at least one category is required");
+    }
+    String defaultCategory = source.string("orders.defaultCategory", "physical");
+    if (!categories.containsKey(defaultCategory)) {
+      throw new ConfigException("orders.defaultCategory", "'" + defaultCategory + "' is not among orders.categories");
+    }
+    int min = source.integer("orders.minTimeoutSeconds", 1, 1, SEVEN_DAYS);
+    int max = source.integer("orders.maxTimeoutSeconds", SEVEN_DAYS, min, SEVEN_DAYS);
+    return new Orders(
+        defaultCategory,
+        Map.copyOf(categories),
+        min,
+        max,
+        source.integer("orders.reminderBeforeSeconds", 300, 0, SEVEN_DAYS),
+        source.integer("orders.maxUnpaidPerUser", 100, 1, 1_000_000),
+        source.integer("orders.maxItems", 50, 1, 1000),
+        source.integer("orders.maxQty", 10_000, 1, 1_000_000));
+  }
+
+  private void refuseDevKeysOffLoopback() {
+    boolean devKeys = apiKeys.stream().anyMatch(k -> DEV_KEYS.contains(k.key()));
+    if (devKeys && !isLoopback(http.host())) {
+      throw new ConfigException("http.host",
+          "the development keys (dev-user-key, dev-admin-key) are only allowed on a loopback address, not " + http.host());
+    }
+  }
+
+  private static boolean isLoopback(String host) {
+    try {
+      return InetAddress.getByName(host).isLoopbackAddress();
+    } catch (UnknownHostException e) {
+      throw new ConfigException("http.host", "cannot resolve " + host);
+    }
+  }
+}

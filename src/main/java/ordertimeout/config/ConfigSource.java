@@ -1,0 +1,152 @@
+package ordertimeout.config;
+
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.SafeConstructor;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * Raw configuration: a YAML document whose values can be overridden by environment variables
+ * ({@code OT_} + the key path in upper snake case) and read by dotted key with typed getters that
+ * name the key in every error.
+ */
+public final class ConfigSource {
+  public static final String ENV_PREFIX = "OT_";
+  private static final String PACKAGED_DEFAULT = "conf/application.yaml";
+
+  private final Map<String, Object> root;
+  private final Function<String, String> environment;
+
+  private ConfigSource(Map<String, Object> root, Function<String, String> environment) {
+    this.root = root;
+    this.environment = environment;
+  }
+
+  /** Reads the file at {@code path}, or the packaged embedded default when the path is null and no file is there. */
+  public static ConfigSource load(Path path, Function<String, String> environment) {
+    Path file = path != null ? path : Path.of(PACKAGED_DEFAULT);
+    if (Files.isRegularFile(file)) {
+      try (InputStream in = Files.newInputStream(file)) {
+        return new ConfigSource(parse(in, file.toString()), environment);
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read configuration " + file, e);
+      }
+    }
+    if (path != null) {
+      throw new IllegalArgumentException("configuration file not found: " + path);
+    }
+    try (InputStream in = ConfigSource.class.getClassLoader().getResourceAsStream(PACKAGED_DEFAULT)) {
+      if (in == null) {
+        throw new IllegalStateException("no " + PACKAGED_DEFAULT + " in the working directory or on the class path");
+      }
+      return new ConfigSource(parse(in, PACKAGED_DEFAULT), environment);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public static ConfigSource of(Map<String, Object> root, Function<String, String> environment) {
+    return new ConfigSource(root, environment);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> parse(InputStream in, String name) {
+    Object doc = new Yaml(new SafeConstructor(new LoaderOptions())).load(in);
+    if (doc == null) {
+      return Map.of();
+    }
+    if (!(doc instanceof Map)) {
+      throw new IllegalArgumentException(name + " must hold a YAML mapping at its top level");
+    }
+    return (Map<String, Object>) doc;
+  }
+
+  /** OT_ + upper snake case of the dotted path: orders.maxUnpaidPerUser -> OT_ORDERS_MAX_UNPAID_PER_USER. */
+  public static String environmentVariable(String key) {
+    String snake = key.replaceAll("([a-z0-9])([A-Z])", "$1_$2").replace('.', '_');
+    return ENV_PREFIX + snake.toUpperCase(Locale.ROOT);
+  }
+
+  /** The value at the dotted key, an environment override winning over the file; null when absent. */
+  public Object raw(String key) {
+    String override = environment.apply(environmentVariable(key));
+    if (override != null) {
+      return new Yaml(new SafeConstructor(new LoaderOptions())).load(override);
+    }
+    Object node = root;
+    for (String part : key.split("\\.")) {
+      if (!(node instanceof Map<?, ?> map)) {
+        return null;
+      }
+      node = map.get(part);
+    }
+    return node;
+  }
+
+  public String string(String key, String fallback) {
+    Object value = raw(key);
+    if (value == null) {
+      return fallback;
+    }
+    if (value instanceof Map || value instanceof List) {
+      throw new ConfigException(key, "expected a text value, found " + value);
+    }
+    return value.toString();
+  }
+
+  public long number(String key, long fallback, long min, long max) {
+    Object value = raw(key);
+    long result;
+    if (value == null) {
+      result = fallback;
+    } else if (value instanceof Integer || value instanceof Long) {
+      result = ((Number) value).longValue();
+    } else {
+      try {
+        result = Long.parseLong(value.toString().trim());
+      } catch (NumberFormatException e) {
+        throw new ConfigException(key, "expected a whole number, found '" + value + "'");
+      }
+    }
+    if (result < min || result > max) {
+      throw new ConfigException(key, result + " is outside [" + min + ", " + max + "]");
+    }
+    return result;
+  }
+
+  public int integer(String key, int fallback, int min, int max) {
+    return (int) number(key, fallback, min, max);
+  }
+
+  @SuppressWarnings("unchecked")
+  public Map<String, Object> map(String key) {
+    Object value = raw(key);
+    if (value == null) {
+      return Map.of();
+    }
+    if (!(value instanceof Map)) {
+      throw new ConfigException(key, "expected a mapping, found " + value);
+    }
+    return (Map<String, Object>) value;
+  }
+
+  public List<?> list(String key) {
+    Object value = raw(key);
+    if (value == null) {
+      return List.of();
+    }
+    if (!(value instanceof List<?> list)) {
+      throw new ConfigException(key, "expected a list, found " + value);
+    }
+    return list;
+  }
+}

@@ -1,0 +1,165 @@
+package ordertimeout.intake;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import ordertimeout.bus.Addresses;
+import ordertimeout.bus.CancelTimers;
+import ordertimeout.bus.PermitGrant;
+import ordertimeout.bus.PermitRequest;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.AppConfig.ApiKey;
+import ordertimeout.limit.LimiterVerticle;
+import ordertimeout.order.CloseReason;
+import ordertimeout.order.Deadlines;
+import ordertimeout.order.NewOrder;
+import ordertimeout.order.Order;
+import ordertimeout.order.OrderIds;
+import ordertimeout.order.OrderRejected;
+import ordertimeout.order.OrderRejected.Reason;
+import ordertimeout.order.OrderStatus;
+import ordertimeout.order.TimeoutPolicy;
+import ordertimeout.stats.ServiceStats;
+import ordertimeout.store.OrderStore;
+import ordertimeout.store.OrderStore.IdempotencyKey;
+import ordertimeout.store.OrderStore.StateChange;
+
+import java.util.regex.Pattern;
+
+/** The order routes: create (idempotent), read, pay, cancel, and the admin close. */
+final class OrderRoutes {
+  private static final Pattern IDEMPOTENCY_KEY = Pattern.compile("[\\x21-\\x7e]{1,255}");
+  private static final Pattern ORDER_ID = Pattern.compile("[0-9]{1,19}");
+
+  private final Vertx vertx;
+  private final AppConfig config;
+  private final OrderStore store;
+  private final TimeoutPolicy policy;
+  private final OrderIds orderIds;
+  private final ServiceStats stats;
+
+  OrderRoutes(Vertx vertx, AppConfig config, OrderStore store, OrderIds orderIds, ServiceStats stats) {
+    this.vertx = vertx;
+    this.config = config;
+    this.store = store;
+    this.policy = new TimeoutPolicy(config.orders());
+    this.orderIds = orderIds;
+    this.stats = stats;
+  }
+
+  void mount(Router router) {
+    router.post("/v1/orders").handler(this::create);
+    router.get("/v1/orders/:id").handler(ctx -> respond(ctx, 200, store.find(orderId(ctx))));
+    router.post("/v1/orders/:id/pay").handler(this::pay);
+    router.post("/v1/orders/:id/cancel").handler(ctx -> close(ctx, CloseReason.USER_CANCELLED));
+    router.post("/v1/admin/orders/:id/close").handler(ctx -> close(ctx, CloseReason.ADMIN));
+  }
+
+  private void create(RoutingContext ctx) {
+    ApiKey caller = Auth.caller(ctx);
+    String key = ctx.request().getHeader("Idempotency-Key");
+    if (key == null) {
+      throw ApiException.badRequest("missing_idempotency_key", "the Idempotency-Key header is required");
+    }
+    if (!IDEMPOTENCY_KEY.matcher(key).matches()) {
+      throw ApiException.badRequest("invalid_idempotency_key", "the Idempotency-Key must be 1 to 255 visible ASCII characters");
+    }
+    CreateOrderRequest request = CreateOrderRequest.parse(ctx.body().buffer(), policy, config.orders());
+    int timeoutSeconds = policy.timeoutSeconds(request.category(), request.timeoutSeconds());
+    long id = orderIds.next();
+    NewOrder order = new NewOrder(id, OrderIds.shardOf(id, config.database().shards()), request.userId(),
+        request.category(), request.items(), timeoutSeconds, policy.reminderAfterSeconds(timeoutSeconds));
+    IdempotencyKey idempotency = new IdempotencyKey(caller.client(), key, request.hash());
+    createPermit(ctx, caller)
+        .compose(permitted -> store.create(order, idempotency, config.orders().maxUnpaidPerUser()))
+        .onSuccess(outcome -> {
+          if (outcome.created() == null) {
+            stats.idempotentReplay();
+          } else {
+            stats.orderCreated();
+            schedule(outcome.created());
+          }
+          ctx.response()
+              .setStatusCode(outcome.status())
+              .putHeader("Content-Type", "application/json")
+              .end(outcome.body());
+        })
+        .onFailure(ctx::fail);
+  }
+
+  /** Takes a permit from the client's create bucket; 429 with Retry-After when it is empty. */
+  private Future<Void> createPermit(RoutingContext ctx, ApiKey caller) {
+    if (config.limits().createsPerSecondPerClient() <= 0) {
+      return Future.succeededFuture();
+    }
+    return vertx.eventBus()
+        .<PermitGrant>request(Addresses.LIMITER_ACQUIRE, new PermitRequest(LimiterVerticle.CREATES_PREFIX + caller.client(), 1))
+        .map(reply -> {
+          PermitGrant grant = reply.body();
+          if (grant.granted() == 0) {
+            stats.rateLimited();
+            long seconds = Math.max(1, (grant.retryAfterMillis() + 999) / 1000);
+            ctx.response().putHeader("Retry-After", Long.toString(seconds));
+            throw new ApiException(429, "rate_limited", "too many creates for this client; retry after " + seconds + " s");
+          }
+          return null;
+        });
+  }
+
+  private void schedule(Order order) {
+    long remindAt = order.remindAt() == null ? Deadlines.NONE : order.remindAt().toEpochMilli();
+    vertx.eventBus().send(Addresses.TIMER_SCHEDULE, Deadlines.one(order.id(), order.closeAt().toEpochMilli(), remindAt));
+  }
+
+  private void pay(RoutingContext ctx) {
+    respond(ctx, 200, store.pay(orderId(ctx)).map(change -> {
+      cancelTimersIfChanged(change);
+      if (change.order().status() == OrderStatus.CLOSED) {
+        throw new OrderRejected(Reason.ORDER_CLOSED, "order " + change.order().id() + " is closed ("
+            + change.order().closeReason() + ") and cannot be paid");
+      }
+      return change.order();
+    }));
+  }
+
+  private void close(RoutingContext ctx, CloseReason reason) {
+    respond(ctx, 200, store.closeOnRequest(orderId(ctx), reason).map(change -> {
+      cancelTimersIfChanged(change);
+      if (change.changed()) {
+        stats.closedOnRequest(reason);
+      }
+      if (change.order().status() == OrderStatus.PAID) {
+        throw new OrderRejected(Reason.ORDER_PAID, "order " + change.order().id() + " is paid and cannot be closed");
+      }
+      return change.order();
+    }));
+  }
+
+  private void cancelTimersIfChanged(StateChange change) {
+    if (change.changed()) {
+      vertx.eventBus().send(Addresses.TIMER_CANCEL, CancelTimers.one(change.order().id()));
+    }
+  }
+
+  private static long orderId(RoutingContext ctx) {
+    String id = ctx.pathParam("id");
+    if (!ORDER_ID.matcher(id).matches()) {
+      throw ApiException.badRequest("invalid_order_id", "an order id is a decimal number");
+    }
+    try {
+      return Long.parseLong(id);
+    } catch (NumberFormatException e) {
+      throw ApiException.badRequest("invalid_order_id", "an order id is a 64-bit number");
+    }
+  }
+
+  static void respond(RoutingContext ctx, int status, Future<Order> order) {
+    order.onSuccess(found -> json(ctx, status, found.toJson())).onFailure(ctx::fail);
+  }
+
+  static void json(RoutingContext ctx, int status, JsonObject body) {
+    ctx.response().setStatusCode(status).putHeader("Content-Type", "application/json").end(body.encode());
+  }
+}

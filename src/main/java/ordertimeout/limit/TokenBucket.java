@@ -1,0 +1,41 @@
+package ordertimeout.limit;
+
+/** A token bucket refilled continuously at {@code ratePerSecond} up to {@code burst}; single-threaded. */
+public final class TokenBucket {
+  private final double ratePerNano;
+  private final double capacity;
+  private double tokens;
+  private long refilledAt;
+
+  public TokenBucket(double ratePerSecond, double burst, long nowNanos) {
+    if (ratePerSecond <= 0 || burst < 1) {
+      throw new IllegalArgumentException("rate must be > 0 and burst >= 1");
+    }
+    this.ratePerNano = ratePerSecond / 1e9;
+    this.capacity = burst;
+    this.tokens = burst;
+    this.refilledAt = nowNanos;
+  }
+
+  /** Takes up to {@code wanted} whole tokens and returns how many it took. */
+  public int take(int wanted, long nowNanos) {
+    refill(nowNanos);
+    int granted = (int) Math.min(wanted, Math.floor(tokens));
+    tokens -= granted;
+    return granted;
+  }
+
+  /** Nanoseconds until one more token is there (0 if there is one now). */
+  public long nanosUntilNextToken(long nowNanos) {
+    refill(nowNanos);
+    return tokens >= 1 ? 0 : (long) Math.ceil((1 - tokens) / ratePerNano);
+  }
+
+  private void refill(long nowNanos) {
+    long elapsed = nowNanos - refilledAt;
+    if (elapsed > 0) {
+      tokens = Math.min(capacity, tokens + elapsed * ratePerNano);
+      refilledAt = nowNanos;
+    }
+  }
+}

@@ -1,0 +1,3 @@
+package ordertimeout.order;
+
+public enum CloseReason { TIMEOUT, USER_CANCELLED, ADMIN }

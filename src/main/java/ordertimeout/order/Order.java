@@ -1,0 +1,44 @@
+package ordertimeout.order;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+
+import java.time.Instant;
+import java.util.List;
+
+/** An order as stored; times come from the database clock. */
+public record Order(
+    long id,
+    String userId,
+    String category,
+    OrderStatus status,
+    CloseReason closeReason,
+    List<OrderItem> items,
+    Instant createdAt,
+    Instant closeAt,
+    Instant remindAt,
+    Instant paidAt,
+    Instant closedAt) {
+
+  /** The API representation: the id as a string (64-bit ids lose precision as JSON numbers), ISO-8601 UTC times. */
+  public JsonObject toJson() {
+    JsonArray itemsJson = new JsonArray();
+    items.forEach(item -> itemsJson.add(new JsonObject().put("sku", item.sku()).put("qty", item.qty())));
+    return new JsonObject()
+        .put("id", Long.toString(id))
+        .put("userId", userId)
+        .put("category", category)
+        .put("status", status.name())
+        .put("closeReason", closeReason == null ? null : closeReason.name())
+        .put("items", itemsJson)
+        .put("createdAt", iso(createdAt))
+        .put("closeAt", iso(closeAt))
+        .put("remindAt", iso(remindAt))
+        .put("paidAt", iso(paidAt))
+        .put("closedAt", iso(closedAt));
+  }
+
+  private static String iso(Instant instant) {
+    return instant == null ? null : instant.toString();
+  }
+}

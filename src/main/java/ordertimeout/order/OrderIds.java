@@ -1,0 +1,48 @@
+package ordertimeout.order;
+
+/**
+ * Time-ordered 64-bit order ids: 41 bits of milliseconds since 2025-01-01, 10 bits of node id,
+ * 12 bits of sequence within the millisecond. Thread-safe; one generator per node.
+ */
+public final class OrderIds {
+  private static final long EPOCH_MILLIS = 1_735_689_600_000L; // 2025-01-01T00:00:00Z
+  private static final int NODE_BITS = 10;
+  private static final int SEQUENCE_BITS = 12;
+  private static final long SEQUENCE_MASK = (1L << SEQUENCE_BITS) - 1;
+
+  private final long nodeBits;
+  private long lastMillis = -1;
+  private long sequence;
+
+  public OrderIds(int nodeId) {
+    if (nodeId < 0 || nodeId >= (1 << NODE_BITS)) {
+      throw new IllegalArgumentException("node id must be in [0, 1023]: " + nodeId);
+    }
+    this.nodeBits = (long) nodeId << SEQUENCE_BITS;
+  }
+
+  public synchronized long next() {
+    long now = Math.max(System.currentTimeMillis(), lastMillis); // never step back with the wall clock
+    if (now == lastMillis) {
+      sequence = (sequence + 1) & SEQUENCE_MASK;
+      if (sequence == 0) {
+        now = lastMillis + 1; // 4096 ids in this millisecond: borrow the next one
+      }
+    } else {
+      sequence = 0;
+    }
+    lastMillis = now;
+    return ((now - EPOCH_MILLIS) << (NODE_BITS + SEQUENCE_BITS)) | nodeBits | sequence;
+  }
+
+  /** The shard of an order: a mix of all its id bits, so consecutive ids spread over all shards. */
+  public static int shardOf(long id, int shards) {
+    long h = id;
+    h ^= h >>> 33;
+    h *= 0xff51afd7ed558ccdL;
+    h ^= h >>> 33;
+    h *= 0xc4ceb9fe1a85ec53L;
+    h ^= h >>> 33;
+    return (int) Long.remainderUnsigned(h, shards);
+  }
+}

@@ -1,0 +1,3 @@
+package ordertimeout.order;
+
+public record OrderItem(String sku, int qty) {}

@@ -1,0 +1,3 @@
+package ordertimeout.order;
+
+public enum OrderStatus { UNPAID, PAID, CLOSED }

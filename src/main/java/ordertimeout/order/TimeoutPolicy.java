@@ -1,0 +1,37 @@
+package ordertimeout.order;
+
+import ordertimeout.config.AppConfig;
+
+import java.util.Optional;
+
+/** How long an order may stay unpaid, and whether it gets a reminder before its deadline. */
+public final class TimeoutPolicy {
+  private final AppConfig.Orders config;
+
+  public TimeoutPolicy(AppConfig.Orders config) {
+    this.config = config;
+  }
+
+  public boolean knowsCategory(String category) {
+    return config.categoryTimeoutSeconds().containsKey(category);
+  }
+
+  public String defaultCategory() {
+    return config.defaultCategory();
+  }
+
+  public boolean allowsTimeout(long seconds) {
+    return seconds >= config.minTimeoutSeconds() && seconds <= config.maxTimeoutSeconds();
+  }
+
+  /** The requested timeout when there is one (already checked with {@link #allowsTimeout}), else the category's. */
+  public int timeoutSeconds(String category, Optional<Integer> requested) {
+    return requested.orElseGet(() -> config.categoryTimeoutSeconds().get(category));
+  }
+
+  /** Seconds after creation when the reminder fires, or empty when the timeout is too short to have one. */
+  public Optional<Integer> reminderAfterSeconds(int timeoutSeconds) {
+    int before = config.reminderBeforeSeconds();
+    return before > 0 && timeoutSeconds > before ? Optional.of(timeoutSeconds - before) : Optional.empty();
+  }
+}

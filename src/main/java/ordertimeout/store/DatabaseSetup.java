@@ -1,0 +1,130 @@
+package ordertimeout.store;
+
+import io.vertx.pgclient.PgConnectOptions;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigException;
+import org.flywaydb.core.Flyway;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+
+/**
+ * Gets the database ready before Vert.x starts (all of it blocks): starts the embedded PostgreSQL
+ * when no URL is configured, runs the migrations, and pins the shard count.
+ */
+public final class DatabaseSetup implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(DatabaseSetup.class);
+
+  private final PgConnectOptions connectOptions;
+  private final EmbeddedPostgres embedded;
+
+  private DatabaseSetup(PgConnectOptions connectOptions, EmbeddedPostgres embedded) {
+    this.connectOptions = connectOptions;
+    this.embedded = embedded;
+  }
+
+  public static DatabaseSetup prepare(AppConfig.Database config) {
+    DatabaseSetup setup = config.embedded() ? startEmbedded(Path.of(config.dataDir())) : external(config.url());
+    try {
+      setup.migrate();
+      setup.pinShardCount(config.shards());
+      return setup;
+    } catch (RuntimeException e) {
+      setup.close();
+      throw e;
+    }
+  }
+
+  private static DatabaseSetup external(String url) {
+    try {
+      return new DatabaseSetup(PgConnectOptions.fromUri(url), null);
+    } catch (RuntimeException e) {
+      throw new ConfigException("database.url", "not a postgresql:// URL (" + e.getMessage() + ")");
+    }
+  }
+
+  private static DatabaseSetup startEmbedded(Path dataDir) {
+    Path pgData = dataDir.resolve("postgres").toAbsolutePath();
+    try {
+      Files.createDirectories(pgData);
+      log.info("starting the embedded PostgreSQL with its data in {}", pgData);
+      EmbeddedPostgres postgres = EmbeddedPostgres.builder()
+          .setDataDirectory(pgData)
+          .setCleanDataDirectory(false)
+          .setServerConfig("max_connections", "200")
+          .setServerConfig("shared_buffers", "256MB")
+          .setServerConfig("synchronous_commit", "on")
+          .start();
+      PgConnectOptions options = new PgConnectOptions()
+          .setHost("127.0.0.1")
+          .setPort(postgres.getPort())
+          .setDatabase("postgres")
+          .setUser("postgres")
+          .setPassword("postgres");
+      return new DatabaseSetup(options, postgres);
+    } catch (IOException e) {
+      throw new IllegalStateException("the embedded PostgreSQL did not start in " + pgData, e);
+    }
+  }
+
+  public PgConnectOptions connectOptions() {
+    return new PgConnectOptions(connectOptions);
+  }
+
+  public String jdbcUrl() {
+    return "jdbc:postgresql://" + connectOptions.getHost() + ":" + connectOptions.getPort() + "/" + connectOptions.getDatabase();
+  }
+
+  public Connection openJdbc() throws SQLException {
+    return DriverManager.getConnection(jdbcUrl(), connectOptions.getUser(), connectOptions.getPassword());
+  }
+
+  private void migrate() {
+    Flyway.configure()
+        .dataSource(jdbcUrl(), connectOptions.getUser(), connectOptions.getPassword())
+        .locations("classpath:db/migration")
+        .load()
+        .migrate();
+  }
+
+  private void pinShardCount(int shards) {
+    try (Connection connection = openJdbc()) {
+      try (PreparedStatement insert = connection.prepareStatement(
+          "INSERT INTO service_settings (name, value) VALUES ('shards', ?) ON CONFLICT (name) DO NOTHING")) {
+        insert.setString(1, Integer.toString(shards));
+        insert.executeUpdate();
+      }
+      try (PreparedStatement select = connection.prepareStatement("SELECT value FROM service_settings WHERE name = 'shards'");
+           ResultSet row = select.executeQuery()) {
+        row.next();
+        int pinned = Integer.parseInt(row.getString(1));
+        if (pinned != shards) {
+          throw new ConfigException("database.shards",
+              "the database was created with " + pinned + " shards; the service refuses to start with " + shards);
+        }
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot read the shard count from the database", e);
+    }
+  }
+
+  @Override
+  public void close() {
+    if (embedded != null) {
+      try {
+        embedded.close();
+      } catch (IOException e) {
+        log.warn("the embedded PostgreSQL did not stop cleanly", e);
+      }
+    }
+  }
+}

@@ -1,0 +1,147 @@
+package ordertimeout.store;
+
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.SqlConnection;
+import io.vertx.sqlclient.Tuple;
+import ordertimeout.order.CloseReason;
+import ordertimeout.order.Deadlines;
+
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+
+/** What the timer, the close verticle and the sweep ask of the database: batched closes, reminders, pages of deadlines. */
+public final class DeadlineStore {
+  private static final OffsetDateTime BEFORE_ANY_DEADLINE = Instant.EPOCH.atOffset(ZoneOffset.UTC);
+
+  private final Pool pool;
+
+  public DeadlineStore(Pool pool) {
+    this.pool = pool;
+  }
+
+  /**
+   * The result of a close batch: each closed order's lateness ({@code closed_at - close_at}, both
+   * from the database clock), and the orders still unpaid whose deadline the database says has not
+   * come yet (the node's clock ran ahead), to be put back into the wheel.
+   */
+  public record ClosedBatch(long[] closedIds, long[] latenessMillis, Deadlines notYetDue) {}
+
+  /** One transaction: the compare-and-set close of every due unpaid order among {@code ids}, stock, log, events. */
+  public Future<ClosedBatch> closeDue(long[] ids) {
+    Long[] boxed = box(ids);
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_DUE)
+        .execute(Tuple.of(boxed, CloseReason.TIMEOUT.name()))
+        .compose(closed -> {
+          int count = closed.size();
+          long[] closedIds = new long[count];
+          long[] lateness = new long[count];
+          int i = 0;
+          for (Row row : closed) {
+            closedIds[i] = row.getLong("id");
+            lateness[i] = millis(row.getOffsetDateTime("closed_at")) - millis(row.getOffsetDateTime("close_at"));
+            i++;
+          }
+          Future<Deadlines> notYetDue = count == ids.length
+              ? Future.succeededFuture(Deadlines.EMPTY)
+              : stillUnpaid(conn, boxed);
+          return StockMoves.release(conn, box(closedIds))
+              .compose(released -> notYetDue)
+              .map(later -> new ClosedBatch(closedIds, lateness, later));
+        }));
+  }
+
+  private static Future<Deadlines> stillUnpaid(SqlConnection conn, Long[] ids) {
+    return conn.preparedQuery(Sql.SELECT_STILL_UNPAID).execute(Tuple.of(ids)).map(rows -> deadlines(rows, true, false));
+  }
+
+  /** The result of a reminder batch: how many were sent, and the ones whose reminder is not due yet by the database clock. */
+  public record RemindedBatch(int reminded, Deadlines notYetDue) {}
+
+  public Future<RemindedBatch> remindDue(long[] ids) {
+    Long[] boxed = box(ids);
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.REMIND_DUE).execute(Tuple.of(boxed))
+        .compose(reminded -> reminded.size() == ids.length
+            ? Future.succeededFuture(new RemindedBatch(reminded.size(), Deadlines.EMPTY))
+            : conn.preparedQuery(Sql.SELECT_NOT_YET_REMINDED).execute(Tuple.of(boxed))
+                .map(rows -> new RemindedBatch(reminded.size(), deadlines(rows, false, true)))));
+  }
+
+  /** Where a keyset page ended; the next page starts after it. */
+  public record PageCursor(OffsetDateTime closeAt, long id) {
+    public static final PageCursor START = new PageCursor(BEFORE_ANY_DEADLINE, 0);
+  }
+
+  public record PendingPage(Deadlines deadlines, PageCursor next) {}
+
+  /** A page of one shard's unpaid orders by deadline: their deadlines and the reminders not yet sent. */
+  public Future<PendingPage> pendingPage(int shard, PageCursor after, int limit) {
+    return pool.preparedQuery(Sql.PENDING_PAGE)
+        .execute(Tuple.of(shard, after.closeAt(), after.id(), limit))
+        .map(rows -> new PendingPage(deadlines(rows, true, true), lastCursor(rows, after)));
+  }
+
+  public record OverduePage(long[] ids, PageCursor next) {}
+
+  /** A page of one shard's unpaid orders overdue by more than {@code graceSeconds}. */
+  public Future<OverduePage> overduePage(int shard, int graceSeconds, PageCursor after, int limit) {
+    return pool.preparedQuery(Sql.OVERDUE_PAGE)
+        .execute(Tuple.of(shard, graceSeconds, after.closeAt(), after.id(), limit))
+        .map(rows -> {
+          long[] ids = new long[rows.size()];
+          int i = 0;
+          for (Row row : rows) {
+            ids[i++] = row.getLong("id");
+          }
+          return new OverduePage(ids, lastCursor(rows, after));
+        });
+  }
+
+  public Future<Void> ping() {
+    return pool.query(Sql.SELECT_NOW).execute().mapEmpty();
+  }
+
+  private static PageCursor lastCursor(RowSet<Row> rows, PageCursor after) {
+    PageCursor last = after;
+    for (Row row : rows) {
+      last = new PageCursor(row.getOffsetDateTime("close_at"), row.getLong("id"));
+    }
+    return last;
+  }
+
+  /**
+   * Rows to deadlines: the close timer when {@code close}, the reminder when {@code remind} and it is
+   * still unsent ({@code reminded_at} null where the row has that column).
+   */
+  private static Deadlines deadlines(RowSet<Row> rows, boolean close, boolean remind) {
+    int size = rows.size();
+    long[] ids = new long[size];
+    long[] closeAt = new long[size];
+    long[] remindAt = new long[size];
+    int i = 0;
+    for (Row row : rows) {
+      ids[i] = row.getLong("id");
+      closeAt[i] = close ? millis(row.getOffsetDateTime("close_at")) : Deadlines.NONE;
+      OffsetDateTime remindTime = remind ? row.getOffsetDateTime("remind_at") : null;
+      boolean unsent = row.getColumnIndex("reminded_at") < 0 || row.getValue("reminded_at") == null;
+      remindAt[i] = remindTime != null && unsent ? millis(remindTime) : Deadlines.NONE;
+      i++;
+    }
+    return new Deadlines(ids, closeAt, remindAt);
+  }
+
+  private static long millis(OffsetDateTime time) {
+    return time.toInstant().toEpochMilli();
+  }
+
+  private static Long[] box(long[] ids) {
+    Long[] boxed = new Long[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      boxed[i] = ids[i];
+    }
+    return boxed;
+  }
+}

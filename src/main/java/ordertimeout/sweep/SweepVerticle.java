@@ -1,0 +1,88 @@
+package ordertimeout.sweep;
+
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.pgclient.PgConnectOptions;
+import ordertimeout.bus.Addresses;
+import ordertimeout.bus.DueOrders;
+import ordertimeout.config.AppConfig;
+import ordertimeout.store.DeadlineStore;
+import ordertimeout.store.DeadlineStore.PageCursor;
+import ordertimeout.store.Pools;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The compensation sweep: every {@code sweep.intervalSeconds}, pages through the unpaid orders of the
+ * owned shards that are overdue by more than {@code sweep.graceSeconds} and feeds them to the same
+ * close path as the wheel. On a healthy node it finds almost nothing; what it closes is counted as
+ * timeout closes on the sweep path.
+ */
+public final class SweepVerticle extends VerticleBase {
+  private static final Logger log = LoggerFactory.getLogger(SweepVerticle.class);
+  private static final DeliveryOptions CLOSE_REQUEST = new DeliveryOptions().setSendTimeout(120_000);
+
+  private final AppConfig config;
+  private final PgConnectOptions connectOptions;
+  private DeadlineStore store;
+  private long sweepTimer = -1;
+  private boolean sweeping;
+
+  public SweepVerticle(AppConfig config, PgConnectOptions connectOptions) {
+    this.config = config;
+    this.connectOptions = connectOptions;
+  }
+
+  @Override
+  public Future<?> start() {
+    store = new DeadlineStore(Pools.shared(vertx, connectOptions, config.database().poolSize()));
+    sweepTimer = vertx.setPeriodic(config.sweep().intervalSeconds() * 1000L, id -> sweepOnce());
+    return Future.succeededFuture();
+  }
+
+  @Override
+  public Future<?> stop() {
+    vertx.cancelTimer(sweepTimer);
+    return Future.succeededFuture();
+  }
+
+  /** One pass over every owned shard; a pass still running when the next is due makes that one skip. */
+  private void sweepOnce() {
+    if (sweeping) {
+      return;
+    }
+    sweeping = true;
+    sweepShardsFrom(0, 0)
+        .onSuccess(closed -> {
+          if (closed > 0) {
+            log.info("sweep closed {} overdue orders the wheel had not closed", closed);
+          }
+        })
+        .onFailure(failure -> log.warn("sweep pass failed, the next one retries: {}", failure.toString()))
+        .onComplete(done -> sweeping = false);
+  }
+
+  private Future<Integer> sweepShardsFrom(int shard, int closedSoFar) {
+    if (shard >= config.database().shards()) {
+      return Future.succeededFuture(closedSoFar);
+    }
+    return sweepShard(shard, PageCursor.START, 0)
+        .compose(closed -> sweepShardsFrom(shard + 1, closedSoFar + closed));
+  }
+
+  private Future<Integer> sweepShard(int shard, PageCursor after, int closedSoFar) {
+    int pageSize = config.sweep().pageSize();
+    return store.overduePage(shard, config.sweep().graceSeconds(), after, pageSize).compose(page -> {
+      if (page.ids().length == 0) {
+        return Future.succeededFuture(closedSoFar);
+      }
+      return vertx.eventBus()
+          .<Integer>request(Addresses.CLOSE_DUE, new DueOrders(page.ids(), DueOrders.Path.SWEEP), CLOSE_REQUEST)
+          .compose(reply -> {
+            int closed = closedSoFar + reply.body();
+            return page.ids().length < pageSize ? Future.succeededFuture(closed) : sweepShard(shard, page.next(), closed);
+          });
+    });
+  }
+}

@@ -1,0 +1,72 @@
+-- Settings fixed when the schema is created (the shard count).
+CREATE TABLE service_settings (
+  name  text PRIMARY KEY,
+  value text NOT NULL
+);
+
+CREATE TABLE orders (
+  id           bigint PRIMARY KEY,
+  shard        smallint NOT NULL CHECK (shard >= 0),
+  user_id      text NOT NULL,
+  category     text NOT NULL,
+  status       text NOT NULL CHECK (status IN ('UNPAID', 'PAID', 'CLOSED')),
+  close_reason text CHECK (close_reason IN ('TIMEOUT', 'USER_CANCELLED', 'ADMIN')),
+  created_at   timestamptz NOT NULL,
+  close_at     timestamptz NOT NULL,
+  remind_at    timestamptz,
+  reminded_at  timestamptz,
+  paid_at      timestamptz,
+  closed_at    timestamptz,
+  CHECK ((status = 'CLOSED') = (close_reason IS NOT NULL AND closed_at IS NOT NULL)),
+  CHECK ((status = 'PAID') = (paid_at IS NOT NULL))
+);
+-- The wheel's reload, the sweep and the close CAS all read unpaid orders by shard and deadline.
+CREATE INDEX orders_unpaid_by_shard_deadline ON orders (shard, close_at, id) WHERE status = 'UNPAID';
+-- The per-user cap on unpaid orders.
+CREATE INDEX orders_unpaid_by_user ON orders (user_id) WHERE status = 'UNPAID';
+
+CREATE TABLE order_items (
+  order_id bigint NOT NULL REFERENCES orders (id),
+  sku      text NOT NULL,
+  qty      integer NOT NULL CHECK (qty > 0),
+  PRIMARY KEY (order_id, sku)
+);
+
+CREATE TABLE inventory (
+  sku        text PRIMARY KEY,
+  available  bigint NOT NULL CHECK (available >= 0),
+  reserved   bigint NOT NULL DEFAULT 0 CHECK (reserved >= 0),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE idempotency_keys (
+  client          text NOT NULL,
+  key             text NOT NULL,
+  request_hash    text NOT NULL,
+  response_status integer NOT NULL,
+  response_body   text NOT NULL,
+  order_id        bigint,
+  created_at      timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (client, key)
+);
+
+CREATE TABLE outbox (
+  event_id     uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  order_id     bigint NOT NULL,
+  type         text NOT NULL CHECK (type IN ('ORDER_CREATED', 'ORDER_PAID', 'ORDER_CLOSED', 'ORDER_CLOSE_REMINDER')),
+  payload      jsonb NOT NULL,
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz
+);
+CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
+
+-- What happened to an order and why; kept 72 hours.
+CREATE TABLE order_log (
+  id       bigserial PRIMARY KEY,
+  order_id bigint NOT NULL,
+  event    text NOT NULL CHECK (event IN ('CREATED', 'PAID', 'CLOSED', 'REMINDED')),
+  detail   text,
+  at       timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX order_log_by_order ON order_log (order_id);
+CREATE INDEX order_log_by_time ON order_log (at);
