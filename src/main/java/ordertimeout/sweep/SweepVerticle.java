@@ -59,7 +59,6 @@ public final class SweepVerticle extends VerticleBase {
             log.info("sweep closed {} overdue orders the wheel had not closed", closed);
           }
         })
-        .onFailure(failure -> log.warn("sweep pass failed, the next one retries: {}", failure.toString()))
         .onComplete(done -> sweeping = false);
   }
 
@@ -68,6 +67,10 @@ public final class SweepVerticle extends VerticleBase {
       return Future.succeededFuture(closedSoFar);
     }
     return sweepShard(shard, PageCursor.START, 0)
+        .recover(failure -> {
+          log.warn("sweep of shard {} failed, the next pass retries it: {}", shard, failure.toString());
+          return Future.succeededFuture(0);
+        })
         .compose(closed -> sweepShardsFrom(shard + 1, closedSoFar + closed));
   }
 

@@ -1,0 +1,121 @@
+package ordertimeout.support;
+
+import io.vertx.core.json.JsonObject;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+
+/** A blocking (or async) HTTP client for the service's API, as a shop's backend would call it. */
+public final class Api {
+  public static final String USER_KEY = "dev-user-key";
+  public static final String ADMIN_KEY = "dev-admin-key";
+
+  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private final String base;
+
+  public Api(int port) {
+    this.base = "http://127.0.0.1:" + port;
+  }
+
+  public record Response(int status, String body, HttpResponse<String> raw) {
+    public JsonObject json() {
+      return new JsonObject(body);
+    }
+
+    public String code() {
+      return json().getString("code");
+    }
+
+    public String contentType() {
+      return raw.headers().firstValue("Content-Type").orElse("");
+    }
+  }
+
+  public Response createOrder(String idempotencyKey, JsonObject body) {
+    return send(request("POST", "/v1/orders", USER_KEY, body.encode()).header("Idempotency-Key", idempotencyKey));
+  }
+
+  public CompletableFuture<Response> createOrderAsync(String idempotencyKey, JsonObject body) {
+    return sendAsync(request("POST", "/v1/orders", USER_KEY, body.encode()).header("Idempotency-Key", idempotencyKey));
+  }
+
+  public Response get(String path, String key) {
+    return send(request("GET", path, key, null));
+  }
+
+  public Response post(String path, String key) {
+    return send(request("POST", path, key, null));
+  }
+
+  public CompletableFuture<Response> postAsync(String path, String key) {
+    return sendAsync(request("POST", path, key, null));
+  }
+
+  public Response put(String path, String key, String body) {
+    return send(request("PUT", path, key, body));
+  }
+
+  public Response order(String id) {
+    return get("/v1/orders/" + id, USER_KEY);
+  }
+
+  public Response pay(String id) {
+    return post("/v1/orders/" + id + "/pay", USER_KEY);
+  }
+
+  public Response cancel(String id) {
+    return post("/v1/orders/" + id + "/cancel", USER_KEY);
+  }
+
+  public Response adminClose(String id) {
+    return post("/v1/admin/orders/" + id + "/close", ADMIN_KEY);
+  }
+
+  public JsonObject stock(String sku) {
+    return get("/v1/admin/inventory/" + sku, ADMIN_KEY).json();
+  }
+
+  public void setStock(String sku, long available) {
+    Response response = put("/v1/admin/inventory/" + sku, ADMIN_KEY, new JsonObject().put("available", available).encode());
+    if (response.status() != 200) {
+      throw new IllegalStateException("setting stock failed: " + response.body());
+    }
+  }
+
+  public JsonObject stats() {
+    return get("/v1/admin/stats", ADMIN_KEY).json();
+  }
+
+  public HttpRequest.Builder request(String method, String path, String key, String body) {
+    HttpRequest.Builder builder = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30));
+    if (key != null) {
+      builder.header("Authorization", "Bearer " + key);
+    }
+    if (body != null) {
+      builder.header("Content-Type", "application/json");
+    }
+    return builder.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+  }
+
+  public Response send(HttpRequest.Builder request) {
+    try {
+      HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+      return new Response(response.statusCode(), response.body(), response);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  public CompletableFuture<Response> sendAsync(HttpRequest.Builder request) {
+    return http.sendAsync(request.build(), HttpResponse.BodyHandlers.ofString())
+        .thenApply(response -> new Response(response.statusCode(), response.body(), response));
+  }
+}

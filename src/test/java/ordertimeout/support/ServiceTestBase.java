@@ -1,0 +1,88 @@
+package ordertimeout.support;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.TestInstance;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.BooleanSupplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Runs the real service once per test class on the shared test database; every test starts from
+ * empty tables and ends with the invariants checked.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+public abstract class ServiceTestBase {
+  protected TestService service;
+  protected Api api;
+
+  /** OT_* overrides for this class's service. */
+  protected Map<String, String> overrides() {
+    return Map.of();
+  }
+
+  @BeforeAll
+  void startService() {
+    service = TestService.start(overrides());
+    api = service.api();
+  }
+
+  @AfterAll
+  void stopService() {
+    if (service != null) {
+      service.close();
+    }
+  }
+
+  @BeforeEach
+  void emptyTables() {
+    TestDatabase.reset();
+  }
+
+  @AfterEach
+  void invariantsHold() {
+    Invariants.assertHold();
+  }
+
+  protected static JsonObject orderBody(String userId, int timeoutSeconds, Object... skuAndQty) {
+    JsonArray items = new JsonArray();
+    for (int i = 0; i < skuAndQty.length; i += 2) {
+      items.add(new JsonObject().put("sku", skuAndQty[i]).put("qty", skuAndQty[i + 1]));
+    }
+    return new JsonObject().put("userId", userId).put("items", items).put("timeoutSeconds", timeoutSeconds);
+  }
+
+  /** Creates an order with a fresh idempotency key and returns it; fails the test unless 201. */
+  protected JsonObject create(String userId, int timeoutSeconds, Object... skuAndQty) {
+    Api.Response response = api.createOrder(UUID.randomUUID().toString(), orderBody(userId, timeoutSeconds, skuAndQty));
+    assertThat(response.status()).as(response.body()).isEqualTo(201);
+    return response.json();
+  }
+
+  protected static void waitUntil(String what, Duration timeout, BooleanSupplier condition) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out after " + timeout + " waiting for: " + what);
+      }
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError(e);
+      }
+    }
+  }
+
+  protected String statusOf(String id) {
+    return api.order(id).json().getString("status");
+  }
+}

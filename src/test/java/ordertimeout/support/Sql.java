@@ -1,0 +1,48 @@
+package ordertimeout.support;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** Plain JDBC against the test database, for setting up and checking what the service did. */
+public final class Sql {
+  private Sql() {}
+
+  public static List<Map<String, Object>> rows(String sql, Object... params) {
+    try (Connection connection = TestDatabase.jdbc(); PreparedStatement statement = connection.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        statement.setObject(i + 1, params[i]);
+      }
+      List<Map<String, Object>> rows = new ArrayList<>();
+      if (!statement.execute()) {
+        return rows;
+      }
+      try (ResultSet result = statement.getResultSet()) {
+        int columns = result.getMetaData().getColumnCount();
+        while (result.next()) {
+          Map<String, Object> row = new LinkedHashMap<>();
+          for (int c = 1; c <= columns; c++) {
+            row.put(result.getMetaData().getColumnLabel(c), result.getObject(c));
+          }
+          rows.add(row);
+        }
+      }
+      return rows;
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+  }
+
+  public static long count(String sql, Object... params) {
+    return ((Number) rows(sql, params).get(0).values().iterator().next()).longValue();
+  }
+
+  public static void execute(String sql, Object... params) {
+    rows(sql, params);
+  }
+}

@@ -1,0 +1,58 @@
+package ordertimeout.support;
+
+import io.vertx.pgclient.PgConnectOptions;
+import ordertimeout.config.AppConfig;
+import ordertimeout.store.DatabaseSetup;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/**
+ * One real PostgreSQL for the whole test run: the embedded one the service itself starts, in a
+ * temporary folder, migrated by the production code. Stopped when the JVM exits.
+ */
+public final class TestDatabase {
+  public static final int SHARDS = 64;
+  private static DatabaseSetup database;
+
+  private TestDatabase() {}
+
+  public static synchronized DatabaseSetup get() {
+    if (database == null) {
+      try {
+        Path dataDir = Files.createTempDirectory("order-timeout-test-db");
+        database = DatabaseSetup.prepare(new AppConfig.Database("", dataDir.toString(), 8, SHARDS));
+        Runtime.getRuntime().addShutdownHook(new Thread(database::close, "stop-test-database"));
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+    return database;
+  }
+
+  public static PgConnectOptions connectOptions() {
+    return get().connectOptions();
+  }
+
+  public static Connection jdbc() {
+    try {
+      return get().openJdbc();
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Empties every table but the pinned settings. */
+  public static void reset() {
+    try (Connection connection = jdbc(); Statement statement = connection.createStatement()) {
+      statement.execute("TRUNCATE orders, order_items, inventory, idempotency_keys, outbox, order_log");
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,88 @@
+package ordertimeout.support;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import ordertimeout.Service;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The real service (every verticle) on its own Vert.x instance against the shared test database,
+ * configured from conf/application.yaml with environment-style overrides.
+ */
+public final class TestService implements AutoCloseable {
+  private final Vertx vertx;
+  private final Service service;
+  private final Api api;
+  private final AppConfig config;
+
+  private TestService(Vertx vertx, Service service, AppConfig config) {
+    this.vertx = vertx;
+    this.service = service;
+    this.config = config;
+    this.api = new Api(config.http().port());
+  }
+
+  /** Starts with a fast sweep and short reminders; {@code overrides} are OT_* variables. */
+  public static TestService start(Map<String, String> overrides) {
+    Map<String, String> environment = new HashMap<>();
+    environment.put("OT_HTTP_PORT", Integer.toString(freePort()));
+    environment.put("OT_SWEEP_INTERVAL_SECONDS", "1");
+    environment.put("OT_SWEEP_GRACE_SECONDS", "1");
+    environment.put("OT_ORDERS_REMINDER_BEFORE_SECONDS", "1");
+    environment.put("OT_ORDERS_MAX_UNPAID_PER_USER", "1000");
+    environment.putAll(overrides);
+    AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
+    Vertx vertx = Vertx.vertx();
+    Service service = await(Service.start(vertx, config, TestDatabase.connectOptions()));
+    return new TestService(vertx, service, config);
+  }
+
+  public static TestService start() {
+    return start(Map.of());
+  }
+
+  public Api api() {
+    return api;
+  }
+
+  public AppConfig config() {
+    return config;
+  }
+
+  public Service service() {
+    return service;
+  }
+
+  public Vertx vertx() {
+    return vertx;
+  }
+
+  @Override
+  public void close() {
+    await(service.stop());
+  }
+
+  public static <T> T await(Future<T> future) {
+    try {
+      return future.toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static int freePort() {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
