@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -23,6 +24,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * database accepts them again. (The sweep pages by shard, so the other orders close in batches of their own.)
  */
 class CloseRollbackTest extends ServiceTestBase {
+
+  /** Orders overdue by less than the grace are left alone by the sweep while the test closes them directly. */
+  @Override
+  protected Map<String, String> overrides() {
+    return Map.of("OT_SWEEP_GRACE_SECONDS", "5");
+  }
 
   @AfterEach
   void dropInjectedFailure() {
@@ -51,7 +58,7 @@ class CloseRollbackTest extends ServiceTestBase {
     long givenUpBefore = service.service().stats().closeBatchesGivenUp();
 
     // The deadlines pass while the database refuses the stock release.
-    Sql.execute("UPDATE orders SET close_at = now() - interval '2 seconds' WHERE id = ANY(?)",
+    Sql.execute("UPDATE orders SET close_at = now() - interval '100 milliseconds' WHERE id = ANY(?)",
         (Object) ids.toArray(Long[]::new));
 
     Vertx vertx = Vertx.vertx();
@@ -67,6 +74,9 @@ class CloseRollbackTest extends ServiceTestBase {
     assertThat(Sql.count("SELECT count(*) FROM outbox WHERE type = 'ORDER_CLOSED'")).isZero();
     assertThat(api.stock("FINE").getLong("reserved")).as("no stock moved").isEqualTo(6);
 
+    // Now overdue past the sweep's grace: the service's own close path meets the failure.
+    Sql.execute("UPDATE orders SET close_at = now() - interval '6 seconds' WHERE id = ANY(?)",
+        (Object) ids.toArray(Long[]::new));
     waitUntil("the service to give up a batch after its retries", Duration.ofSeconds(10),
         () -> service.service().stats().closeBatchesGivenUp() > givenUpBefore);
     assertThat(api.stats().getLong("closeRetries")).isGreaterThanOrEqualTo(2);

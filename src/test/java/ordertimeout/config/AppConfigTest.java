@@ -1,0 +1,77 @@
+package ordertimeout.config;
+
+import ordertimeout.store.DatabaseSetup;
+import ordertimeout.support.TestDatabase;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class AppConfigTest {
+  private static AppConfig load(Map<String, String> environment) {
+    return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
+  }
+
+  @Test
+  void embeddedDefaultIsLoopbackWithDevKeysAndTheAgreedPolicy() {
+    AppConfig config = load(Map.of());
+    assertThat(config.http().host()).isEqualTo("127.0.0.1");
+    assertThat(config.http().port()).isEqualTo(8080);
+    assertThat(config.database().embedded()).isTrue();
+    assertThat(config.database().shards()).isEqualTo(64);
+    assertThat(config.apiKeys()).extracting(AppConfig.ApiKey::key).containsExactlyInAnyOrder("dev-user-key", "dev-admin-key");
+    assertThat(config.orders().categoryTimeoutSeconds()).containsEntry("virtual", 300).containsEntry("physical", 1800);
+    assertThat(config.orders().defaultCategory()).isEqualTo("physical");
+    assertThat(config.orders().reminderBeforeSeconds()).isEqualTo(300);
+    assertThat(config.limits().closesPerSecond()).as("closes uncapped by default").isZero();
+  }
+
+  @Test
+  void everyKeyCanBeOverriddenFromTheEnvironment() {
+    assertThat(ConfigSource.environmentVariable("orders.maxUnpaidPerUser")).isEqualTo("OT_ORDERS_MAX_UNPAID_PER_USER");
+    AppConfig config = load(Map.of(
+        "OT_HTTP_PORT", "9090",
+        "OT_ORDERS_MAX_UNPAID_PER_USER", "7",
+        "OT_ORDERS_CATEGORIES", "{virtual: 60, physical: 900, fresh: 120}",
+        "OT_AUTH_KEYS", "[{key: a-long-user-key, role: user, client: shop-1}]"));
+    assertThat(config.http().port()).isEqualTo(9090);
+    assertThat(config.orders().maxUnpaidPerUser()).isEqualTo(7);
+    assertThat(config.orders().categoryTimeoutSeconds()).containsEntry("fresh", 120);
+    assertThat(config.apiKeys()).containsExactly(new AppConfig.ApiKey("a-long-user-key", AppConfig.Role.USER, "shop-1"));
+  }
+
+  @Test
+  void aWrongValueStopsTheServiceNamingTheKey() {
+    assertThatThrownBy(() -> load(Map.of("OT_HTTP_PORT", "eighty"))).isInstanceOf(ConfigException.class).hasMessageContaining("http.port");
+    assertThatThrownBy(() -> load(Map.of("OT_HTTP_PORT", "70000"))).hasMessageContaining("http.port");
+    assertThatThrownBy(() -> load(Map.of("OT_ORDERS_DEFAULT_CATEGORY", "nope"))).hasMessageContaining("orders.defaultCategory");
+    assertThatThrownBy(() -> load(Map.of("OT_ORDERS_CATEGORIES", "{virtual: 0}"))).hasMessageContaining("orders.categories.virtual");
+    assertThatThrownBy(() -> load(Map.of("OT_AUTH_KEYS", "[{key: short, role: user, client: c}]"))).hasMessageContaining("auth.keys[0].key");
+    assertThatThrownBy(() -> load(Map.of("OT_AUTH_KEYS", "[{key: long-enough-key, role: root, client: c}]"))).hasMessageContaining("auth.keys[0].role");
+    assertThatThrownBy(() -> load(Map.of("OT_TIMER_TICK_MILLIS", "50"))).hasMessageContaining("timer.tickMillis");
+  }
+
+  @Test
+  void devKeysAreRefusedOffLoopback() {
+    assertThatThrownBy(() -> load(Map.of("OT_HTTP_HOST", "0.0.0.0"))).hasMessageContaining("http.host").hasMessageContaining("dev");
+    AppConfig production = load(Map.of(
+        "OT_HTTP_HOST", "0.0.0.0",
+        "OT_AUTH_KEYS", "[{key: a-real-secret-key, role: admin, client: ops}]"));
+    assertThat(production.http().host()).isEqualTo("0.0.0.0");
+  }
+
+  @Test
+  void theServiceRefusesADifferentShardCountThanTheDatabaseWasCreatedWith() {
+    var options = TestDatabase.connectOptions();
+    String url = "postgresql://" + options.getUser() + ":" + options.getPassword() + "@" + options.getHost() + ":"
+        + options.getPort() + "/" + options.getDatabase();
+    assertThatThrownBy(() -> DatabaseSetup.prepare(new AppConfig.Database(url, "unused", 2, 32)))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("database.shards")
+        .hasMessageContaining("64");
+    DatabaseSetup.prepare(new AppConfig.Database(url, "unused", 2, TestDatabase.SHARDS)).close();
+  }
+}
