@@ -23,14 +23,15 @@ public final class Main {
   public static void main(String[] args) {
     String configFile = args.length > 0 ? args[0] : System.getenv("OT_CONFIG");
     AppConfig config;
+    DatabaseSetup database;
     try {
       config = AppConfig.from(ConfigSource.load(configFile == null ? null : Path.of(configFile), System::getenv));
+      database = DatabaseSetup.prepare(config.database());
     } catch (ConfigException | IllegalArgumentException e) {
       log.error("refusing to start: {}", e.getMessage());
       System.exit(2);
       return;
     }
-    DatabaseSetup database = DatabaseSetup.prepare(config.database());
     Vertx vertx = Vertx.vertx();
     Service.start(vertx, config, database.connectOptions())
         .onSuccess(service -> {

@@ -6,6 +6,7 @@ import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.eventbus.Message;
 import io.vertx.pgclient.PgConnectOptions;
+import io.vertx.pgclient.PgException;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.DueOrders;
 import ordertimeout.bus.PermitGrant;
@@ -26,25 +27,18 @@ import java.util.function.Function;
 
 /**
  * Closes due orders and sends due reminders, one transaction per batch, at most
- * {@code close.maxInFlight} transactions at once. A failed batch is retried with exponential backoff;
- * after {@code close.maxAttempts} it is counted and left to the sweep. Replies to a request with the
- * number of orders closed (or reminded).
+ * {@code close.maxInFlight} transactions at once. A failed batch is retried with exponential
+ * backoff; a batch that the database keeps refusing for its data (a constraint, a trigger) is split
+ * in halves down to single orders, so that one bad order cannot hold back a thousand good ones.
+ * What still fails is counted and left to the sweep (closes) or put back into the wheel (reminders).
+ * Replies to a request with the number of orders closed (or reminded).
  */
 public final class CloseVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(CloseVerticle.class);
 
   private enum Kind { CLOSE, REMIND }
 
-  /** {@code message} is null for the part of a batch deferred by the rate limit: nobody waits for it. */
-  private record Job(Kind kind, DueOrders.Path path, long[] ids, Message<DueOrders> message) {
-    static Job of(Kind kind, Message<DueOrders> message) {
-      return new Job(kind, message.body().path(), message.body().orderIds(), message);
-    }
-
-    Job withIds(long[] someIds, Message<DueOrders> replyTo) {
-      return new Job(kind, path, someIds, replyTo);
-    }
-  }
+  private record Job(Kind kind, DueOrders.Path path, Message<DueOrders> message) {}
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
@@ -61,21 +55,15 @@ public final class CloseVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = new DeadlineStore(Pools.shared(vertx, connectOptions, config.database().poolSize()));
+    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1));
     EventBus bus = vertx.eventBus();
     return Future.join(
-        bus.<DueOrders>consumer(Addresses.CLOSE_DUE, message -> enqueue(Job.of(Kind.CLOSE, message)))
-            .completion(),
-        bus.<DueOrders>consumer(Addresses.REMIND_DUE, message -> enqueue(Job.of(Kind.REMIND, message)))
-            .completion());
+        bus.<DueOrders>consumer(Addresses.CLOSE_DUE, message -> enqueue(Kind.CLOSE, message)).completion(),
+        bus.<DueOrders>consumer(Addresses.REMIND_DUE, message -> enqueue(Kind.REMIND, message)).completion());
   }
 
-  private void enqueue(Job job) {
-    if (job.ids().length == 0) {
-      reply(job, 0);
-      return;
-    }
-    waiting.add(job);
+  private void enqueue(Kind kind, Message<DueOrders> message) {
+    waiting.add(new Job(kind, message.body().path(), message));
     runWaiting();
   }
 
@@ -83,56 +71,85 @@ public final class CloseVerticle extends VerticleBase {
     while (inFlight < config.close().maxInFlight() && !waiting.isEmpty()) {
       Job job = waiting.poll();
       inFlight++;
-      run(job).onComplete(done -> {
-        inFlight--;
-        runWaiting();
-      });
-    }
-  }
-
-  private Future<Void> run(Job job) {
-    if (job.kind() == Kind.CLOSE && config.limits().closesPerSecond() > 0) {
-      return vertx.eventBus()
-          .<PermitGrant>request(Addresses.LIMITER_ACQUIRE, new PermitRequest(LimiterVerticle.CLOSES, job.ids().length))
-          .compose(reply -> {
-            PermitGrant grant = reply.body();
-            if (grant.granted() < job.ids().length) {
-              long[] later = Arrays.copyOfRange(job.ids(), grant.granted(), job.ids().length);
-              vertx.setTimer(grant.retryAfterMillis(), id -> enqueue(job.withIds(later, null)));
-            }
-            return runNow(job.withIds(Arrays.copyOf(job.ids(), grant.granted()), job.message()));
+      run(job, job.message().body().orderIds())
+          .onSuccess(count -> job.message().reply(count))
+          .onFailure(failure -> job.message().fail(500, String.valueOf(failure.getMessage())))
+          .onComplete(done -> {
+            inFlight--;
+            runWaiting();
           });
     }
-    return runNow(job);
   }
 
-  private Future<Void> runNow(Job job) {
-    if (job.ids().length == 0) {
-      reply(job, 0);
-      return Future.succeededFuture();
+  /** Runs the whole job, holding its in-flight place while it waits for close permits. */
+  private Future<Integer> run(Job job, long[] ids) {
+    if (ids.length == 0) {
+      return Future.succeededFuture(0);
+    }
+    if (job.kind() == Kind.REMIND || config.limits().closesPerSecond() <= 0) {
+      return runBatch(job, ids);
+    }
+    return vertx.eventBus()
+        .<PermitGrant>request(Addresses.LIMITER_ACQUIRE, new PermitRequest(LimiterVerticle.CLOSES, ids.length))
+        .compose(reply -> {
+          PermitGrant grant = reply.body();
+          long[] now = Arrays.copyOf(ids, grant.granted());
+          long[] later = Arrays.copyOfRange(ids, grant.granted(), ids.length);
+          return runBatch(job, now).compose(closedNow -> later.length == 0
+              ? Future.succeededFuture(closedNow)
+              : delay(grant.retryAfterMillis()).compose(waited -> run(job, later)).map(closedLater -> closedNow + closedLater));
+        });
+  }
+
+  private Future<Integer> runBatch(Job job, long[] ids) {
+    if (ids.length == 0) {
+      return Future.succeededFuture(0);
     }
     Future<Integer> done = job.kind() == Kind.CLOSE
-        ? withRetries(job.ids(), store::closeDue, 1).map(batch -> {
+        ? withRetries(ids, store::closeDue, 1).map(batch -> {
             stats.timeoutClosed(job.path(), batch.latenessMillis());
             putBack(batch.notYetDue());
             return batch.closedIds().length;
           })
-        : withRetries(job.ids(), store::remindDue, 1).map(batch -> {
+        : withRetries(ids, store::remindDue, 1).map(batch -> {
             stats.remindersSent(batch.reminded());
             putBack(batch.notYetDue());
             return batch.reminded();
           });
-    return done
-        .onSuccess(count -> reply(job, count))
-        .onFailure(failure -> {
-          stats.closeBatchGivenUp();
-          log.warn("gave up a {} batch of {} orders after {} attempts; the sweep will take them: {}",
-              job.kind(), job.ids().length, config.close().maxAttempts(), failure.toString());
-          if (job.message() != null) {
-            job.message().fail(500, failure.getMessage());
-          }
-        })
-        .mapEmpty();
+    return done.recover(failure -> {
+      if (ids.length > 1 && isRefusedForItsData(failure)) {
+        int half = ids.length / 2;
+        return runBatch(job, Arrays.copyOf(ids, half))
+            .compose(first -> runBatch(job, Arrays.copyOfRange(ids, half, ids.length)).map(second -> first + second));
+      }
+      giveUp(job, ids, failure);
+      return Future.succeededFuture(0);
+    });
+  }
+
+  private void giveUp(Job job, long[] ids, Throwable failure) {
+    stats.closeBatchGivenUp();
+    if (job.kind() == Kind.CLOSE) {
+      log.warn("gave up closing {} orders after {} attempts; the sweep will take them: {}",
+          ids.length, config.close().maxAttempts(), failure.toString());
+    } else {
+      long retryAt = System.currentTimeMillis() + config.sweep().intervalSeconds() * 1000L;
+      long[] none = new long[ids.length];
+      long[] retry = new long[ids.length];
+      Arrays.fill(none, Deadlines.NONE);
+      Arrays.fill(retry, retryAt);
+      putBack(new Deadlines(ids, none, retry));
+      log.warn("gave up sending {} reminders after {} attempts; they go back into the wheel: {}",
+          ids.length, config.close().maxAttempts(), failure.toString());
+    }
+  }
+
+  /** Constraint violations and raised errors fail the same way on every attempt; connection trouble does not. */
+  private static boolean isRefusedForItsData(Throwable failure) {
+    if (failure instanceof PgException pg && pg.getSqlState() != null) {
+      return pg.getSqlState().startsWith("23") || pg.getSqlState().startsWith("P0");
+    }
+    return false;
   }
 
   private <T> Future<T> withRetries(long[] ids, Function<long[], Future<T>> attempt, int attemptNumber) {
@@ -143,22 +160,20 @@ public final class CloseVerticle extends VerticleBase {
       stats.closeRetried();
       long backoff = (long) config.close().backoffMillis() << (attemptNumber - 1);
       log.debug("retrying a batch of {} in {} ms: {}", ids.length, backoff, failure.toString());
-      Promise<T> retried = Promise.promise();
-      vertx.setTimer(backoff, id -> withRetries(ids, attempt, attemptNumber + 1).onComplete(retried));
-      return retried.future();
+      return delay(backoff).compose(waited -> withRetries(ids, attempt, attemptNumber + 1));
     });
   }
 
-  /** The database clock says these are not due yet: back into the wheel. */
-  private void putBack(Deadlines notYetDue) {
-    if (notYetDue.size() > 0) {
-      vertx.eventBus().send(Addresses.TIMER_SCHEDULE, notYetDue);
-    }
+  private Future<Void> delay(long millis) {
+    Promise<Void> elapsed = Promise.promise();
+    vertx.setTimer(Math.max(1, millis), id -> elapsed.complete());
+    return elapsed.future();
   }
 
-  private static void reply(Job job, int count) {
-    if (job.message() != null && job.message().replyAddress() != null) {
-      job.message().reply(count);
+  /** Back into the wheel: the database clock says these are not due yet, or a reminder must be retried. */
+  private void putBack(Deadlines deadlines) {
+    if (deadlines.size() > 0) {
+      vertx.eventBus().send(Addresses.TIMER_SCHEDULE, deadlines);
     }
   }
 }

@@ -5,12 +5,10 @@ import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.config.AppConfig;
+import ordertimeout.order.Digests;
 import ordertimeout.order.OrderItem;
 import ordertimeout.order.TimeoutPolicy;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -46,12 +44,7 @@ record CreateOrderRequest(String userId, String category, List<OrderItem> items,
         .append(userId).append('\n').append(category).append('\n')
         .append(timeoutSeconds.map(String::valueOf).orElse("-")).append('\n');
     items.forEach(item -> canonical.append(item.sku()).append('=').append(item.qty()).append('\n'));
-    try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest(canonical.toString().getBytes(StandardCharsets.UTF_8));
-      return HexFormat.of().formatHex(digest);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
+    return HexFormat.of().formatHex(Digests.sha256(canonical.toString()));
   }
 
   private static JsonObject object(Buffer body) {

@@ -9,7 +9,6 @@ import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
 import io.vertx.pgclient.PgConnectOptions;
-import io.vertx.sqlclient.Pool;
 import ordertimeout.config.AppConfig;
 import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
@@ -22,7 +21,7 @@ public final class IntakeVerticle extends VerticleBase {
   private final PgConnectOptions connectOptions;
   private final ServiceStats stats;
   private final OrderIds orderIds;
-  private Pool pool;
+  private OrderStore store;
 
   public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats, OrderIds orderIds) {
     this.config = config;
@@ -33,8 +32,7 @@ public final class IntakeVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    pool = Pools.shared(vertx, connectOptions, config.database().poolSize());
-    OrderStore store = new OrderStore(pool);
+    store = new OrderStore(Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances()));
     Auth auth = new Auth(config.apiKeys());
     Router router = Router.router(vertx);
     router.get("/health/live").handler(ctx -> OrderRoutes.json(ctx, 200, new JsonObject().put("status", "UP")));
@@ -53,7 +51,7 @@ public final class IntakeVerticle extends VerticleBase {
 
   /** Ready when the database answers and the wheel holds every owned shard. */
   private void ready(RoutingContext ctx) {
-    pool.query("SELECT 1").execute()
+    store.ping()
         .onSuccess(ok -> {
           boolean loaded = stats.isWheelLoaded();
           OrderRoutes.json(ctx, loaded ? 200 : 503, new JsonObject()

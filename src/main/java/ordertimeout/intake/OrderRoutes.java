@@ -51,7 +51,7 @@ final class OrderRoutes {
 
   void mount(Router router) {
     router.post("/v1/orders").handler(this::create);
-    router.get("/v1/orders/:id").handler(ctx -> respond(ctx, 200, store.find(orderId(ctx))));
+    router.get("/v1/orders/:id").handler(ctx -> respond(ctx, 200, store.find(orderId(ctx), clientScope(ctx))));
     router.post("/v1/orders/:id/pay").handler(this::pay);
     router.post("/v1/orders/:id/cancel").handler(ctx -> close(ctx, CloseReason.USER_CANCELLED));
     router.post("/v1/admin/orders/:id/close").handler(ctx -> close(ctx, CloseReason.ADMIN));
@@ -114,7 +114,7 @@ final class OrderRoutes {
   }
 
   private void pay(RoutingContext ctx) {
-    respond(ctx, 200, store.pay(orderId(ctx)).map(change -> {
+    respond(ctx, 200, store.pay(orderId(ctx), clientScope(ctx)).map(change -> {
       cancelTimersIfChanged(change);
       if (change.order().status() == OrderStatus.CLOSED) {
         throw new OrderRejected(Reason.ORDER_CLOSED, "order " + change.order().id() + " is closed ("
@@ -125,7 +125,7 @@ final class OrderRoutes {
   }
 
   private void close(RoutingContext ctx, CloseReason reason) {
-    respond(ctx, 200, store.closeOnRequest(orderId(ctx), reason).map(change -> {
+    respond(ctx, 200, store.closeOnRequest(orderId(ctx), reason, clientScope(ctx)).map(change -> {
       cancelTimersIfChanged(change);
       if (change.changed()) {
         stats.closedOnRequest(reason);
@@ -141,6 +141,12 @@ final class OrderRoutes {
     if (change.changed()) {
       vertx.eventBus().send(Addresses.TIMER_CANCEL, CancelTimers.one(change.order().id()));
     }
+  }
+
+  /** A client sees its own orders only; an admin sees all (null). */
+  private static String clientScope(RoutingContext ctx) {
+    ApiKey caller = Auth.caller(ctx);
+    return caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
   }
 
   private static long orderId(RoutingContext ctx) {

@@ -2,6 +2,7 @@ package ordertimeout.intake;
 
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.vertx.core.VertxException;
+import io.vertx.core.eventbus.ReplyException;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.pgclient.PgException;
@@ -33,6 +34,10 @@ final class Problems {
     } else if (failure instanceof PgException pg && pg.getSqlState() != null && pg.getSqlState().startsWith("40")) {
       ctx.response().putHeader("Retry-After", "1");
       send(ctx, 503, "transaction_conflict", "the request collided with a concurrent one and was rolled back; retry it");
+    } else if (failure instanceof ReplyException) {
+      log.warn("{} {}: an internal component did not answer: {}", ctx.request().method(), ctx.request().path(), failure.toString());
+      ctx.response().putHeader("Retry-After", "1");
+      send(ctx, 503, "service_busy", "the service could not take the request now; nothing was changed, retry later");
     } else if (ctx.statusCode() == 413) {
       sendStatus(ctx, 413);
     } else {

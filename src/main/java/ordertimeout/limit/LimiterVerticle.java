@@ -31,8 +31,13 @@ public final class LimiterVerticle extends VerticleBase {
     return vertx.eventBus().<PermitRequest>consumer(Addresses.LIMITER_ACQUIRE, this::acquire).completion();
   }
 
+  /** Grants what the bucket has; for the rest, says when enough will have refilled (not just one token). */
   private void acquire(Message<PermitRequest> message) {
     PermitRequest request = message.body();
+    if (!request.bucket().equals(CLOSES) && !request.bucket().startsWith(CREATES_PREFIX)) {
+      message.fail(400, "unknown bucket " + request.bucket());
+      return;
+    }
     TokenBucket bucket = bucketFor(request.bucket());
     if (bucket == null) {
       message.reply(new PermitGrant(request.permits(), 0));
@@ -40,21 +45,21 @@ public final class LimiterVerticle extends VerticleBase {
     }
     long now = System.nanoTime();
     int granted = bucket.take(request.permits(), now);
-    long retryAfterMillis = granted < request.permits() ? Math.max(1, bucket.nanosUntilNextToken(now) / 1_000_000) : 0;
+    int missing = request.permits() - granted;
+    long retryAfterMillis = missing > 0 ? Math.max(1, bucket.nanosUntil(missing, now) / 1_000_000) : 0;
     message.reply(new PermitGrant(granted, retryAfterMillis));
   }
 
+  /** The named bucket, or null when its rate is 0 (no cap). */
   private TokenBucket bucketFor(String name) {
     int rate;
     int burst;
     if (name.equals(CLOSES)) {
       rate = limits.closesPerSecond();
       burst = limits.closesBurst();
-    } else if (name.startsWith(CREATES_PREFIX)) {
+    } else {
       rate = limits.createsPerSecondPerClient();
       burst = limits.createsBurst();
-    } else {
-      throw new IllegalArgumentException("unknown bucket " + name);
     }
     if (rate <= 0) {
       return null;

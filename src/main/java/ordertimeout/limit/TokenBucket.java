@@ -25,10 +25,11 @@ public final class TokenBucket {
     return granted;
   }
 
-  /** Nanoseconds until one more token is there (0 if there is one now). */
-  public long nanosUntilNextToken(long nowNanos) {
+  /** Nanoseconds until {@code wanted} tokens (at most the burst) are there; 0 if they are now. */
+  public long nanosUntil(int wanted, long nowNanos) {
     refill(nowNanos);
-    return tokens >= 1 ? 0 : (long) Math.ceil((1 - tokens) / ratePerNano);
+    double target = Math.min(wanted, capacity);
+    return tokens >= target ? 0 : (long) Math.ceil((target - tokens) / ratePerNano);
   }
 
   private void refill(long nowNanos) {

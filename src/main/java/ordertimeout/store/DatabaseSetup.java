@@ -81,7 +81,9 @@ public final class DatabaseSetup implements AutoCloseable {
   }
 
   public String jdbcUrl() {
-    return "jdbc:postgresql://" + connectOptions.getHost() + ":" + connectOptions.getPort() + "/" + connectOptions.getDatabase();
+    String host = connectOptions.getHost().contains(":") ? "[" + connectOptions.getHost() + "]" : connectOptions.getHost();
+    String sslMode = connectOptions.getSslMode().name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    return "jdbc:postgresql://" + host + ":" + connectOptions.getPort() + "/" + connectOptions.getDatabase() + "?sslmode=" + sslMode;
   }
 
   public Connection openJdbc() throws SQLException {

@@ -55,7 +55,7 @@ public final class DeadlineStore {
   }
 
   private static Future<Deadlines> stillUnpaid(SqlConnection conn, Long[] ids) {
-    return conn.preparedQuery(Sql.SELECT_STILL_UNPAID).execute(Tuple.of(ids)).map(rows -> deadlines(rows, true, false));
+    return conn.preparedQuery(Sql.SELECT_NOT_YET_DUE).execute(Tuple.of(ids)).map(rows -> dueLater(rows, true));
   }
 
   /** The result of a reminder batch: how many were sent, and the ones whose reminder is not due yet by the database clock. */
@@ -67,7 +67,7 @@ public final class DeadlineStore {
         .compose(reminded -> reminded.size() == ids.length
             ? Future.succeededFuture(new RemindedBatch(reminded.size(), Deadlines.EMPTY))
             : conn.preparedQuery(Sql.SELECT_NOT_YET_REMINDED).execute(Tuple.of(boxed))
-                .map(rows -> new RemindedBatch(reminded.size(), deadlines(rows, false, true)))));
+                .map(rows -> new RemindedBatch(reminded.size(), dueLater(rows, false)))));
   }
 
   /** Where a keyset page ended; the next page starts after it. */
@@ -81,7 +81,7 @@ public final class DeadlineStore {
   public Future<PendingPage> pendingPage(int shard, PageCursor after, int limit) {
     return pool.preparedQuery(Sql.PENDING_PAGE)
         .execute(Tuple.of(shard, after.closeAt(), after.id(), limit))
-        .map(rows -> new PendingPage(deadlines(rows, true, true), lastCursor(rows, after)));
+        .map(rows -> new PendingPage(deadlines(rows), lastCursor(rows, after)));
   }
 
   public record OverduePage(long[] ids, PageCursor next) {}
@@ -100,10 +100,6 @@ public final class DeadlineStore {
         });
   }
 
-  public Future<Void> ping() {
-    return pool.query(Sql.SELECT_NOW).execute().mapEmpty();
-  }
-
   private static PageCursor lastCursor(RowSet<Row> rows, PageCursor after) {
     PageCursor last = after;
     for (Row row : rows) {
@@ -112,11 +108,8 @@ public final class DeadlineStore {
     return last;
   }
 
-  /**
-   * Rows to deadlines: the close timer when {@code close}, the reminder when {@code remind} and it is
-   * still unsent ({@code reminded_at} null where the row has that column).
-   */
-  private static Deadlines deadlines(RowSet<Row> rows, boolean close, boolean remind) {
+  /** Rows of a reload page to deadlines: the close, and the reminder while it is unsent. */
+  private static Deadlines deadlines(RowSet<Row> rows) {
     int size = rows.size();
     long[] ids = new long[size];
     long[] closeAt = new long[size];
@@ -124,10 +117,30 @@ public final class DeadlineStore {
     int i = 0;
     for (Row row : rows) {
       ids[i] = row.getLong("id");
-      closeAt[i] = close ? millis(row.getOffsetDateTime("close_at")) : Deadlines.NONE;
-      OffsetDateTime remindTime = remind ? row.getOffsetDateTime("remind_at") : null;
-      boolean unsent = row.getColumnIndex("reminded_at") < 0 || row.getValue("reminded_at") == null;
-      remindAt[i] = remindTime != null && unsent ? millis(remindTime) : Deadlines.NONE;
+      closeAt[i] = millis(row.getOffsetDateTime("close_at"));
+      OffsetDateTime remind = row.getOffsetDateTime("remind_at");
+      remindAt[i] = remind != null && row.getValue("reminded_at") == null ? millis(remind) : Deadlines.NONE;
+      i++;
+    }
+    return new Deadlines(ids, closeAt, remindAt);
+  }
+
+  /**
+   * Rows of ids with how long until they are due by the database clock, as deadlines on this node's
+   * clock: a node whose clock runs ahead puts them back for exactly the time the database still wants.
+   */
+  private static Deadlines dueLater(RowSet<Row> rows, boolean close) {
+    long now = System.currentTimeMillis();
+    int size = rows.size();
+    long[] ids = new long[size];
+    long[] closeAt = new long[size];
+    long[] remindAt = new long[size];
+    int i = 0;
+    for (Row row : rows) {
+      ids[i] = row.getLong("id");
+      long due = now + Math.max(1, row.getLong("due_in_millis"));
+      closeAt[i] = close ? due : Deadlines.NONE;
+      remindAt[i] = close ? Deadlines.NONE : due;
       i++;
     }
     return new Deadlines(ids, closeAt, remindAt);

@@ -3,9 +3,11 @@ package ordertimeout.store;
 import io.vertx.core.Future;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.SqlClient;
 import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
 import ordertimeout.order.CloseReason;
+import ordertimeout.order.Digests;
 import ordertimeout.order.NewOrder;
 import ordertimeout.order.Order;
 import ordertimeout.order.OrderItem;
@@ -13,9 +15,6 @@ import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderRejected.Reason;
 import ordertimeout.order.OrderStatus;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -73,8 +72,9 @@ public final class OrderStore {
   private Future<CreateOutcome> insertNew(SqlConnection conn, NewOrder order, IdempotencyKey idempotency, int maxUnpaidPerUser) {
     String[] skus = order.items().stream().map(OrderItem::sku).toArray(String[]::new);
     Integer[] qtys = order.items().stream().map(OrderItem::qty).toArray(Integer[]::new);
-    return conn.preparedQuery(Sql.LOCK_USER).execute(Tuple.of(lockKey("user", order.userId())))
-        .compose(locked -> conn.preparedQuery(Sql.COUNT_UNPAID_OF_USER).execute(Tuple.of(order.userId())))
+    String client = idempotency.client();
+    return conn.preparedQuery(Sql.LOCK_USER).execute(Tuple.of(lockKey("user", client, order.userId())))
+        .compose(locked -> conn.preparedQuery(Sql.COUNT_UNPAID_OF_USER).execute(Tuple.of(client, order.userId())))
         .compose(rows -> {
           long unpaid = rows.iterator().next().getLong("unpaid");
           if (unpaid >= maxUnpaidPerUser) {
@@ -106,7 +106,8 @@ public final class OrderStore {
             .addInteger(order.timeoutSeconds())
             .addInteger(order.remindAfterSeconds().orElse(null))
             .addArrayOfString(skus)
-            .addArrayOfInteger(qtys)))
+            .addArrayOfInteger(qtys)
+            .addString(client)))
         .compose(rows -> {
           Row row = rows.iterator().next();
           Order created = new Order(order.id(), order.userId(), order.category(), OrderStatus.UNPAID, null,
@@ -119,57 +120,55 @@ public final class OrderStore {
         });
   }
 
-  public Future<Order> find(long id) {
-    return pool.preparedQuery(Sql.SELECT_ORDER).execute(Tuple.of(id)).map(rows -> {
-      if (rows.size() == 0) {
-        throw new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id);
-      }
-      return toOrder(rows.iterator().next());
-    });
+  /**
+   * The order, if {@code client} may see it: its own orders for a client, every order for an admin
+   * ({@code client} null). Others' orders are answered as not found.
+   */
+  public Future<Order> find(long id, String client) {
+    return selectOrder(pool, id, client);
   }
 
   /**
    * Pays an unpaid order before its deadline; the reservation becomes a sale. An order found unpaid
    * after its deadline is closed right here as a timeout (the wheel would do it a moment later).
    */
-  public Future<StateChange> pay(long id) {
+  public Future<StateChange> pay(long id, String client) {
     Long[] ids = {id};
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.PAY).execute(Tuple.of(id))
-        .compose(paid -> {
-          if (paid.size() == 1) {
-            return StockMoves.sell(conn, ids).compose(sold -> changed(conn, id));
-          }
-          return conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name()))
-              .compose(closed -> closed.size() == 1
-                  ? StockMoves.release(conn, ids).compose(released -> changed(conn, id))
-                  : unchanged(conn, id));
-        }));
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.PAY).execute(Tuple.of(id, client))
+        .compose(paid -> paid.size() == 1
+            ? StockMoves.sell(conn, ids).compose(sold -> changed(conn, id, client))
+            : selectOrder(conn, id, client).compose(order -> order.status() != OrderStatus.UNPAID
+                ? Future.succeededFuture(new StateChange(order, false))
+                : conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name()))
+                    .compose(closed -> closed.size() == 1
+                        ? StockMoves.release(conn, ids).compose(released -> changed(conn, id, client))
+                        : selectOrder(conn, id, client).map(now -> new StateChange(now, false))))));
   }
 
   /** Closes an unpaid order on request (user cancel or admin), giving its stock back. */
-  public Future<StateChange> closeOnRequest(long id, CloseReason reason) {
+  public Future<StateChange> closeOnRequest(long id, CloseReason reason, String client) {
     Long[] ids = {id};
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_ON_REQUEST).execute(Tuple.of(ids, reason.name()))
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_ON_REQUEST).execute(Tuple.of(ids, reason.name(), client))
         .compose(closed -> closed.size() == 1
-            ? StockMoves.release(conn, ids).compose(released -> changed(conn, id))
-            : unchanged(conn, id)));
+            ? StockMoves.release(conn, ids).compose(released -> changed(conn, id, client))
+            : selectOrder(conn, id, client).map(order -> new StateChange(order, false))));
   }
 
-  private Future<StateChange> changed(SqlConnection conn, long id) {
-    return selectOrder(conn, id).map(order -> new StateChange(order, true));
+  private static Future<StateChange> changed(SqlConnection conn, long id, String client) {
+    return selectOrder(conn, id, client).map(order -> new StateChange(order, true));
   }
 
-  private Future<StateChange> unchanged(SqlConnection conn, long id) {
-    return selectOrder(conn, id).map(order -> new StateChange(order, false));
-  }
-
-  private Future<Order> selectOrder(SqlConnection conn, long id) {
-    return conn.preparedQuery(Sql.SELECT_ORDER).execute(Tuple.of(id)).map(rows -> {
+  private static Future<Order> selectOrder(SqlClient sql, long id, String client) {
+    return sql.preparedQuery(Sql.SELECT_ORDER).execute(Tuple.of(id, client)).map(rows -> {
       if (rows.size() == 0) {
         throw new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id);
       }
       return toOrder(rows.iterator().next());
     });
+  }
+
+  public Future<Void> ping() {
+    return pool.query(Sql.PING).execute().mapEmpty();
   }
 
   public Future<Stock> stock(String sku) {
@@ -218,20 +217,11 @@ public final class OrderStore {
 
   /** A 64-bit key for a transaction-scoped advisory lock; a rare collision only serialises two unrelated requests. */
   static long lockKey(String... parts) {
-    try {
-      MessageDigest digest = MessageDigest.getInstance("SHA-256");
-      for (String part : parts) {
-        digest.update(part.getBytes(StandardCharsets.UTF_8));
-        digest.update((byte) 0);
-      }
-      byte[] hash = digest.digest();
-      long key = 0;
-      for (int i = 0; i < 8; i++) {
-        key = (key << 8) | (hash[i] & 0xff);
-      }
-      return key;
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
+    byte[] hash = Digests.sha256(parts);
+    long key = 0;
+    for (int i = 0; i < 8; i++) {
+      key = (key << 8) | (hash[i] & 0xff);
     }
+    return key;
   }
 }

@@ -6,15 +6,20 @@ import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.PoolOptions;
 
-/** One pool per node, shared by every verticle that asks for it; each caller gets its callbacks on its own context. */
+/**
+ * Named pools shared by the verticles that ask for the same name; each caller gets its callbacks on
+ * its own context. Intake and the deadline work (timer, close, sweep) have a pool each, so that
+ * requests waiting on locks can never starve the closes.
+ */
 public final class Pools {
-  private static final String NAME = "order-timeout";
+  public static final String INTAKE = "order-timeout-intake";
+  public static final String DEADLINES = "order-timeout-deadlines";
 
   private Pools() {}
 
-  public static Pool shared(Vertx vertx, PgConnectOptions connectOptions, int maxSize) {
+  public static Pool shared(Vertx vertx, String name, PgConnectOptions connectOptions, int maxSize, int eventLoops) {
     return PgBuilder.pool()
-        .with(new PoolOptions().setMaxSize(maxSize).setShared(true).setName(NAME))
+        .with(new PoolOptions().setMaxSize(maxSize).setShared(true).setName(name).setEventLoopSize(eventLoops))
         .connectingTo(connectOptions)
         .using(vertx)
         .build();

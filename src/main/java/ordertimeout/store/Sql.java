@@ -13,7 +13,7 @@ final class Sql {
              o.paid_at, o.closed_at,
              array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys
       FROM orders o JOIN order_items i ON i.order_id = o.id
-      WHERE o.id = $1
+      WHERE o.id = $1 AND ($2::text IS NULL OR o.client = $2)
       GROUP BY o.id""";
 
   // ---- create
@@ -27,7 +27,8 @@ final class Sql {
   /** Serialises one user's creates so that the unpaid-orders cap cannot be raced past. */
   static final String LOCK_USER = "SELECT pg_advisory_xact_lock($1)";
 
-  static final String COUNT_UNPAID_OF_USER = "SELECT count(*) AS unpaid FROM orders WHERE user_id = $1 AND status = 'UNPAID'";
+  static final String COUNT_UNPAID_OF_USER =
+      "SELECT count(*) AS unpaid FROM orders WHERE client = $1 AND user_id = $2 AND status = 'UNPAID'";
 
   static final String LOCK_STOCK_BY_SKU = """
       SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
@@ -38,12 +39,15 @@ final class Sql {
       FROM unnest($1::text[], $2::int[]) AS d (sku, qty)
       WHERE inv.sku = d.sku""";
 
-  /** The order, its items, its log line and its ORDER_CREATED event, in one statement. */
+  /**
+   * The order, its items, its log line and its ORDER_CREATED event, in one statement. The clock is
+   * read here, after the locks were granted, so that lock waits do not eat into the time to pay.
+   */
   static final String INSERT_ORDER = """
       WITH created AS (
-        INSERT INTO orders (id, shard, user_id, category, status, created_at, close_at, remind_at)
-        VALUES ($1, $2, $3, $4, 'UNPAID', now(), now() + $5::int * interval '1 second',
-                now() + $6::int * interval '1 second')
+        INSERT INTO orders (id, shard, client, user_id, category, status, created_at, close_at, remind_at)
+        SELECT $1, $2, $9, $3, $4, 'UNPAID', t.at, t.at + $5::int * interval '1 second', t.at + $6::int * interval '1 second'
+        FROM (SELECT clock_timestamp() AS at) AS t
         RETURNING id, user_id, category, created_at, close_at, remind_at),
       items AS (
         INSERT INTO order_items (order_id, sku, qty)
@@ -71,7 +75,7 @@ final class Sql {
   static final String PAY = """
       WITH paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
-        WHERE id = $1 AND status = 'UNPAID' AND close_at > now()
+        WHERE id = $1 AND client = $2 AND status = 'UNPAID' AND close_at > now()
         RETURNING id, paid_at),
       logged AS (
         INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
@@ -82,7 +86,8 @@ final class Sql {
 
   /**
    * The compare-and-set of a close, with its log line and ORDER_CLOSED event. {@code $1} is an array
-   * of ids, {@code $2} the reason; {@code casCondition} adds the deadline check for timeouts.
+   * of ids, {@code $2} the reason; {@code casCondition} adds the deadline check for timeouts, or the
+   * client check for requests ({@code $3}, null for admins).
    */
   private static String close(String casCondition) {
     return """
@@ -104,11 +109,16 @@ final class Sql {
   /** Timeouts compare the deadline with the database clock: never early, whatever the node's clock says. */
   static final String CLOSE_DUE = close("AND close_at <= now()");
 
-  /** Cancel and admin close: any unpaid order, due or not. */
-  static final String CLOSE_ON_REQUEST = close("");
+  /** Cancel and admin close: any unpaid order of the client, due or not. */
+  static final String CLOSE_ON_REQUEST = close("AND ($3::text IS NULL OR client = $3)");
 
-  /** Orders of a close batch that the database clock says are not due yet (the node's clock ran ahead). */
-  static final String SELECT_STILL_UNPAID = "SELECT id, close_at FROM orders WHERE id = ANY($1) AND status = 'UNPAID' AND close_at > now()";
+  /**
+   * Orders of a close batch that the database clock says are not due yet (the node's clock ran
+   * ahead), with how long until they are, to be put back into the wheel by the node's clock.
+   */
+  static final String SELECT_NOT_YET_DUE = """
+      SELECT id, (extract(epoch FROM close_at - now()) * 1000)::bigint AS due_in_millis
+      FROM orders WHERE id = ANY($1) AND status = 'UNPAID' AND close_at > now()""";
 
   static final String LOCK_STOCK_OF_ORDERS = """
       SELECT sku FROM inventory
@@ -145,7 +155,7 @@ final class Sql {
       SELECT id FROM reminded""";
 
   static final String SELECT_NOT_YET_REMINDED = """
-      SELECT id, remind_at FROM orders
+      SELECT id, (extract(epoch FROM remind_at - now()) * 1000)::bigint AS due_in_millis FROM orders
       WHERE id = ANY($1) AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at > now()""";
 
   // ---- reload and sweep: keyset pages over the partial index (shard, close_at, id)
@@ -170,5 +180,5 @@ final class Sql {
       ON CONFLICT (sku) DO UPDATE SET available = EXCLUDED.available, updated_at = now()
       RETURNING sku, available, reserved""";
 
-  static final String SELECT_NOW = "SELECT now() AS now";
+  static final String PING = "SELECT 1";
 }

@@ -36,7 +36,7 @@ public final class SweepVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = new DeadlineStore(Pools.shared(vertx, connectOptions, config.database().poolSize()));
+    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1));
     sweepTimer = vertx.setPeriodic(config.sweep().intervalSeconds() * 1000L, id -> sweepOnce());
     return Future.succeededFuture();
   }
@@ -82,10 +82,14 @@ public final class SweepVerticle extends VerticleBase {
       }
       return vertx.eventBus()
           .<Integer>request(Addresses.CLOSE_DUE, new DueOrders(page.ids(), DueOrders.Path.SWEEP), CLOSE_REQUEST)
-          .compose(reply -> {
-            int closed = closedSoFar + reply.body();
-            return page.ids().length < pageSize ? Future.succeededFuture(closed) : sweepShard(shard, page.next(), closed);
-          });
+          .map(reply -> reply.body())
+          .recover(failure -> {
+            log.warn("sweep could not close a page of shard {}, going on past it: {}", shard, failure.toString());
+            return Future.succeededFuture(0);
+          })
+          .compose(closed -> page.ids().length < pageSize
+              ? Future.succeededFuture(closedSoFar + closed)
+              : sweepShard(shard, page.next(), closedSoFar + closed));
     });
   }
 }

@@ -45,7 +45,7 @@ public final class TimerVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = new DeadlineStore(Pools.shared(vertx, connectOptions, config.database().poolSize()));
+    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1));
     wheel = new TimeWheel(config.timer().tickMillis(), System.currentTimeMillis(), 1 << 16);
     EventBus bus = vertx.eventBus();
     return reloadAllShards()

@@ -7,6 +7,7 @@ CREATE TABLE service_settings (
 CREATE TABLE orders (
   id           bigint PRIMARY KEY,
   shard        smallint NOT NULL CHECK (shard >= 0),
+  client       text NOT NULL,   -- the API client that created it; other clients do not see it
   user_id      text NOT NULL,
   category     text NOT NULL,
   status       text NOT NULL CHECK (status IN ('UNPAID', 'PAID', 'CLOSED')),
@@ -22,8 +23,8 @@ CREATE TABLE orders (
 );
 -- The wheel's reload, the sweep and the close CAS all read unpaid orders by shard and deadline.
 CREATE INDEX orders_unpaid_by_shard_deadline ON orders (shard, close_at, id) WHERE status = 'UNPAID';
--- The per-user cap on unpaid orders.
-CREATE INDEX orders_unpaid_by_user ON orders (user_id) WHERE status = 'UNPAID';
+-- The per-user cap on unpaid orders (users are a client's own).
+CREATE INDEX orders_unpaid_by_user ON orders (client, user_id) WHERE status = 'UNPAID';
 
 CREATE TABLE order_items (
   order_id bigint NOT NULL REFERENCES orders (id),
@@ -60,7 +61,7 @@ CREATE TABLE outbox (
 );
 CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
 
--- What happened to an order and why; kept 72 hours.
+-- What happened to an order and why (meant to be kept 72 hours; the retention job is not built yet).
 CREATE TABLE order_log (
   id       bigserial PRIMARY KEY,
   order_id bigint NOT NULL,

@@ -20,8 +20,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * A failure in the middle of a close batch (the stock release, after the compare-and-set) rolls the
- * whole batch back; the close verticle retries, gives up, and the sweep closes the orders once the
- * database accepts them again. (The sweep pages by shard, so the other orders close in batches of their own.)
+ * whole batch back; the close verticle retries, splits the batch to isolate the bad order, gives it up,
+ * and the sweep closes it once the database accepts it again.
  */
 class CloseRollbackTest extends ServiceTestBase {
 
@@ -63,7 +63,7 @@ class CloseRollbackTest extends ServiceTestBase {
 
     Vertx vertx = Vertx.vertx();
     try {
-      DeadlineStore store = new DeadlineStore(Pools.shared(vertx, TestDatabase.connectOptions(), 2));
+      DeadlineStore store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, TestDatabase.connectOptions(), 2, 1));
       long[] batch = ids.stream().mapToLong(Long::longValue).toArray();
       assertThatThrownBy(() -> TestService.await(store.closeDue(batch))).hasMessageContaining("injected failure");
     } finally {
@@ -82,7 +82,7 @@ class CloseRollbackTest extends ServiceTestBase {
     assertThat(api.stats().getLong("closeRetries")).isGreaterThanOrEqualTo(2);
     long poisoned = ids.get(5);
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ? AND status = 'UNPAID'", poisoned))
-        .as("the sweep's batch holding the poisoned order rolled back whole").isEqualTo(1);
+        .as("the poisoned order stays unpaid while the database refuses it").isEqualTo(1);
     assertThat(api.stock("POISON").getLong("reserved")).isEqualTo(1);
 
     dropInjectedFailure();

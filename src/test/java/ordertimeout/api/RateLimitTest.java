@@ -49,8 +49,8 @@ class RateLimitTest extends ServiceTestBase {
     // 20 orders due together: a burst of 5, then 10 per second.
     for (int i = 0; i < 20; i++) {
       Sql.execute("""
-          WITH o AS (INSERT INTO orders (id, shard, user_id, category, status, created_at, close_at)
-                     VALUES (?, 0, 'u', 'physical', 'UNPAID', now(), now() + interval '1 second') RETURNING id)
+          WITH o AS (INSERT INTO orders (id, shard, client, user_id, category, status, created_at, close_at)
+                     VALUES (?, 0, 'dev-user', 'u', 'physical', 'UNPAID', now(), now() + interval '1 second') RETURNING id)
           INSERT INTO order_items (order_id, sku, qty) SELECT id, 'SKU-2', 1 FROM o""", 1000L + i);
     }
     Sql.execute("UPDATE inventory SET available = available - 20, reserved = reserved + 20 WHERE sku = 'SKU-2'");

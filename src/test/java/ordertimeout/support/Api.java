@@ -17,9 +17,20 @@ public final class Api {
 
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private final String base;
+  private final String userKey;
 
   public Api(int port) {
-    this.base = "http://127.0.0.1:" + port;
+    this("http://127.0.0.1:" + port, USER_KEY);
+  }
+
+  private Api(String base, String userKey) {
+    this.base = base;
+    this.userKey = userKey;
+  }
+
+  /** The same API called with another user key (another client). */
+  public Api as(String otherUserKey) {
+    return new Api(base, otherUserKey);
   }
 
   public record Response(int status, String body, HttpResponse<String> raw) {
@@ -37,11 +48,11 @@ public final class Api {
   }
 
   public Response createOrder(String idempotencyKey, JsonObject body) {
-    return send(request("POST", "/v1/orders", USER_KEY, body.encode()).header("Idempotency-Key", idempotencyKey));
+    return send(request("POST", "/v1/orders", userKey, body.encode()).header("Idempotency-Key", idempotencyKey));
   }
 
   public CompletableFuture<Response> createOrderAsync(String idempotencyKey, JsonObject body) {
-    return sendAsync(request("POST", "/v1/orders", USER_KEY, body.encode()).header("Idempotency-Key", idempotencyKey));
+    return sendAsync(request("POST", "/v1/orders", userKey, body.encode()).header("Idempotency-Key", idempotencyKey));
   }
 
   public Response get(String path, String key) {
@@ -61,15 +72,15 @@ public final class Api {
   }
 
   public Response order(String id) {
-    return get("/v1/orders/" + id, USER_KEY);
+    return get("/v1/orders/" + id, userKey);
   }
 
   public Response pay(String id) {
-    return post("/v1/orders/" + id + "/pay", USER_KEY);
+    return post("/v1/orders/" + id + "/pay", userKey);
   }
 
   public Response cancel(String id) {
-    return post("/v1/orders/" + id + "/cancel", USER_KEY);
+    return post("/v1/orders/" + id + "/cancel", userKey);
   }
 
   public Response adminClose(String id) {

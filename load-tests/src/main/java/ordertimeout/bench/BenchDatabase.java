@@ -1,0 +1,78 @@
+package ordertimeout.bench;
+
+import ordertimeout.config.AppConfig;
+import ordertimeout.store.DatabaseSetup;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Comparator;
+
+/** A fresh embedded PostgreSQL for one benchmark run, under target/bench-db, and JDBC helpers for seeding and checking. */
+final class BenchDatabase implements AutoCloseable {
+  final DatabaseSetup setup;
+
+  private BenchDatabase(DatabaseSetup setup) {
+    this.setup = setup;
+  }
+
+  static BenchDatabase fresh() {
+    Path dir = Path.of("target", "bench-db");
+    try {
+      if (Files.exists(dir)) {
+        try (var paths = Files.walk(dir)) {
+          paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return new BenchDatabase(DatabaseSetup.prepare(new AppConfig.Database("", dir.toString(), 16, 64)));
+  }
+
+  void execute(String sql, Object... params) {
+    try (Connection c = setup.openJdbc(); PreparedStatement s = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        s.setObject(i + 1, params[i]);
+      }
+      s.execute();
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+  }
+
+  void executeScript(String... statements) {
+    try (Connection c = setup.openJdbc(); Statement s = c.createStatement()) {
+      for (String sql : statements) {
+        s.execute(sql);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  double number(String sql, Object... params) {
+    try (Connection c = setup.openJdbc(); PreparedStatement s = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        s.setObject(i + 1, params[i]);
+      }
+      try (ResultSet r = s.executeQuery()) {
+        r.next();
+        return r.getDouble(1);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+  }
+
+  @Override
+  public void close() {
+    setup.close();
+  }
+}

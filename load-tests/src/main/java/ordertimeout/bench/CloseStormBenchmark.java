@@ -1,0 +1,296 @@
+package ordertimeout.bench;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import ordertimeout.Service;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
+import ordertimeout.store.DeadlineStore;
+import ordertimeout.store.Pools;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Close storm: N unpaid orders (1-3 items over 1,000 SKUs) all due in the same second. Measures the
+ * drain rate (closes per second from the deadline until the last close commits, each with its stock
+ * release, log line and outbox row) and the lateness of every close, for three ways of closing the
+ * same data in the same run:
+ * <ul>
+ *   <li>service: the real service, its wheel reloaded from PostgreSQL, closing on its own;</li>
+ *   <li>ceiling: the service's batched close transaction driven directly (batches of 1,000, 4 at once);</li>
+ *   <li>classic: a scan of overdue orders and one transaction per order on 8 connections.</li>
+ * </ul>
+ * After each run it checks every order closed exactly once, none early, and all stock back.
+ */
+public final class CloseStormBenchmark {
+  private static final int SKUS = 1000;
+  private static final long STOCK_PER_SKU = 1_000_000;
+  private static final int BATCH = 1000;
+  private static final int IN_FLIGHT = 4;
+  private static final int CLASSIC_CONNECTIONS = 8;
+  private static final long CLASSIC_TIME_CAP_MILLIS = 60_000;
+  private static final int ROUNDS = 3;
+  private static final Instant FAR_AWAY = Instant.parse("2099-01-01T00:00:00Z");
+
+  private final int orders;
+  private final BenchDatabase db;
+  private final Vertx vertx = Vertx.vertx();
+
+  private CloseStormBenchmark(int orders, BenchDatabase db) {
+    this.orders = orders;
+    this.db = db;
+  }
+
+  public static void main(String[] args) throws Exception {
+    int orders = args.length > 0 ? Integer.parseInt(args[0]) : 200_000;
+    try (BenchDatabase db = BenchDatabase.fresh()) {
+      CloseStormBenchmark bench = new CloseStormBenchmark(orders, db);
+      try {
+        bench.run();
+      } finally {
+        bench.vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      }
+    }
+    System.exit(0);
+  }
+
+  private void run() throws Exception {
+    List<JsonObject> ceilings = new ArrayList<>();
+    List<JsonObject> services = new ArrayList<>();
+    for (int round = 0; round < ROUNDS; round++) {
+      ceilings.add(measure("ceiling", this::driveBatched));
+      services.add(measureService());
+    }
+    JsonObject classic = measure("classic", this::driveOnePerOrder);
+    JsonObject ceiling = median(ceilings);
+    JsonObject service = median(services);
+    double serviceRate = service.getDouble("closesPerSecond");
+    JsonObject result = new JsonObject()
+        .put("benchmark", "close-storm")
+        .put("date", LocalDate.now().toString())
+        .put("machine", Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.arch"))
+        .put("orders", orders)
+        .put("rounds", ROUNDS)
+        .put("service", service)
+        .put("ceiling", ceiling)
+        .put("classic", classic)
+        .put("serviceVsCeiling", round(serviceRate / ceiling.getDouble("closesPerSecond")))
+        .put("serviceVsClassic", round(serviceRate / classic.getDouble("closesPerSecond")));
+    Path out = Path.of("load-tests", "results", "close-storm.json");
+    Files.createDirectories(out.getParent());
+    Files.writeString(out, result.encodePrettily());
+    System.out.printf("close-storm: %d orders, median of %d; service %.0f closes/s (lateness p50 %.0f ms, p99 %.0f ms, "
+            + "max %.0f ms); ceiling %.0f/s (service at %.0f%%); classic %.0f/s (service %.1fx); "
+            + "every run: all closed once, none early, stock consistent%n",
+        orders, ROUNDS, serviceRate, service.getDouble("latenessP50Ms"), service.getDouble("latenessP99Ms"),
+        service.getDouble("latenessMaxMs"), ceiling.getDouble("closesPerSecond"),
+        100 * result.getDouble("serviceVsCeiling"), classic.getDouble("closesPerSecond"), result.getDouble("serviceVsClassic"));
+  }
+
+  /** The run with the median drain rate. */
+  private static JsonObject median(List<JsonObject> runs) {
+    List<JsonObject> sorted = new ArrayList<>(runs);
+    sorted.sort(java.util.Comparator.comparingDouble(run -> run.getDouble("closesPerSecond")));
+    return sorted.get(sorted.size() / 2);
+  }
+
+  private interface Driver {
+    Future<Void> drive(DeadlineStore store, Pool pool);
+  }
+
+  private JsonObject measure(String name, Driver driver) throws Exception {
+    seed();
+    Instant deadline = armDeadline(3);
+    Pool pool = Pools.shared(vertx, "bench-driver", db.setup.connectOptions(), CLASSIC_CONNECTIONS, 1);
+    DeadlineStore store = new DeadlineStore(pool);
+    sleepUntil(deadline);
+    driver.drive(store, pool).toCompletionStage().toCompletableFuture().get(10, TimeUnit.MINUTES);
+    pool.close().toCompletionStage().toCompletableFuture().get();
+    return report(name, deadline);
+  }
+
+  private JsonObject measureService() throws Exception {
+    seed();
+    Instant deadline = armDeadline(12);
+    Map<String, String> environment = Map.of("OT_HTTP_PORT", Integer.toString(freePort()));
+    AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
+    Vertx serviceVertx = Vertx.vertx();
+    Service service = Service.start(serviceVertx, config, db.setup.connectOptions())
+        .toCompletionStage().toCompletableFuture().get(5, TimeUnit.MINUTES);
+    long reloadMillis = service.stats().toJson().getLong("lastReloadMillis");
+    if (Instant.now().isAfter(deadline)) {
+      throw new IllegalStateException("the reload took past the deadline; raise the lead time");
+    }
+    long stopAt = System.currentTimeMillis() + 10 * 60_000;
+    while (db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'") > 0 && System.currentTimeMillis() < stopAt) {
+      Thread.sleep(100);
+    }
+    service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
+    return report("service", deadline).put("reloadMillis", reloadMillis);
+  }
+
+  /** Batches of 1,000 ids, 4 transactions at once: the service's close path without wheel and event bus. */
+  private Future<Void> driveBatched(DeadlineStore store, Pool pool) {
+    AtomicInteger nextBatch = new AtomicInteger();
+    List<Future<Void>> lanes = new ArrayList<>();
+    for (int lane = 0; lane < IN_FLIGHT; lane++) {
+      lanes.add(batchLane(store, nextBatch));
+    }
+    return Future.all(lanes).mapEmpty();
+  }
+
+  private Future<Void> batchLane(DeadlineStore store, AtomicInteger nextBatch) {
+    int batch = nextBatch.getAndIncrement();
+    long first = (long) batch * BATCH + 1;
+    if (first > orders) {
+      return Future.succeededFuture();
+    }
+    long[] ids = new long[(int) Math.min(BATCH, orders - first + 1)];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = first + i;
+    }
+    return store.closeDue(ids).compose(closed -> batchLane(store, nextBatch));
+  }
+
+  /** The classic design: scan overdue orders, close each in its own transaction, 8 connections. */
+  private Future<Void> driveOnePerOrder(DeadlineStore store, Pool pool) {
+    long stopAt = System.currentTimeMillis() + CLASSIC_TIME_CAP_MILLIS;
+    return scanAndClose(store, pool, stopAt);
+  }
+
+  private Future<Void> scanAndClose(DeadlineStore store, Pool pool, long stopAt) {
+    if (System.currentTimeMillis() > stopAt) {
+      return Future.succeededFuture();
+    }
+    return pool.query("SELECT id FROM orders WHERE status = 'UNPAID' AND close_at <= now() ORDER BY close_at LIMIT 1000")
+        .execute()
+        .compose(rows -> {
+          if (rows.size() == 0) {
+            return Future.succeededFuture();
+          }
+          List<Long> ids = new ArrayList<>();
+          for (Row row : rows) {
+            ids.add(row.getLong(0));
+          }
+          AtomicInteger next = new AtomicInteger();
+          List<Future<Void>> workers = new ArrayList<>();
+          for (int w = 0; w < CLASSIC_CONNECTIONS; w++) {
+            workers.add(closeOneByOne(store, ids, next));
+          }
+          return Future.all(workers).compose(done -> scanAndClose(store, pool, stopAt));
+        });
+  }
+
+  private Future<Void> closeOneByOne(DeadlineStore store, List<Long> ids, AtomicInteger next) {
+    int index = next.getAndIncrement();
+    if (index >= ids.size()) {
+      return Future.succeededFuture();
+    }
+    return store.closeDue(new long[] {ids.get(index)}).compose(closed -> closeOneByOne(store, ids, next));
+  }
+
+  /** Fresh data: SKUs with stock, N unpaid orders of 1-3 items (deadline far away for now), stock reserved. */
+  private void seed() {
+    db.executeScript(
+        "TRUNCATE orders, order_items, inventory, idempotency_keys, outbox, order_log",
+        "INSERT INTO inventory (sku, available, reserved) SELECT 'SKU-' || s, " + STOCK_PER_SKU + ", 0 FROM generate_series(0, "
+            + (SKUS - 1) + ") s");
+    db.execute("""
+        INSERT INTO orders (id, shard, client, user_id, category, status, created_at, close_at)
+        SELECT g, g % 64, 'bench', 'u-' || (g % 50000), 'physical', 'UNPAID', now(), ? FROM generate_series(1, ?) g""",
+        Timestamp.from(FAR_AWAY), orders);
+    db.execute("""
+        INSERT INTO order_items (order_id, sku, qty)
+        SELECT g, 'SKU-' || ((g * 7 + k * 131) % 1000), 1 + (g + k) % 3
+        FROM generate_series(1, ?) g, generate_series(1, 3) k WHERE k <= 1 + g % 3""", orders);
+    db.executeScript("""
+        UPDATE inventory i SET available = i.available - d.qty, reserved = i.reserved + d.qty
+        FROM (SELECT sku, sum(qty) AS qty FROM order_items GROUP BY sku) d WHERE i.sku = d.sku""");
+  }
+
+  /** Puts every order's deadline {@code leadSeconds} from now, the same instant for all. */
+  private Instant armDeadline(int leadSeconds) {
+    Instant deadline = Instant.now().plusSeconds(leadSeconds);
+    db.execute("UPDATE orders SET close_at = ?", Timestamp.from(deadline));
+    db.executeScript("VACUUM ANALYZE orders", "VACUUM ANALYZE order_items", "VACUUM ANALYZE inventory");
+    if (Instant.now().isAfter(deadline.minusSeconds(1))) {
+      throw new IllegalStateException("setting the deadlines took longer than their lead of " + leadSeconds + " s");
+    }
+    return deadline;
+  }
+
+  /** Drain rate and lateness from the database clock, after checking the run closed everything correctly. */
+  private JsonObject report(String name, Instant deadline) {
+    double closed = db.number("SELECT count(*) FROM orders WHERE status = 'CLOSED'");
+    double drainSeconds = db.number("SELECT extract(epoch FROM max(closed_at) - min(close_at)) FROM orders WHERE status = 'CLOSED'");
+    JsonObject result = new JsonObject()
+        .put("closed", (long) closed)
+        .put("drainSeconds", round(drainSeconds))
+        .put("closesPerSecond", round(closed / drainSeconds))
+        .put("latenessP50Ms", latenessPercentile(0.5))
+        .put("latenessP99Ms", latenessPercentile(0.99))
+        .put("latenessP999Ms", latenessPercentile(0.999))
+        .put("latenessMaxMs", latenessPercentile(1.0));
+    verify(name, (long) closed);
+    System.out.println(name + ": " + result.encode());
+    return result;
+  }
+
+  private double latenessPercentile(double fraction) {
+    return round(db.number("""
+        SELECT percentile_cont(?) WITHIN GROUP (ORDER BY extract(epoch FROM closed_at - close_at) * 1000)
+        FROM orders WHERE status = 'CLOSED'""", fraction));
+  }
+
+  private void verify(String name, long closed) {
+    check(name, "closed once in the log", db.number("SELECT count(*) FROM order_log WHERE event = 'CLOSED'") == closed);
+    check(name, "one ORDER_CLOSED event each", db.number("SELECT count(DISTINCT order_id) FROM outbox WHERE type = 'ORDER_CLOSED'") == closed
+        && db.number("SELECT count(*) FROM outbox WHERE type = 'ORDER_CLOSED'") == closed);
+    check(name, "none early", db.number("SELECT count(*) FROM orders WHERE closed_at < close_at") == 0);
+    check(name, "stock invariant", db.number("""
+        SELECT count(*) FROM inventory inv
+        WHERE inv.reserved <> coalesce((SELECT sum(i.qty) FROM order_items i JOIN orders o ON o.id = i.order_id
+                                        WHERE i.sku = inv.sku AND o.status = 'UNPAID'), 0)""") == 0);
+    if (!name.equals("classic")) {
+      check(name, "every order closed", closed == orders);
+      check(name, "all stock back", db.number("SELECT count(*) FROM inventory WHERE reserved <> 0 OR available <> ?", STOCK_PER_SKU) == 0);
+    }
+  }
+
+  private static void check(String run, String what, boolean ok) {
+    if (!ok) {
+      throw new IllegalStateException(run + ": check failed: " + what);
+    }
+  }
+
+  private static void sleepUntil(Instant instant) throws InterruptedException {
+    long millis = instant.toEpochMilli() - System.currentTimeMillis();
+    if (millis > 0) {
+      Thread.sleep(millis);
+    }
+  }
+
+  private static double round(double value) {
+    return Math.round(value * 100) / 100.0;
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
+  }
+}
