@@ -15,444 +15,411 @@ import java.util.Objects;
  * {@code nowMillis} reaches that boundary: never before {@code d}, at most one tick after it.
  *
  * <p>Not thread-safe: use it from a single thread (one event loop). The {@link DueSink} may call {@link #schedule}
- * and {@link #cancel} (a timer that is already due then fires on the next advance), but must not throw, nor call
+ * (a timer that is already due then fires later in the same advance, or at the latest on the next one) and
+ * {@link #cancel} (ids already in a batch under way are still handed out), but must not throw, nor call
  * {@link #advance} or {@link #clear}.
  */
 public final class TimeWheel {
-    public static final byte CLOSE = 0;
-    public static final byte REMIND = 1;
-    /** Kinds must lie in {@code [0, KIND_LIMIT)}. */
-    public static final int KIND_LIMIT = 16;
-    public static final long DEFAULT_TICK_MILLIS = 10;
+  public static final byte CLOSE = 0;
+  public static final byte REMIND = 1;
+  /** Kinds must lie in {@code [0, KIND_LIMIT)}. */
+  public static final int KIND_LIMIT = 16;
+  public static final long DEFAULT_TICK_MILLIS = 10;
 
-    /** Receives fired order ids, in batches of one kind. It must copy {@code ids} to keep them: the array is reused. */
-    @FunctionalInterface
-    public interface DueSink {
-        void due(byte kind, long[] ids, int count);
-    }
+  /** Receives fired order ids, in batches of one kind. It must copy {@code ids} to keep them: the array is reused. */
+  @FunctionalInterface
+  public interface DueSink {
+    void due(byte kind, long[] ids, int count);
+  }
 
-    private static final byte CANCELLED = -1; // tombstone: still linked in a slot list, reclaimed when that is walked
-    private static final byte FREE = -2;
-    private static final int NIL = -1;
-    private static final int LEVELS = 5;
-    private static final int[] SHIFT = {0, 8, 14, 20, 26};
-    private static final int[] SLOTS = {256, 64, 64, 64, 64};
-    /** The wheel holds timers due less than 2^32 ticks ahead (~497 days at 10 ms); later ones wait in the far list. */
-    private static final long HORIZON = 1L << 32;
-    /** Past-due ticks are clamped to this distance behind, so that they fit the int field. */
-    private static final long MAX_PAST = 1L << 30;
-    private static final int MAX_CAPACITY = Integer.MAX_VALUE - 8;
+  private static final byte CANCELLED = -1; // tombstone: still linked in a slot list, reclaimed when that is walked
+  private static final byte FREE = -2;
+  private static final int NIL = -1;
+  private static final int LEVELS = 5;
+  private static final int[] SHIFT = {0, 8, 14, 20, 26};
+  private static final int[] SLOTS = {256, 64, 64, 64, 64};
+  /** The wheel holds timers due less than 2^32 ticks ahead (~497 days at 10 ms); later ones wait in the far list. */
+  private static final long HORIZON = 1L << 32;
+  /** Past-due ticks are clamped to this distance behind nextTick, so that they fit the int field. */
+  private static final long MAX_PAST = 1L << 30;
+  private static final int MAX_CAPACITY = Integer.MAX_VALUE - 8;
 
-    private final long tickMillis;
-    private final long startMillis;
-    private final int initialCapacity;
+  private final long tickMillis;
+  private final long startMillis;
+  private final int initialCapacity;
 
-    // The slab: one cell per timer.
-    private long[] ids;
-    private int[] dueTick;  // low 32 bits of the absolute due tick; the wheel position disambiguates the rest
-    private byte[] kinds;   // kind, CANCELLED or FREE
-    private int[] next;     // next cell in the same slot list, expired list or free list
-    private int[] hashNext; // next cell in the same hash bucket (live cells only)
-    private int[] buckets;  // order id hash -> first cell
-    private int hashShift;
-    private int highWater;  // cells below this index have been handed out at least once
-    private int freeHead;
+  // The slab: one cell per timer.
+  private long[] ids = new long[0];
+  private int[] dueTick = new int[0]; // low 32 bits of the absolute due tick; where the cell sits tells the rest
+  private byte[] kinds = new byte[0]; // kind, CANCELLED or FREE
+  private int[] next = new int[0];    // next cell in the same slot list, expired list or free list
+  private int[] hashNext = new int[0]; // next cell in the same hash bucket (live cells only)
+  private int[] buckets;              // order id hash -> first cell
+  private int hashShift;
+  private int highWater;  // cells below this index have been handed out at least once
+  private int freeHead;
 
-    private final int[][] slotHeads = new int[LEVELS][];
-    private final int[] levelCells = new int[LEVELS]; // cells (live or tombstones) per level, to skip empty stretches
-    private int expiredHead; // timers scheduled with a due tick already processed
-    private int[] farCells = new int[0];
-    private long[] farDue = new long[0]; // absolute due tick of each far cell
-    private int farCount;
+  private final int[][] slotHeads = new int[LEVELS][];
+  private final int[] levelCells = new int[LEVELS]; // cells (live or tombstones) per level, to skip empty stretches
+  private int expiredHead; // timers scheduled with a due tick already processed
+  private int[] farCells = new int[0];
+  private long[] farDue = new long[0]; // absolute due tick of each far cell
+  private int farCount;
 
-    private long nextTick; // the first tick not processed yet
-    private int pending;
-    private final int[] pendingByKind = new int[KIND_LIMIT];
-    private int tombstones;
+  private long nextTick; // the first tick not processed yet
+  private int pending;
+  private final int[] pendingByKind = new int[KIND_LIMIT];
+  private int tombstones;
 
-    private final long[][] batches = new long[KIND_LIMIT][];
-    private final int[] batchSizes = new int[KIND_LIMIT];
+  private final long[][] batches = new long[KIND_LIMIT][];
+  private final int[] batchSizes = new int[KIND_LIMIT];
+  private int maxBatch;  // of the advance under way
+  private DueSink sink;  // of the advance under way
 
-    public TimeWheel(long tickMillis, long startMillis, int initialCapacity) {
-        if (tickMillis <= 0) throw new IllegalArgumentException("tickMillis must be positive: " + tickMillis);
-        if (initialCapacity < 0) throw new IllegalArgumentException("initialCapacity must be >= 0: " + initialCapacity);
-        this.tickMillis = tickMillis;
-        this.startMillis = startMillis;
-        this.initialCapacity = Math.max(16, initialCapacity);
-        for (int level = 0; level < LEVELS; level++) slotHeads[level] = new int[SLOTS[level]];
-        allocateSlab(this.initialCapacity);
-        resetState();
-    }
+  public TimeWheel(long tickMillis, long startMillis, int initialCapacity) {
+    if (tickMillis <= 0) throw new IllegalArgumentException("tickMillis must be positive: " + tickMillis);
+    if (initialCapacity < 0) throw new IllegalArgumentException("initialCapacity must be >= 0: " + initialCapacity);
+    this.tickMillis = tickMillis;
+    this.startMillis = startMillis;
+    this.initialCapacity = Math.max(16, initialCapacity);
+    for (int level = 0; level < LEVELS; level++) slotHeads[level] = new int[SLOTS[level]];
+    resizeSlab(this.initialCapacity);
+    resetState();
+  }
 
-    public TimeWheel(long startMillis, int initialCapacity) {
-        this(DEFAULT_TICK_MILLIS, startMillis, initialCapacity);
-    }
+  /** Adds a timer in O(1). A due time whose tick was already processed fires on the next advance. */
+  public void schedule(long orderId, long dueMillis, byte kind) {
+    if (kind < 0 || kind >= KIND_LIMIT) throw new IllegalArgumentException("kind out of range: " + kind);
+    long due = Math.max(ceilTick(dueMillis), nextTick - MAX_PAST);
+    int cell = allocateCell();
+    ids[cell] = orderId;
+    kinds[cell] = kind;
+    dueTick[cell] = (int) due;
+    hashInsert(cell);
+    place(cell, nextTick, due);
+    pending++;
+    pendingByKind[kind]++;
+  }
 
-    /** Adds a timer in O(1). A due time whose tick was already processed fires on the next advance. */
-    public void schedule(long orderId, long dueMillis, byte kind) {
-        if (kind < 0 || kind >= KIND_LIMIT) throw new IllegalArgumentException("kind out of range: " + kind);
-        long due = Math.max(ceilTick(dueMillis), nextTick - MAX_PAST);
-        int cell = allocateCell();
-        ids[cell] = orderId;
-        kinds[cell] = kind;
-        dueTick[cell] = (int) due;
-        hashInsert(cell);
-        place(cell, nextTick, due);
-        pending++;
-        pendingByKind[kind]++;
-    }
-
-    /** Cancels every timer (of any kind) of the order; returns how many there were. O(1) expected. */
-    public int cancel(long orderId) {
-        int bucket = bucketOf(orderId);
-        int previous = NIL;
-        int cancelled = 0;
-        for (int cell = buckets[bucket]; cell != NIL; ) {
-            int following = hashNext[cell];
-            if (ids[cell] == orderId) {
-                if (previous == NIL) buckets[bucket] = following; else hashNext[previous] = following;
-                pending--;
-                pendingByKind[kinds[cell]]--;
-                kinds[cell] = CANCELLED;
-                tombstones++;
-                cancelled++;
-            } else {
-                previous = cell;
-            }
-            cell = following;
-        }
-        return cancelled;
-    }
-
-    public int pending() {
-        return pending;
-    }
-
-    public int pending(byte kind) {
-        return kind >= 0 && kind < KIND_LIMIT ? pendingByKind[kind] : 0;
-    }
-
-    /**
-     * Fires every timer whose due tick is <= the tick of nowMillis; hands them out through the sink in batches of at
-     * most maxBatch ids of one kind; returns the number fired.
-     */
-    public int advance(long nowMillis, int maxBatch, DueSink sink) {
-        if (maxBatch <= 0) throw new IllegalArgumentException("maxBatch must be positive: " + maxBatch);
-        Objects.requireNonNull(sink, "sink");
-        long target = Math.floorDiv(nowMillis - startMillis, tickMillis);
-        int fired = fireExpired(target, maxBatch, sink);
-        while (nextTick <= target) {
-            long tick = nextBusyTick(nextTick);
-            if (tick > target) {
-                nextTick = target + 1;
-                break;
-            }
-            if ((tick & (SLOTS[0] - 1)) == 0) cascade(tick);
-            nextTick = tick + 1; // before firing, so that timers the sink schedules are placed after this tick
-            fired += fireSlot(tick, maxBatch, sink);
-        }
-        for (int kind = 0; kind < KIND_LIMIT; kind++) {
-            if (batchSizes[kind] > 0) flush((byte) kind, sink);
-        }
-        return fired;
-    }
-
-    /** Drops every timer and gives back memory beyond the initial capacity. The clock position is kept. */
-    public void clear() {
-        if (ids.length != initialCapacity) allocateSlab(initialCapacity);
-        resetState();
-    }
-
-    /** Approximate bytes held by the arrays (sum of array lengths times element size). */
-    public long heapBytes() {
-        long bytes = 8L * ids.length + 4L * dueTick.length + kinds.length + 4L * next.length + 4L * hashNext.length
-                + 4L * buckets.length + 4L * farCells.length + 8L * farDue.length;
-        for (int[] heads : slotHeads) bytes += 4L * heads.length;
-        for (long[] batch : batches) bytes += batch == null ? 0 : 8L * batch.length;
-        return bytes;
-    }
-
-    // ---- wheel mechanics ----
-
-    /** The first tick >= tick at which something can happen: a non-empty level-0 slot or a cascade of a busy level. */
-    private long nextBusyTick(long tick) {
-        long best = Long.MAX_VALUE;
-        if (levelCells[0] > 0) {
-            int from = (int) tick & (SLOTS[0] - 1);
-            int slot = from;
-            while (slot < SLOTS[0] && slotHeads[0][slot] == NIL) slot++;
-            best = tick + (slot - from); // slot == 256 means the next block boundary (timers wrapped past it)
-        }
-        for (int level = 1; level < LEVELS; level++) { // the lowest busy level cascades first
-            if (levelCells[level] > 0) {
-                best = Math.min(best, roundUp(tick, SHIFT[level]));
-                break;
-            }
-        }
-        if (farCount > 0) best = Math.min(best, roundUp(tick, SHIFT[LEVELS - 1]));
-        return best;
-    }
-
-    private static long roundUp(long tick, int shift) {
-        long unit = 1L << shift;
-        return (tick + unit - 1) & -unit;
-    }
-
-    /** Puts a cell in the level whose range covers its distance from base (the first unprocessed tick). */
-    private void place(int cell, long base, long due) {
-        long delta = due - base;
-        if (delta < 0) {
-            next[cell] = expiredHead;
-            expiredHead = cell;
-        } else if (delta >= HORIZON) {
-            addFar(cell, due);
-        } else {
-            int level = delta < SLOTS[0] ? 0 : 1 + (63 - Long.numberOfLeadingZeros(delta) - SHIFT[1]) / 6;
-            int slot = (int) (due >>> SHIFT[level]) & (SLOTS[level] - 1);
-            next[cell] = slotHeads[level][slot];
-            slotHeads[level][slot] = cell;
-            levelCells[level]++;
-        }
-    }
-
-    /** At a multiple of 256 ticks: moves the slot of each level that starts now down to the lower levels. */
-    private void cascade(long tick) {
-        for (int level = 1; level < LEVELS; level++) {
-            int slot = (int) (tick >>> SHIFT[level]) & (SLOTS[level] - 1);
-            int cell = slotHeads[level][slot];
-            slotHeads[level][slot] = NIL;
-            while (cell != NIL) {
-                int following = next[cell];
-                levelCells[level]--;
-                if (kinds[cell] == CANCELLED) {
-                    releaseTombstone(cell);
-                } else {
-                    // A cascaded timer is due within 2^32 ticks from now, so its low 32 bits pin it down.
-                    place(cell, tick, tick + ((dueTick[cell] - (int) tick) & 0xFFFF_FFFFL));
-                }
-                cell = following;
-            }
-            if (level == LEVELS - 1) reexamineFar(tick);
-            else if (slot != 0) return;
-        }
-    }
-
-    private void addFar(int cell, long due) {
-        if (farCount == farCells.length) {
-            int capacity = farCount + (farCount >> 1) + 8;
-            farCells = Arrays.copyOf(farCells, capacity);
-            farDue = Arrays.copyOf(farDue, capacity);
-        }
-        farCells[farCount] = cell;
-        farDue[farCount++] = due;
-    }
-
-    /** Moves far timers that came within the horizon into the wheel and drops cancelled ones. */
-    private void reexamineFar(long base) {
-        int kept = 0;
-        for (int i = 0; i < farCount; i++) {
-            int cell = farCells[i];
-            long due = farDue[i];
-            if (kinds[cell] == CANCELLED) {
-                releaseTombstone(cell);
-            } else if (due - base < HORIZON) {
-                place(cell, base, due);
-            } else {
-                farCells[kept] = cell;
-                farDue[kept++] = due;
-            }
-        }
-        farCount = kept;
-    }
-
-    private int fireSlot(long tick, int maxBatch, DueSink sink) {
-        int slot = (int) tick & (SLOTS[0] - 1);
-        int cell = slotHeads[0][slot];
-        slotHeads[0][slot] = NIL;
-        int fired = 0;
-        while (cell != NIL) {
-            int following = next[cell];
-            levelCells[0]--;
-            if (kinds[cell] == CANCELLED) {
-                releaseTombstone(cell);
-            } else {
-                fire(cell, maxBatch, sink);
-                fired++;
-            }
-            cell = following;
-        }
-        return fired;
-    }
-
-    /** Fires the past-due timers whose tick has been reached; keeps the rest (only if the clock went backwards). */
-    private int fireExpired(long target, int maxBatch, DueSink sink) {
-        int cell = expiredHead;
-        expiredHead = NIL;
-        int fired = 0;
-        while (cell != NIL) {
-            int following = next[cell];
-            if (kinds[cell] == CANCELLED) {
-                releaseTombstone(cell);
-            } else if (nextTick + (dueTick[cell] - (int) nextTick) <= target) { // due is within 2^30 behind nextTick
-                fire(cell, maxBatch, sink);
-                fired++;
-            } else {
-                next[cell] = expiredHead;
-                expiredHead = cell;
-            }
-            cell = following;
-        }
-        return fired;
-    }
-
-    private void fire(int cell, int maxBatch, DueSink sink) {
-        long id = ids[cell];
-        byte kind = kinds[cell];
-        hashRemove(cell);
+  /** Cancels every timer (of any kind) of the order; returns how many there were. O(1) expected. */
+  public int cancel(long orderId) {
+    int bucket = bucketOf(orderId);
+    int previous = NIL;
+    int cancelled = 0;
+    for (int cell = buckets[bucket]; cell != NIL; ) {
+      int following = hashNext[cell];
+      if (ids[cell] == orderId) {
+        if (previous == NIL) buckets[bucket] = following; else hashNext[previous] = following;
         pending--;
-        pendingByKind[kind]--;
-        freeCell(cell);
-        long[] batch = batches[kind];
-        if (batch == null || batch.length < maxBatch) batches[kind] = batch = new long[maxBatch];
-        batch[batchSizes[kind]++] = id;
-        if (batchSizes[kind] >= maxBatch) flush(kind, sink);
+        pendingByKind[kinds[cell]]--;
+        kinds[cell] = CANCELLED;
+        tombstones++;
+        cancelled++;
+      } else {
+        previous = cell;
+      }
+      cell = following;
     }
+    return cancelled;
+  }
 
-    private void flush(byte kind, DueSink sink) {
-        int count = batchSizes[kind];
-        batchSizes[kind] = 0;
-        sink.due(kind, batches[kind], count);
+  public int pending() {
+    return pending;
+  }
+
+  public int pending(byte kind) {
+    return kind >= 0 && kind < KIND_LIMIT ? pendingByKind[kind] : 0;
+  }
+
+  /**
+   * Fires every timer whose due tick is <= the tick of nowMillis; hands them out through the sink in batches of at
+   * most maxBatch ids of one kind; returns the number fired.
+   */
+  public int advance(long nowMillis, int maxBatch, DueSink sink) {
+    if (maxBatch <= 0) throw new IllegalArgumentException("maxBatch must be positive: " + maxBatch);
+    this.sink = Objects.requireNonNull(sink, "sink");
+    this.maxBatch = maxBatch;
+    long target = Math.floorDiv(nowMillis - startMillis, tickMillis);
+    int fired = drainExpired(target);
+    while (nextTick <= target) {
+      // No jumping while past-due timers that the sink scheduled wait: their tick is read relative to nextTick.
+      long tick = expiredHead == NIL ? nextBusyTick(nextTick) : nextTick;
+      if (tick > target) {
+        nextTick = target + 1;
+        break;
+      }
+      if ((tick & (SLOTS[0] - 1)) == 0) cascade(tick);
+      nextTick = tick + 1; // before firing, so that timers the sink schedules are placed after this tick
+      fired += drain(detach(0, (int) tick & (SLOTS[0] - 1)), 0, tick, tick, tick);
+      fired += drainExpired(target);
     }
+    for (int kind = 0; kind < KIND_LIMIT; kind++) {
+      if (batchSizes[kind] > 0) flush((byte) kind);
+    }
+    this.sink = null;
+    return fired;
+  }
 
-    // ---- slab and hash index ----
+  /** Drops every timer and gives back memory beyond the initial capacity. The clock position is kept. */
+  public void clear() {
+    resetState();
+    if (ids.length != initialCapacity) resizeSlab(initialCapacity);
+  }
 
-    private long ceilTick(long millis) {
-        long offset = millis - startMillis;
-        if (((millis ^ startMillis) & (millis ^ offset)) < 0) { // overflow: saturate far away
-            return millis < startMillis ? Long.MIN_VALUE / 2 : Long.MAX_VALUE / 2;
+  /** Approximate bytes held by the arrays (sum of array lengths times element size). */
+  public long heapBytes() {
+    long bytes = 8L * ids.length + 4L * dueTick.length + kinds.length + 4L * next.length + 4L * hashNext.length
+        + 4L * buckets.length + 4L * farCells.length + 8L * farDue.length;
+    for (int[] heads : slotHeads) bytes += 4L * heads.length;
+    for (long[] batch : batches) bytes += batch == null ? 0 : 8L * batch.length;
+    return bytes;
+  }
+
+  // ---- wheel mechanics ----
+
+  /** The first tick >= tick at which something can happen: a non-empty level-0 slot or a cascade of a busy level. */
+  private long nextBusyTick(long tick) {
+    long best = Long.MAX_VALUE;
+    if (levelCells[0] > 0) {
+      int from = (int) tick & (SLOTS[0] - 1);
+      int slot = from;
+      while (slot < SLOTS[0] && slotHeads[0][slot] == NIL) slot++;
+      best = tick + (slot - from); // slot == 256 means the next block boundary (timers wrapped past it)
+    }
+    for (int level = 1; level < LEVELS; level++) { // the lowest busy level cascades first
+      if (levelCells[level] > 0) {
+        best = Math.min(best, roundUp(tick, SHIFT[level]));
+        break;
+      }
+    }
+    if (farCount > 0) best = Math.min(best, roundUp(tick, SHIFT[LEVELS - 1]));
+    return best;
+  }
+
+  private static long roundUp(long tick, int shift) {
+    long unit = 1L << shift;
+    return (tick + unit - 1) & -unit;
+  }
+
+  /** Puts a cell in the level whose range covers its distance from base (the first unprocessed tick). */
+  private void place(int cell, long base, long due) {
+    long delta = due - base;
+    if (delta < 0) {
+      next[cell] = expiredHead;
+      expiredHead = cell;
+    } else if (delta >= HORIZON) {
+      addFar(cell, due);
+    } else {
+      int level = delta < SLOTS[0] ? 0 : 1 + (63 - Long.numberOfLeadingZeros(delta) - SHIFT[1]) / 6;
+      int slot = (int) (due >>> SHIFT[level]) & (SLOTS[level] - 1);
+      next[cell] = slotHeads[level][slot];
+      slotHeads[level][slot] = cell;
+      levelCells[level]++;
+    }
+  }
+
+  /** At a multiple of 256 ticks: moves the slot of each level that starts now down to the lower levels. */
+  private void cascade(long tick) {
+    for (int level = 1; level < LEVELS; level++) {
+      int slot = (int) (tick >>> SHIFT[level]) & (SLOTS[level] - 1);
+      drain(detach(level, slot), level, tick, tick, tick - 1);
+      if (level == LEVELS - 1) reexamineFar(tick);
+      else if (slot != 0) return;
+    }
+  }
+
+  private void addFar(int cell, long due) {
+    if (farCount == farCells.length) {
+      int capacity = farCount + (farCount >> 1) + 8;
+      farCells = Arrays.copyOf(farCells, capacity);
+      farDue = Arrays.copyOf(farDue, capacity);
+    }
+    farCells[farCount] = cell;
+    farDue[farCount++] = due;
+  }
+
+  /** Moves far timers that came within the horizon into the wheel and drops cancelled ones. */
+  private void reexamineFar(long base) {
+    int kept = 0;
+    for (int i = 0; i < farCount; i++) {
+      int cell = farCells[i];
+      long due = farDue[i];
+      if (kinds[cell] == CANCELLED) {
+        releaseTombstone(cell);
+      } else if (due - base < HORIZON) {
+        place(cell, base, due);
+      } else {
+        farCells[kept] = cell;
+        farDue[kept++] = due;
+      }
+    }
+    farCount = kept;
+  }
+
+  private int detach(int level, int slot) {
+    int head = slotHeads[level][slot];
+    slotHeads[level][slot] = NIL;
+    return head;
+  }
+
+  /**
+   * Walks a detached list (of wheel level {@code level}, or -1): frees tombstones, fires the timers due by
+   * {@code fireUpTo} and places the others again relative to {@code base}. Every due tick of the list must lie in
+   * {@code [from, from + 2^32)}, which recovers it from its low 32 bits.
+   */
+  private int drain(int cell, int level, long from, long base, long fireUpTo) {
+    int fired = 0;
+    while (cell != NIL) {
+      int following = next[cell];
+      if (level >= 0) levelCells[level]--;
+      if (kinds[cell] == CANCELLED) {
+        releaseTombstone(cell);
+      } else {
+        long due = from + ((dueTick[cell] - (int) from) & 0xFFFF_FFFFL);
+        if (due <= fireUpTo) {
+          fire(cell);
+          fired++;
+        } else {
+          place(cell, base, due);
         }
-        return Math.floorDiv(offset, tickMillis) + (Math.floorMod(offset, tickMillis) == 0 ? 0 : 1);
+      }
+      cell = following;
     }
+    return fired;
+  }
 
-    private int allocateCell() {
-        if (freeHead == NIL && highWater == ids.length) {
-            // Mostly tombstones (cancelled orders whose slot has not come up yet): reclaim them rather than grow.
-            if (tombstones >= ids.length / 4) purgeTombstones(); else grow();
-        }
-        if (freeHead == NIL) return highWater++;
-        int cell = freeHead;
-        freeHead = next[cell];
-        return cell;
-    }
+  /**
+   * Fires the past-due timers; keeps those after target (only when the clock went backwards or is before start).
+   * Their ticks were clamped to at most MAX_PAST behind nextTick, and nextTick has moved on by a tick at most since.
+   */
+  private int drainExpired(long target) {
+    int head = expiredHead;
+    expiredHead = NIL;
+    return drain(head, -1, nextTick - 2 * MAX_PAST, nextTick, target);
+  }
 
-    private void freeCell(int cell) {
-        kinds[cell] = FREE;
-        next[cell] = freeHead;
-        freeHead = cell;
-    }
+  private void fire(int cell) {
+    long id = ids[cell];
+    byte kind = kinds[cell];
+    hashRemove(cell);
+    pending--;
+    pendingByKind[kind]--;
+    freeCell(cell);
+    long[] batch = batches[kind];
+    if (batch == null || batch.length < maxBatch) batches[kind] = batch = new long[maxBatch];
+    batch[batchSizes[kind]++] = id;
+    if (batchSizes[kind] >= maxBatch) flush(kind);
+  }
 
-    private void releaseTombstone(int cell) {
-        tombstones--;
-        freeCell(cell);
-    }
+  private void flush(byte kind) {
+    int count = batchSizes[kind];
+    batchSizes[kind] = 0;
+    sink.due(kind, batches[kind], count);
+  }
 
-    private void purgeTombstones() {
-        for (int level = 0; level < LEVELS; level++) {
-            for (int slot = 0; slot < SLOTS[level]; slot++) {
-                int kept = NIL;
-                for (int cell = slotHeads[level][slot]; cell != NIL; ) {
-                    int following = next[cell];
-                    if (kinds[cell] == CANCELLED) {
-                        releaseTombstone(cell);
-                        levelCells[level]--;
-                    } else {
-                        next[cell] = kept;
-                        kept = cell;
-                    }
-                    cell = following;
-                }
-                slotHeads[level][slot] = kept;
-            }
-        }
-        int kept = NIL;
-        for (int cell = expiredHead; cell != NIL; ) {
-            int following = next[cell];
-            if (kinds[cell] == CANCELLED) releaseTombstone(cell); else { next[cell] = kept; kept = cell; }
-            cell = following;
-        }
-        expiredHead = kept;
-        reexamineFar(nextTick); // placing relative to nextTick is what schedule does, so it is always valid
-    }
+  // ---- slab and hash index ----
 
-    private void grow() {
-        int capacity = ids.length;
-        if (capacity >= MAX_CAPACITY) throw new IllegalStateException("TimeWheel is full: " + capacity + " timers");
-        int newCapacity = (int) Math.min(MAX_CAPACITY, capacity + (capacity >> 1) + 16L);
-        ids = Arrays.copyOf(ids, newCapacity);
-        dueTick = Arrays.copyOf(dueTick, newCapacity);
-        kinds = Arrays.copyOf(kinds, newCapacity);
-        next = Arrays.copyOf(next, newCapacity);
-        hashNext = Arrays.copyOf(hashNext, newCapacity);
-        if (bucketCountFor(newCapacity) != buckets.length) rehash(bucketCountFor(newCapacity));
+  private long ceilTick(long millis) {
+    long offset = millis - startMillis;
+    if (((millis ^ startMillis) & (millis ^ offset)) < 0) { // overflow: saturate far away
+      return millis < startMillis ? Long.MIN_VALUE / 2 : Long.MAX_VALUE / 2;
     }
+    return Math.floorDiv(offset, tickMillis) + (Math.floorMod(offset, tickMillis) == 0 ? 0 : 1);
+  }
 
-    private void allocateSlab(int capacity) {
-        ids = new long[capacity];
-        dueTick = new int[capacity];
-        kinds = new byte[capacity];
-        next = new int[capacity];
-        hashNext = new int[capacity];
-        buckets = new int[bucketCountFor(capacity)];
+  private int allocateCell() {
+    if (freeHead == NIL && highWater == ids.length) {
+      // Mostly tombstones (cancelled orders whose slot has not come up yet): reclaim them rather than grow.
+      if (tombstones >= ids.length / 4) purgeTombstones(); else grow();
     }
+    if (freeHead == NIL) return highWater++;
+    int cell = freeHead;
+    freeHead = next[cell];
+    return cell;
+  }
 
-    /** Between 2 and 4 cells per bucket when full: short chains while the index stays at 1-2 bytes per timer. */
-    private static int bucketCountFor(int capacity) {
-        return Integer.highestOneBit(Math.max(16, capacity / 2));
-    }
+  private void freeCell(int cell) {
+    kinds[cell] = FREE;
+    next[cell] = freeHead;
+    freeHead = cell;
+  }
 
-    private void rehash(int bucketCount) {
-        buckets = new int[bucketCount];
-        Arrays.fill(buckets, NIL);
-        hashShift = 64 - Integer.numberOfTrailingZeros(bucketCount);
-        for (int cell = 0; cell < highWater; cell++) {
-            if (kinds[cell] >= 0) hashInsert(cell);
-        }
-    }
+  private void releaseTombstone(int cell) {
+    tombstones--;
+    freeCell(cell);
+  }
 
-    private void resetState() {
-        highWater = 0;
-        rehash(buckets.length);
-        freeHead = NIL;
-        expiredHead = NIL;
-        for (int[] heads : slotHeads) Arrays.fill(heads, NIL);
-        Arrays.fill(levelCells, 0);
-        farCells = new int[0];
-        farDue = new long[0];
-        farCount = 0;
-        pending = 0;
-        tombstones = 0;
-        Arrays.fill(pendingByKind, 0);
-        Arrays.fill(batchSizes, 0);
+  /** Rebuilds every list without its tombstones; placing relative to nextTick is what schedule does. */
+  private void purgeTombstones() {
+    for (int level = 0; level < LEVELS; level++) {
+      for (int slot = 0; slot < SLOTS[level]; slot++) {
+        drain(detach(level, slot), level, nextTick, nextTick, Long.MIN_VALUE);
+      }
     }
+    drainExpired(Long.MIN_VALUE);
+    reexamineFar(nextTick);
+  }
 
-    private int bucketOf(long orderId) {
-        return (int) ((orderId * 0x9E37_79B9_7F4A_7C15L) >>> hashShift); // Fibonacci hashing: top bits
-    }
+  private void grow() {
+    int capacity = ids.length;
+    if (capacity >= MAX_CAPACITY) throw new IllegalStateException("TimeWheel is full: " + capacity + " timers");
+    resizeSlab((int) Math.min(MAX_CAPACITY, capacity + (capacity >> 1) + 16L));
+  }
 
-    private void hashInsert(int cell) {
-        int bucket = bucketOf(ids[cell]);
-        hashNext[cell] = buckets[bucket];
-        buckets[bucket] = cell;
-    }
+  private void resizeSlab(int capacity) {
+    ids = Arrays.copyOf(ids, capacity);
+    dueTick = Arrays.copyOf(dueTick, capacity);
+    kinds = Arrays.copyOf(kinds, capacity);
+    next = Arrays.copyOf(next, capacity);
+    hashNext = Arrays.copyOf(hashNext, capacity);
+    if (buckets == null || buckets.length != bucketCountFor(capacity)) rehash(bucketCountFor(capacity));
+  }
 
-    private void hashRemove(int cell) {
-        int bucket = bucketOf(ids[cell]);
-        int current = buckets[bucket];
-        if (current == cell) {
-            buckets[bucket] = hashNext[cell];
-            return;
-        }
-        while (hashNext[current] != cell) current = hashNext[current];
-        hashNext[current] = hashNext[cell];
+  /** Between 2 and 4 cells per bucket when full: short chains while the index stays at 1-2 bytes per timer. */
+  private static int bucketCountFor(int capacity) {
+    return Integer.highestOneBit(Math.max(16, capacity / 2));
+  }
+
+  private void rehash(int bucketCount) {
+    buckets = new int[bucketCount];
+    Arrays.fill(buckets, NIL);
+    hashShift = 64 - Integer.numberOfTrailingZeros(bucketCount);
+    for (int cell = 0; cell < highWater; cell++) {
+      if (kinds[cell] >= 0) hashInsert(cell);
     }
+  }
+
+  private void resetState() {
+    highWater = 0;
+    rehash(buckets.length);
+    freeHead = expiredHead = NIL;
+    for (int[] heads : slotHeads) Arrays.fill(heads, NIL);
+    Arrays.fill(levelCells, 0);
+    farCells = new int[0];
+    farDue = new long[0];
+    farCount = pending = tombstones = 0;
+    Arrays.fill(pendingByKind, 0);
+    Arrays.fill(batchSizes, 0);
+  }
+
+  private int bucketOf(long orderId) {
+    return (int) ((orderId * 0x9E37_79B9_7F4A_7C15L) >>> hashShift); // Fibonacci hashing: top bits
+  }
+
+  private void hashInsert(int cell) {
+    int bucket = bucketOf(ids[cell]);
+    hashNext[cell] = buckets[bucket];
+    buckets[bucket] = cell;
+  }
+
+  private void hashRemove(int cell) {
+    int bucket = bucketOf(ids[cell]);
+    int current = buckets[bucket];
+    if (current == cell) {
+      buckets[bucket] = hashNext[cell];
+      return;
+    }
+    while (hashNext[current] != cell) current = hashNext[current];
+    hashNext[current] = hashNext[cell];
+  }
 }

@@ -17,433 +17,453 @@ import org.junit.jupiter.api.Timeout;
 
 @Timeout(30) // a lost timer could otherwise keep a stepping loop going for long
 class TimeWheelTest {
-    private static final long START = 1_700_000_000_123L;
-    private static final long TICK = 10;
-    private static final long SECOND = 1_000;
-    private static final long MINUTE = 60 * SECOND;
-    private static final long HOUR = 60 * MINUTE;
-    private static final long DAY = 24 * HOUR;
-    private static final int BATCH = 128;
+  private static final long START = 1_700_000_000_123L;
+  private static final long TICK = 10;
+  private static final long SECOND = 1_000;
+  private static final long MINUTE = 60 * SECOND;
+  private static final long HOUR = 60 * MINUTE;
+  private static final long DAY = 24 * HOUR;
+  private static final int BATCH = 128;
 
-    /** Delays that land on every level of the wheel, and on the edges between levels (in ticks of 10 ms). */
-    private static final long[] DELAYS_AT_EVERY_LEVEL = {
-        0, 1, 9, 10, 11, 2_549, 2_550, 2_551, 2_560, 2_561, 5 * SECOND, 163_830, 163_840, 163_841, 3 * MINUTE,
-        15 * MINUTE, 2 * HOUR + 17, 2_913 * SECOND, 10_485_760, 10_485_771, 29 * HOUR + 3, 7 * DAY,
-        671_088_640, 671_088_641, 8 * DAY + 12_345, 30 * DAY
-    };
+  /**
+   * Delays (ms) that land on every level of the wheel and on the edges between levels: 2_560, 163_840, 10_485_760 and
+   * 671_088_640 ms are 2^8, 2^14, 2^20 and 2^26 ticks of 10 ms.
+   */
+  private static final long[] DELAYS_AT_EVERY_LEVEL = {
+    0, 1, 9, 10, 11, 2_549, 2_550, 2_551, 2_560, 2_561, 5 * SECOND, 163_830, 163_840, 163_841, 3 * MINUTE,
+    15 * MINUTE, 2 * HOUR + 17, 2_913 * SECOND, 10_485_760, 10_485_771, 29 * HOUR + 3, 7 * DAY,
+    671_088_640, 671_088_641, 8 * DAY + 12_345, 30 * DAY
+  };
 
-    @Test
-    void firesOnTheFirstTickBoundaryAtOrAfterTheDueTimeAndNeverBefore() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        Recorder sink = new Recorder();
-        wheel.schedule(1, START + 25, CLOSE); // belongs to the boundary START + 30
-        wheel.schedule(2, START + 40, REMIND); // exactly on a boundary
+  @Test
+  void firesOnTheFirstTickBoundaryAtOrAfterTheDueTimeAndNeverBefore() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    wheel.schedule(1, START + 25, CLOSE); // belongs to the boundary START + 30
+    wheel.schedule(2, START + 40, REMIND); // exactly on a boundary
 
-        for (long now = START; now < START + 30; now++) {
-            assertThat(sink.advance(wheel, now, BATCH)).as("now=%d", now - START).isZero();
-        }
-        assertThat(sink.advance(wheel, START + 30, BATCH)).isEqualTo(1);
-        assertThat(sink.firedAt).containsEntry(1L, START + 30);
-        assertThat(sink.advance(wheel, START + 39, BATCH)).isZero();
-        assertThat(sink.advance(wheel, START + 40, BATCH)).isEqualTo(1);
-        assertThat(sink.firedAt).containsEntry(2L, START + 40);
-        assertThat(wheel.pending()).isZero();
+    for (long now = START; now < START + 30; now++) {
+      assertThat(sink.advance(wheel, now, BATCH)).as("now=%d", now - START).isZero();
     }
+    assertThat(sink.advance(wheel, START + 30, BATCH)).isEqualTo(1);
+    assertThat(sink.firedAt).containsEntry(1L, START + 30);
+    assertThat(sink.advance(wheel, START + 39, BATCH)).isZero();
+    assertThat(sink.advance(wheel, START + 40, BATCH)).isEqualTo(1);
+    assertThat(sink.firedAt).containsEntry(2L, START + 40);
+    assertThat(wheel.pending()).isZero();
+  }
 
-    @Test
-    void timersAtEveryLevelFireExactlyOnTheirTickBoundary() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        Recorder sink = new Recorder();
-        long now = START + 123_457; // schedule from a position that is not aligned to any level
+  @Test
+  void timersAtEveryLevelFireExactlyOnTheirTickBoundary() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    long now = START + 123_457; // schedule from a position that is not aligned to any level
+    sink.advance(wheel, now, BATCH);
+    Map<Long, Long> dueById = scheduleAtEveryLevel(wheel, now);
+
+    // The clock halves its distance to the next boundary each step: big jumps far away, 1 ms steps close by.
+    while (sink.firedAt.size() < dueById.size()) {
+      long nextBoundary = dueById.entrySet().stream()
+          .filter(e -> !sink.firedAt.containsKey(e.getKey()))
+          .mapToLong(e -> boundary(e.getValue(), TICK)).min().orElseThrow();
+      assertThat(nextBoundary).as("a timer did not fire at its boundary").isGreaterThanOrEqualTo(now);
+      now += Math.max(1, (nextBoundary - now) / 2);
+      sink.advance(wheel, now, BATCH);
+    }
+    dueById.forEach((id, due) -> assertThat(sink.firedAt.get(id)).as("timer due at +%d ms", due - START)
+        .isEqualTo(boundary(due, TICK)));
+    assertThat(wheel.pending()).isZero();
+  }
+
+  @Test
+  void timersAtEveryLevelFireWithinOneTickPlusOneStepOfTheirDueTimeUnderASteppingClock() {
+    for (long step : new long[] {997, 61_003}) {
+      TimeWheel wheel = new TimeWheel(TICK, START, 16);
+      Recorder sink = new Recorder();
+      Map<Long, Long> dueById = scheduleAtEveryLevel(wheel, START);
+      for (long now = START; sink.firedAt.size() < dueById.size() && now < START + 31 * DAY; now += step) {
         sink.advance(wheel, now, BATCH);
-        Map<Long, Long> dueById = scheduleAtEveryLevel(wheel, now);
+      }
+      dueById.forEach((id, due) -> assertThat(sink.firedAt.get(id))
+          .as("timer due at +%d ms, step %d", due - START, step)
+          .isBetween(due, due + TICK + step));
+    }
+  }
 
-        // The clock halves its distance to the next boundary each step: big jumps far away, 1 ms steps close by.
-        while (sink.firedAt.size() < dueById.size()) {
-            long nextBoundary = dueById.entrySet().stream()
-                    .filter(e -> !sink.firedAt.containsKey(e.getKey()))
-                    .mapToLong(e -> boundary(e.getValue(), TICK)).min().orElseThrow();
-            assertThat(nextBoundary).as("a timer did not fire at its boundary").isGreaterThanOrEqualTo(now);
-            now += Math.max(1, (nextBoundary - now) / 2);
-            sink.advance(wheel, now, BATCH);
+  @Test
+  void matchesAReferenceModelUnderRandomSchedulesCancelsAndClockSteps() {
+    Random random = new Random(20240601);
+    runAgainstReference(random, TICK, 200_000, 40_000, new long[] {20, 3 * SECOND, 3 * MINUTE, 3 * HOUR, 8 * DAY},
+        new long[] {30, 5 * SECOND, 10 * MINUTE, 3 * HOUR});
+  }
+
+  @Test
+  void farFutureTimersAndTheTickCounterWrappingPast32BitsMatchAReferenceModel() {
+    // With 1 ms ticks the wheel's horizon is 2^32 ms (~49.7 days): later timers wait in the far list, and the
+    // run lasts long enough for the absolute tick to pass 2^32.
+    Random random = new Random(7);
+    runAgainstReference(random, 1, 30_000, 5_000, new long[] {50, 5 * MINUTE, 3 * DAY, 60 * DAY, 400 * DAY},
+        new long[] {100, 3 * HOUR, 10 * DAY, 40 * DAY});
+  }
+
+  @Test
+  void cancelRemovesEveryTimerOfTheOrderReturnsTheCountAndCancelledTimersNeverFire() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    wheel.schedule(1, START + 5 * MINUTE, REMIND);
+    wheel.schedule(1, START + 15 * MINUTE, CLOSE);
+    wheel.schedule(1, START + 15 * MINUTE, CLOSE); // duplicates are allowed
+    wheel.schedule(2, START + 15 * MINUTE, CLOSE);
+    assertThat(wheel.pending()).isEqualTo(4);
+    assertThat(wheel.pending(CLOSE)).isEqualTo(3);
+    assertThat(wheel.pending(REMIND)).isEqualTo(1);
+
+    assertThat(wheel.cancel(1)).isEqualTo(3);
+    assertThat(wheel.pending()).isEqualTo(1);
+    assertThat(wheel.pending(CLOSE)).isEqualTo(1);
+    assertThat(wheel.pending(REMIND)).isZero();
+    assertThat(wheel.cancel(1)).isZero();
+    assertThat(wheel.cancel(99)).isZero();
+
+    assertThat(sink.advance(wheel, START + DAY, BATCH)).isEqualTo(1);
+    assertThat(sink.closes).containsExactly(2L);
+    assertThat(sink.reminds).isEmpty();
+    assertThat(wheel.cancel(2)).as("a fired timer is no longer pending").isZero();
+  }
+
+  @Test
+  void duplicateSchedulesOfTheSameOrderAndKindBothFire() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    wheel.schedule(7, START + 100, CLOSE);
+    wheel.schedule(7, START + 2 * HOUR, CLOSE);
+    assertThat(sink.advance(wheel, START + 3 * HOUR, BATCH)).isEqualTo(2);
+    assertThat(sink.closes).containsExactly(7L, 7L);
+  }
+
+  @Test
+  void aPastDueTimerFiresOnTheNextAdvanceEvenIfTheClockDidNotMove() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    sink.advance(wheel, START + HOUR, BATCH);
+    wheel.schedule(1, START + 5, CLOSE);
+    wheel.schedule(2, START + HOUR, REMIND); // the tick of this instant was processed already
+    wheel.schedule(3, START - DAY, CLOSE);
+    assertThat(wheel.pending()).isEqualTo(3);
+
+    assertThat(sink.advance(wheel, START + HOUR, BATCH)).isEqualTo(3);
+    assertThat(sink.closes).containsExactlyInAnyOrder(1L, 3L);
+    assertThat(sink.reminds).containsExactly(2L);
+    assertThat(wheel.pending()).isZero();
+  }
+
+  @Test
+  void aTimerDueBeforeTheStartDoesNotFireWhileTheClockIsStillBeforeIt() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    wheel.schedule(1, START - 500, CLOSE);
+    assertThat(sink.advance(wheel, START - 1_000, BATCH)).isZero();
+    assertThat(sink.advance(wheel, START - 500, BATCH)).isEqualTo(1);
+  }
+
+  @Test
+  void batchesNeverExceedMaxBatchAndNeverMixKinds() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    for (long id = 0; id < 2_000; id++) {
+      // even ids close, odd ids remind; spread over a few ticks and levels
+      wheel.schedule(id, START + (id % 7) * (id % 3 == 0 ? 10 : 3_000), id % 2 == 0 ? CLOSE : REMIND);
+    }
+    int maxBatch = 64;
+    List<Integer> batchSizes = new ArrayList<>();
+    int[] firedByKind = new int[2];
+    int fired = wheel.advance(START + MINUTE, maxBatch, (kind, ids, count) -> {
+      batchSizes.add(count);
+      firedByKind[kind] += count;
+      for (int i = 0; i < count; i++) {
+        assertThat(ids[i] % 2).as("kind of id %d", ids[i]).isEqualTo(kind == CLOSE ? 0 : 1);
+      }
+    });
+    assertThat(fired).isEqualTo(2_000);
+    assertThat(firedByKind).containsExactly(1_000, 1_000);
+    assertThat(batchSizes).allSatisfy(size -> assertThat(size).isBetween(1, maxBatch));
+    assertThat(batchSizes.stream().filter(size -> size == maxBatch).count())
+        .as("full batches are handed out as soon as they fill").isGreaterThanOrEqualTo(30);
+  }
+
+  @Test
+  void aLongGapIsProcessedInOneAdvanceWithoutVisitingEveryTick() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    Random random = new Random(3);
+    for (long id = 0; id < 100_000; id++) {
+      wheel.schedule(id, START + random.nextLong(8 * DAY), id % 4 == 0 ? REMIND : CLOSE);
+    }
+    wheel.schedule(100_000, START + 3 * 365 * DAY, CLOSE);
+
+    long began = System.nanoTime();
+    assertThat(sink.advance(wheel, START + 9 * DAY, BATCH)).isEqualTo(100_000);
+    assertThat(sink.advance(wheel, START + 3 * 365 * DAY - 1, BATCH)).isZero();
+    assertThat(sink.advance(wheel, START + 3 * 365 * DAY, BATCH)).isEqualTo(1);
+    long millis = (System.nanoTime() - began) / 1_000_000;
+    System.out.printf("TimeWheel: jumping 3 years at 10 ms ticks with 100k timers took %d ms%n", millis);
+    assertThat(millis).as("a tick-by-tick loop would visit 9.5e9 ticks").isLessThan(3_000);
+  }
+
+  @Test
+  void theSinkMayScheduleAndCancelWhileTimersFire() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    wheel.schedule(1, START + 100, REMIND);
+    wheel.schedule(2, START + 150, CLOSE);
+    List<String> seen = new ArrayList<>();
+    TimeWheel.DueSink sink = (kind, ids, count) -> {
+      for (int i = 0; i < count; i++) {
+        seen.add(kind + ":" + ids[i]);
+        if (kind == REMIND) {
+          wheel.schedule(ids[i], START + 200, CLOSE); // later: fires when due
+          wheel.schedule(ids[i] + 100, START + 50, CLOSE); // already due: fires in this advance
+          wheel.cancel(2);
         }
-        dueById.forEach((id, due) -> assertThat(sink.firedAt.get(id)).as("timer due at +%d ms", due - START)
-                .isEqualTo(boundary(due, TICK)));
-        assertThat(wheel.pending()).isZero();
+      }
+    };
+    assertThat(wheel.advance(START + 100, 1, sink)).isEqualTo(2);
+    assertThat(seen).containsExactly("1:1", "0:101");
+    assertThat(wheel.advance(START + 150, 1, sink)).isZero();
+    assertThat(wheel.advance(START + 200, 1, sink)).isEqualTo(1);
+    assertThat(seen).containsExactly("1:1", "0:101", "0:1");
+    assertThat(wheel.pending()).isZero();
+  }
+
+  @Test
+  void aPastDueTimerScheduledByTheSinkDuringAJumpOfYearsFiresInThatAdvance() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    wheel.schedule(1, START + DAY, REMIND); // nothing else: the wheel would jump straight to the end
+    List<String> seen = new ArrayList<>();
+    int fired = wheel.advance(START + 3 * 365 * DAY, 1, (kind, ids, count) -> {
+      seen.add(kind + ":" + ids[0]);
+      if (ids[0] == 1) wheel.schedule(3, START + DAY - 5, CLOSE);
+      if (ids[0] == 3) wheel.schedule(4, START + DAY - 5, CLOSE); // while past-due timers are being fired
+    });
+    assertThat(fired).isEqualTo(3);
+    assertThat(seen).containsExactly("1:1", "0:3", "0:4");
+    assertThat(wheel.pending()).isZero();
+  }
+
+  @Test
+  void clearDropsEverything() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    for (long id = 0; id < 1_000; id++) wheel.schedule(id, START + id * MINUTE, CLOSE);
+    wheel.schedule(5, START + 600 * DAY, REMIND);
+    long initialBytes = new TimeWheel(TICK, START, 16).heapBytes();
+
+    wheel.clear();
+    assertThat(wheel.pending()).isZero();
+    assertThat(wheel.heapBytes()).isEqualTo(initialBytes);
+    assertThat(wheel.cancel(5)).isZero();
+    assertThat(sink.advance(wheel, START + 700 * DAY, BATCH)).isZero();
+
+    wheel.schedule(9, START + 700 * DAY + 1, CLOSE);
+    assertThat(sink.advance(wheel, START + 701 * DAY, BATCH)).isEqualTo(1);
+    assertThat(sink.closes).containsExactly(9L);
+  }
+
+  @Test
+  void cellsOfCancelledTimersAreReusedInsteadOfGrowingTheArrays() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 1_000);
+    Recorder sink = new Recorder();
+    long bytes = wheel.heapBytes();
+    for (int round = 0; round < 10; round++) {
+      for (long id = 0; id < 1_000; id++) wheel.schedule(round * 1_000 + id, START + HOUR + id, CLOSE);
+      for (long id = 0; id < 1_000; id++) assertThat(wheel.cancel(round * 1_000 + id)).isEqualTo(1);
     }
+    for (long id = 0; id < 1_000; id++) wheel.schedule(50_000 + id, START + HOUR + id, CLOSE);
+    assertThat(wheel.heapBytes()).isEqualTo(bytes);
+    assertThat(sink.advance(wheel, START + 2 * HOUR, BATCH)).isEqualTo(1_000);
+    assertThat(sink.closes).allSatisfy(id -> assertThat(id).isGreaterThanOrEqualTo(50_000));
+  }
 
-    @Test
-    void timersAtEveryLevelFireWithinOneTickPlusOneStepOfTheirDueTimeUnderASteppingClock() {
-        for (long step : new long[] {997, 61_003}) {
-            TimeWheel wheel = new TimeWheel(TICK, START, 16);
-            Recorder sink = new Recorder();
-            Map<Long, Long> dueById = scheduleAtEveryLevel(wheel, START);
-            for (long now = START; sink.firedAt.size() < dueById.size() && now < START + 31 * DAY; now += step) {
-                sink.advance(wheel, now, BATCH);
-            }
-            dueById.forEach((id, due) -> assertThat(sink.firedAt.get(id))
-                    .as("timer due at +%d ms, step %d", due - START, step)
-                    .isBetween(due, due + TICK + step));
-        }
+  @Test
+  void holdsTwoMillionPendingTimersInAtMost32BytesEach() {
+    long presized = bytesPerTimerWith(2_000_000, 2_000_000);
+    long grown = bytesPerTimerWith(2_000_000, 16);
+    System.out.printf("TimeWheel: 2M pending timers take %d bytes each when presized, %d grown from 16%n",
+        presized, grown);
+    assertThat(presized).isLessThanOrEqualTo(32);
+    assertThat(grown).as("1.5x growth leaves up to a third unused").isLessThanOrEqualTo(40);
+  }
+
+  private static long bytesPerTimerWith(int timers, int initialCapacity) {
+    TimeWheel wheel = new TimeWheel(TICK, START, initialCapacity);
+    Random random = new Random(11);
+    for (int id = 0; id < timers; id++) {
+      wheel.schedule(id, START + random.nextLong(8 * DAY), (id & 1) == 0 ? CLOSE : REMIND);
     }
+    assertThat(wheel.pending()).isEqualTo(timers);
+    return Math.round((double) wheel.heapBytes() / wheel.pending());
+  }
 
-    @Test
-    void matchesAReferenceModelUnderRandomSchedulesCancelsAndClockSteps() {
-        Random random = new Random(20240601);
-        runAgainstReference(random, TICK, 200_000, 40_000, new long[] {20, 3 * SECOND, 3 * MINUTE, 3 * HOUR, 8 * DAY},
-                new long[] {30, 5 * SECOND, 10 * MINUTE, 6 * HOUR});
+  // ---- helpers ----
+
+  private static Map<Long, Long> scheduleAtEveryLevel(TimeWheel wheel, long now) {
+    Map<Long, Long> dueById = new HashMap<>();
+    long id = 0;
+    for (long delay : DELAYS_AT_EVERY_LEVEL) {
+      for (long offset : new long[] {0, 3}) {
+        dueById.put(id, now + delay + offset);
+        wheel.schedule(id, now + delay + offset, id % 2 == 0 ? CLOSE : REMIND);
+        id++;
+      }
     }
+    return dueById;
+  }
 
-    @Test
-    void farFutureTimersAndTheTickCounterWrappingPast32BitsMatchAReferenceModel() {
-        // With 1 ms ticks the wheel's horizon is 2^32 ms (~49.7 days): later timers wait in the far list, and the
-        // run lasts long enough for the absolute tick to pass 2^32.
-        Random random = new Random(7);
-        runAgainstReference(random, 1, 30_000, 5_000, new long[] {50, 5 * MINUTE, 3 * DAY, 60 * DAY, 400 * DAY},
-                new long[] {100, 3 * HOUR, 10 * DAY, 40 * DAY});
-    }
+  /** The instant of the first tick boundary at or after dueMillis. */
+  private static long boundary(long dueMillis, long tick) {
+    return START + Math.floorDiv(dueMillis - START + tick - 1, tick) * tick;
+  }
 
-    @Test
-    void cancelRemovesEveryTimerOfTheOrderReturnsTheCountAndCancelledTimersNeverFire() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        Recorder sink = new Recorder();
-        wheel.schedule(1, START + 5 * MINUTE, REMIND);
-        wheel.schedule(1, START + 15 * MINUTE, CLOSE);
-        wheel.schedule(1, START + 15 * MINUTE, CLOSE); // duplicates are allowed
-        wheel.schedule(2, START + 15 * MINUTE, CLOSE);
-        assertThat(wheel.pending()).isEqualTo(4);
-        assertThat(wheel.pending(CLOSE)).isEqualTo(3);
-        assertThat(wheel.pending(REMIND)).isEqualTo(1);
-
-        assertThat(wheel.cancel(1)).isEqualTo(3);
-        assertThat(wheel.pending()).isEqualTo(1);
-        assertThat(wheel.pending(CLOSE)).isEqualTo(1);
-        assertThat(wheel.pending(REMIND)).isZero();
-        assertThat(wheel.cancel(1)).isZero();
-        assertThat(wheel.cancel(99)).isZero();
-
-        assertThat(sink.advance(wheel, START + DAY, BATCH)).isEqualTo(1);
-        assertThat(sink.closes).containsExactly(2L);
-        assertThat(sink.reminds).isEmpty();
-        assertThat(wheel.cancel(2)).as("a fired timer is no longer pending").isZero();
-    }
-
-    @Test
-    void duplicateSchedulesOfTheSameOrderAndKindBothFire() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        Recorder sink = new Recorder();
-        wheel.schedule(7, START + 100, CLOSE);
-        wheel.schedule(7, START + 2 * HOUR, CLOSE);
-        assertThat(sink.advance(wheel, START + 3 * HOUR, BATCH)).isEqualTo(2);
-        assertThat(sink.closes).containsExactly(7L, 7L);
-    }
-
-    @Test
-    void aPastDueTimerFiresOnTheNextAdvanceEvenIfTheClockDidNotMove() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        Recorder sink = new Recorder();
-        sink.advance(wheel, START + HOUR, BATCH);
-        wheel.schedule(1, START + 5, CLOSE);
-        wheel.schedule(2, START + HOUR, REMIND); // the tick of this instant was processed already
-        wheel.schedule(3, START - DAY, CLOSE);
-        assertThat(wheel.pending()).isEqualTo(3);
-
-        assertThat(sink.advance(wheel, START + HOUR, BATCH)).isEqualTo(3);
-        assertThat(sink.closes).containsExactlyInAnyOrder(1L, 3L);
-        assertThat(sink.reminds).containsExactly(2L);
-        assertThat(wheel.pending()).isZero();
-    }
-
-    @Test
-    void aTimerDueBeforeTheStartDoesNotFireWhileTheClockIsStillBeforeIt() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        Recorder sink = new Recorder();
-        wheel.schedule(1, START - 500, CLOSE);
-        assertThat(sink.advance(wheel, START - 1_000, BATCH)).isZero();
-        assertThat(sink.advance(wheel, START - 500, BATCH)).isEqualTo(1);
-    }
-
-    @Test
-    void batchesNeverExceedMaxBatchAndNeverMixKinds() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        for (long id = 0; id < 2_000; id++) {
-            // even ids close, odd ids remind; spread over a few ticks and levels
-            wheel.schedule(id, START + (id % 7) * (id % 3 == 0 ? 10 : 3_000), id % 2 == 0 ? CLOSE : REMIND);
-        }
-        int maxBatch = 64;
-        List<Integer> batchSizes = new ArrayList<>();
-        int[] firedByKind = new int[2];
-        int fired = wheel.advance(START + MINUTE, maxBatch, (kind, ids, count) -> {
-            batchSizes.add(count);
-            firedByKind[kind] += count;
-            for (int i = 0; i < count; i++) {
-                assertThat(ids[i] % 2).as("kind of id %d", ids[i]).isEqualTo(kind == CLOSE ? 0 : 1);
-            }
-        });
-        assertThat(fired).isEqualTo(2_000);
-        assertThat(firedByKind).containsExactly(1_000, 1_000);
-        assertThat(batchSizes).allSatisfy(size -> assertThat(size).isBetween(1, maxBatch));
-        assertThat(batchSizes.stream().filter(size -> size == maxBatch).count())
-                .as("full batches are handed out as soon as they fill").isGreaterThanOrEqualTo(30);
-    }
-
-    @Test
-    void aLongGapIsProcessedInOneAdvanceWithoutVisitingEveryTick() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        Recorder sink = new Recorder();
-        Random random = new Random(3);
-        for (long id = 0; id < 100_000; id++) {
-            wheel.schedule(id, START + random.nextLong(8 * DAY), id % 4 == 0 ? REMIND : CLOSE);
-        }
-        wheel.schedule(100_000, START + 3 * 365 * DAY, CLOSE);
-
-        long began = System.nanoTime();
-        assertThat(sink.advance(wheel, START + 9 * DAY, BATCH)).isEqualTo(100_000);
-        assertThat(sink.advance(wheel, START + 3 * 365 * DAY - 1, BATCH)).isZero();
-        assertThat(sink.advance(wheel, START + 3 * 365 * DAY, BATCH)).isEqualTo(1);
-        long millis = (System.nanoTime() - began) / 1_000_000;
-        System.out.printf("TimeWheel: jumping 3 years at 10 ms ticks with 100k timers took %d ms%n", millis);
-        assertThat(millis).as("a tick-by-tick loop would visit 9.5e9 ticks").isLessThan(3_000);
-    }
-
-    @Test
-    void theSinkMayScheduleAndCancelWhileTimersFire() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        wheel.schedule(1, START + 100, REMIND);
-        wheel.schedule(2, START + 150, CLOSE);
-        List<String> seen = new ArrayList<>();
-        TimeWheel.DueSink sink = (kind, ids, count) -> {
-            for (int i = 0; i < count; i++) {
-                seen.add(kind + ":" + ids[i]);
-                if (kind == REMIND) {
-                    wheel.schedule(ids[i], START + 200, CLOSE); // later: fires when due
-                    wheel.schedule(ids[i] + 100, START + 50, CLOSE); // already due: fires on the next advance
-                    wheel.cancel(2);
-                }
-            }
-        };
-        wheel.advance(START + 100, 1, sink);
-        assertThat(seen).containsExactly("1:1");
-        wheel.advance(START + 150, 1, sink);
-        assertThat(seen).containsExactly("1:1", "0:101");
-        wheel.advance(START + 200, 1, sink);
-        assertThat(seen).containsExactly("1:1", "0:101", "0:1");
-        assertThat(wheel.pending()).isZero();
-    }
-
-    @Test
-    void clearDropsEverything() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 16);
-        Recorder sink = new Recorder();
-        for (long id = 0; id < 1_000; id++) wheel.schedule(id, START + id * MINUTE, CLOSE);
-        wheel.schedule(5, START + 600 * DAY, REMIND);
-        long initialBytes = new TimeWheel(TICK, START, 16).heapBytes();
-
-        wheel.clear();
-        assertThat(wheel.pending()).isZero();
-        assertThat(wheel.heapBytes()).isEqualTo(initialBytes);
-        assertThat(wheel.cancel(5)).isZero();
-        assertThat(sink.advance(wheel, START + 700 * DAY, BATCH)).isZero();
-
-        wheel.schedule(9, START + 700 * DAY + 1, CLOSE);
-        assertThat(sink.advance(wheel, START + 701 * DAY, BATCH)).isEqualTo(1);
-        assertThat(sink.closes).containsExactly(9L);
-    }
-
-    @Test
-    void cellsOfCancelledTimersAreReusedInsteadOfGrowingTheArrays() {
-        TimeWheel wheel = new TimeWheel(TICK, START, 1_000);
-        Recorder sink = new Recorder();
-        long bytes = wheel.heapBytes();
-        for (int round = 0; round < 10; round++) {
-            for (long id = 0; id < 1_000; id++) wheel.schedule(round * 1_000 + id, START + HOUR + id, CLOSE);
-            for (long id = 0; id < 1_000; id++) assertThat(wheel.cancel(round * 1_000 + id)).isEqualTo(1);
-        }
-        for (long id = 0; id < 1_000; id++) wheel.schedule(50_000 + id, START + HOUR + id, CLOSE);
-        assertThat(wheel.heapBytes()).isEqualTo(bytes);
-        assertThat(sink.advance(wheel, START + 2 * HOUR, BATCH)).isEqualTo(1_000);
-        assertThat(sink.closes).allSatisfy(id -> assertThat(id).isGreaterThanOrEqualTo(50_000));
-    }
-
-    @Test
-    void holdsTwoMillionPendingTimersInAtMost32BytesEach() {
-        long presized = bytesPerTimerWith(2_000_000, 2_000_000);
-        long grown = bytesPerTimerWith(2_000_000, 16);
-        System.out.printf("TimeWheel: 2M pending timers take %d bytes each when presized, %d grown from 16%n",
-                presized, grown);
-        assertThat(presized).isLessThanOrEqualTo(32);
-        assertThat(grown).as("1.5x growth leaves up to a third unused").isLessThanOrEqualTo(40);
-    }
-
-    private static long bytesPerTimerWith(int timers, int initialCapacity) {
-        TimeWheel wheel = new TimeWheel(TICK, START, initialCapacity);
-        Random random = new Random(11);
-        for (int id = 0; id < timers; id++) {
-            wheel.schedule(id, START + random.nextLong(8 * DAY), (id & 1) == 0 ? CLOSE : REMIND);
-        }
-        assertThat(wheel.pending()).isEqualTo(timers);
-        return Math.round((double) wheel.heapBytes() / wheel.pending());
-    }
-
-    // ---- helpers ----
-
-    private static Map<Long, Long> scheduleAtEveryLevel(TimeWheel wheel, long now) {
-        Map<Long, Long> dueById = new HashMap<>();
-        long id = 0;
-        for (long delay : DELAYS_AT_EVERY_LEVEL) {
-            for (long offset : new long[] {0, 3}) {
-                dueById.put(id, now + delay + offset);
-                wheel.schedule(id, now + delay + offset, id % 2 == 0 ? CLOSE : REMIND);
-                id++;
-            }
-        }
-        return dueById;
-    }
-
-    /** The instant of the first tick boundary at or after dueMillis. */
-    private static long boundary(long dueMillis, long tick) {
-        return START + Math.floorDiv(dueMillis - START + tick - 1, tick) * tick;
-    }
-
-    /**
-     * Drives the wheel and a simple reference (a priority queue) with the same random operations and checks that each
-     * advance fires exactly the same timers.
-     */
-    private static void runAgainstReference(Random random, long tick, int operations, int orderIds, long[] delayScales,
-            long[] stepScales) {
-        TimeWheel wheel = new TimeWheel(tick, START, 16);
-        ReferenceTimers reference = new ReferenceTimers(tick);
-        long now = START;
-        List<Long> fired = new ArrayList<>();
-        TimeWheel.DueSink sink = (kind, ids, count) -> {
-            assertThat(count).isBetween(1, 64);
-            for (int i = 0; i < count; i++) fired.add(ids[i] * TimeWheel.KIND_LIMIT + kind);
-        };
-        for (int operation = 0; operation < operations; operation++) {
-            int dice = random.nextInt(100);
-            if (dice < 60) {
-                long id = random.nextInt(orderIds);
-                byte kind = random.nextBoolean() ? CLOSE : REMIND;
-                long due = random.nextInt(20) == 0
-                        ? now - random.nextLong(5 * SECOND)
-                        : now + random.nextLong(delayScales[random.nextInt(delayScales.length)]);
-                wheel.schedule(id, due, kind);
-                reference.schedule(id, due, kind);
-            } else if (dice < 75) {
-                long id = random.nextInt(orderIds);
-                assertThat(wheel.cancel(id)).isEqualTo(reference.cancel(id));
-            } else {
-                int scale = random.nextInt(100);
-                int scaleIndex = scale < 70 ? 0 : scale < 90 ? 1 : scale < 98 ? 2 : 3;
-                now += random.nextLong(stepScales[scaleIndex]);
-                fired.clear();
-                int count = wheel.advance(now, 64, sink);
-                List<Long> expected = reference.advance(now);
-                assertThat(count).isEqualTo(fired.size());
-                fired.sort(null);
-                expected.sort(null);
-                assertThat(fired).as("operation %d, now=+%d ms", operation, now - START).isEqualTo(expected);
-            }
-            if (operation % 1_000 == 0) {
-                assertThat(wheel.pending()).isEqualTo(reference.pending);
-                assertThat(wheel.pending(CLOSE)).isEqualTo(reference.pendingByKind[CLOSE]);
-            }
-        }
+  /**
+   * Drives the wheel and a simple reference (a priority queue) with the same random operations and checks that each
+   * advance fires exactly the same timers.
+   */
+  private static void runAgainstReference(Random random, long tick, int operations, int orderIds, long[] delayScales,
+      long[] stepScales) {
+    TimeWheel wheel = new TimeWheel(tick, START, 16);
+    ReferenceTimers reference = new ReferenceTimers(tick);
+    long now = START;
+    List<Long> fired = new ArrayList<>();
+    long[] recentlyScheduled = new long[1_024]; // half of the cancels pick from these, so that they hit
+    TimeWheel.DueSink sink = (kind, ids, count) -> {
+      assertThat(count).isBetween(1, 64);
+      for (int i = 0; i < count; i++) fired.add(ids[i] * TimeWheel.KIND_LIMIT + kind);
+    };
+    for (int operation = 0; operation < operations; operation++) {
+      int dice = random.nextInt(100);
+      if (dice < 60) {
+        long id = random.nextInt(orderIds);
+        byte kind = random.nextBoolean() ? CLOSE : REMIND;
+        long due = random.nextInt(20) == 0
+            ? now - random.nextLong(5 * SECOND)
+            : now + random.nextLong(delayScales[random.nextInt(delayScales.length)]);
+        wheel.schedule(id, due, kind);
+        reference.schedule(id, due, kind);
+        recentlyScheduled[operation % recentlyScheduled.length] = id;
+      } else if (dice < 75) {
+        long id = random.nextBoolean()
+            ? recentlyScheduled[random.nextInt(recentlyScheduled.length)] : random.nextInt(orderIds);
+        assertThat(wheel.cancel(id)).isEqualTo(reference.cancel(id));
+      } else {
+        int scale = random.nextInt(100);
+        int scaleIndex = scale < 70 ? 0 : scale < 90 ? 1 : scale < 98 ? 2 : 3;
+        now += random.nextLong(stepScales[scaleIndex]);
         fired.clear();
-        now += 500 * DAY;
-        wheel.advance(now, 64, sink);
+        int count = wheel.advance(now, 64, sink);
         List<Long> expected = reference.advance(now);
+        assertThat(count).isEqualTo(fired.size());
         fired.sort(null);
         expected.sort(null);
-        assertThat(fired).isEqualTo(expected);
-        assertThat(wheel.pending()).isZero();
+        assertThat(fired).as("operation %d, now=+%d ms", operation, now - START).isEqualTo(expected);
+      }
+      if (operation % 1_000 == 0) {
+        assertThat(wheel.pending()).isEqualTo(reference.pending);
+        assertThat(wheel.pending(CLOSE)).isEqualTo(reference.pendingByKind[CLOSE]);
+      }
+    }
+    fired.clear();
+    now += 500 * DAY;
+    wheel.advance(now, 64, sink);
+    List<Long> expected = reference.advance(now);
+    fired.sort(null);
+    expected.sort(null);
+    assertThat(fired).isEqualTo(expected);
+    assertThat(wheel.pending()).isZero();
+  }
+
+  /** What the wheel must do, written the obvious way. */
+  private static final class ReferenceTimers {
+    private static final class Timer {
+      final long id;
+      final byte kind;
+      final long dueTick;
+      boolean done;
+
+      Timer(long id, byte kind, long dueTick) {
+        this.id = id;
+        this.kind = kind;
+        this.dueTick = dueTick;
+      }
     }
 
-    /** What the wheel must do, written the obvious way. */
-    private static final class ReferenceTimers {
-        private static final class Timer {
-            final long id;
-            final byte kind;
-            final long dueTick;
-            boolean done;
+    private final long tick;
+    private final PriorityQueue<Timer> queue = new PriorityQueue<>(Comparator.comparingLong(t -> t.dueTick));
+    private final Map<Long, List<Timer>> byOrder = new HashMap<>();
+    int pending;
+    final int[] pendingByKind = new int[2];
 
-            Timer(long id, byte kind, long dueTick) {
-                this.id = id;
-                this.kind = kind;
-                this.dueTick = dueTick;
-            }
-        }
-
-        private final long tick;
-        private final PriorityQueue<Timer> queue = new PriorityQueue<>(Comparator.comparingLong(t -> t.dueTick));
-        private final Map<Long, List<Timer>> byOrder = new HashMap<>();
-        int pending;
-        final int[] pendingByKind = new int[2];
-
-        ReferenceTimers(long tick) {
-            this.tick = tick;
-        }
-
-        void schedule(long id, long dueMillis, byte kind) {
-            Timer timer = new Timer(id, kind, Math.floorDiv(dueMillis - START + tick - 1, tick));
-            queue.add(timer);
-            byOrder.computeIfAbsent(id, k -> new ArrayList<>()).add(timer);
-            pending++;
-            pendingByKind[kind]++;
-        }
-
-        int cancel(long id) {
-            int cancelled = 0;
-            for (Timer timer : byOrder.getOrDefault(id, List.of())) {
-                if (!timer.done) {
-                    timer.done = true;
-                    pendingByKind[timer.kind]--;
-                    cancelled++;
-                }
-            }
-            byOrder.remove(id);
-            pending -= cancelled;
-            return cancelled;
-        }
-
-        List<Long> advance(long nowMillis) {
-            long nowTick = Math.floorDiv(nowMillis - START, tick);
-            List<Long> fired = new ArrayList<>();
-            while (!queue.isEmpty() && queue.peek().dueTick <= nowTick) {
-                Timer timer = queue.poll();
-                if (!timer.done) {
-                    timer.done = true;
-                    pending--;
-                    pendingByKind[timer.kind]--;
-                    fired.add(timer.id * TimeWheel.KIND_LIMIT + timer.kind);
-                }
-            }
-            return fired;
-        }
+    ReferenceTimers(long tick) {
+      this.tick = tick;
     }
 
-    /** Collects fired ids by kind, the time they fired at, and checks every batch. */
-    private static final class Recorder implements TimeWheel.DueSink {
-        final List<Long> closes = new ArrayList<>();
-        final List<Long> reminds = new ArrayList<>();
-        final Map<Long, Long> firedAt = new HashMap<>();
-        private long now;
-        private int maxBatch;
-
-        int advance(TimeWheel wheel, long nowMillis, int maxBatch) {
-            this.now = nowMillis;
-            this.maxBatch = maxBatch;
-            return wheel.advance(nowMillis, maxBatch, this);
-        }
-
-        @Override
-        public void due(byte kind, long[] ids, int count) {
-            assertThat(count).isBetween(1, maxBatch);
-            List<Long> target = kind == CLOSE ? closes : reminds;
-            for (long id : Arrays.copyOf(ids, count)) {
-                target.add(id);
-                firedAt.putIfAbsent(id, now);
-            }
-        }
+    void schedule(long id, long dueMillis, byte kind) {
+      Timer timer = new Timer(id, kind, Math.floorDiv(dueMillis - START + tick - 1, tick));
+      queue.add(timer);
+      byOrder.computeIfAbsent(id, k -> new ArrayList<>()).add(timer);
+      pending++;
+      pendingByKind[kind]++;
     }
+
+    int cancel(long id) {
+      int cancelled = 0;
+      for (Timer timer : byOrder.getOrDefault(id, List.of())) {
+        if (!timer.done) {
+          timer.done = true;
+          pendingByKind[timer.kind]--;
+          cancelled++;
+        }
+      }
+      byOrder.remove(id);
+      pending -= cancelled;
+      return cancelled;
+    }
+
+    List<Long> advance(long nowMillis) {
+      long nowTick = Math.floorDiv(nowMillis - START, tick);
+      List<Long> fired = new ArrayList<>();
+      while (!queue.isEmpty() && queue.peek().dueTick <= nowTick) {
+        Timer timer = queue.poll();
+        if (!timer.done) {
+          timer.done = true;
+          pending--;
+          pendingByKind[timer.kind]--;
+          fired.add(timer.id * TimeWheel.KIND_LIMIT + timer.kind);
+        }
+      }
+      return fired;
+    }
+  }
+
+  /** Collects fired ids by kind, the time they fired at, and checks every batch. */
+  private static final class Recorder implements TimeWheel.DueSink {
+    final List<Long> closes = new ArrayList<>();
+    final List<Long> reminds = new ArrayList<>();
+    final Map<Long, Long> firedAt = new HashMap<>();
+    private long now;
+    private int maxBatch;
+
+    int advance(TimeWheel wheel, long nowMillis, int maxBatch) {
+      this.now = nowMillis;
+      this.maxBatch = maxBatch;
+      return wheel.advance(nowMillis, maxBatch, this);
+    }
+
+    @Override
+    public void due(byte kind, long[] ids, int count) {
+      assertThat(count).isBetween(1, maxBatch);
+      List<Long> target = kind == CLOSE ? closes : reminds;
+      for (long id : Arrays.copyOf(ids, count)) {
+        target.add(id);
+        firedAt.putIfAbsent(id, now);
+      }
+    }
+  }
 }
