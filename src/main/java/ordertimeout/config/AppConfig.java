@@ -12,6 +12,7 @@ import java.util.Set;
 public record AppConfig(
     int nodeId,
     Http http,
+    Intake intake,
     Database database,
     List<ApiKey> apiKeys,
     Orders orders,
@@ -21,6 +22,9 @@ public record AppConfig(
     Limits limits) {
 
   public record Http(String host, int port, int instances, int maxBodyBytes) {}
+
+  /** Group commit of creates: at most {@code groupsInFlight} transactions per intake instance, each of up to {@code groupMaxSize} creates. */
+  public record Intake(int groupMaxSize, int groupsInFlight) {}
 
   /** {@code url} is empty for the embedded PostgreSQL. */
   public record Database(String url, String dataDir, int poolSize, int shards) {
@@ -64,6 +68,9 @@ public record AppConfig(
             source.integer("http.port", 8080, 0, 65535),
             source.integer("http.instances", 2, 1, 64),
             source.integer("http.maxBodyBytes", 65536, 1024, 16 * 1024 * 1024)),
+        new Intake(
+            source.integer("intake.groupMaxSize", 256, 1, 10_000),
+            source.integer("intake.groupsInFlight", 2, 1, 64)),
         new Database(
             source.string("database.url", ""),
             source.string("database.dataDir", "./data"),

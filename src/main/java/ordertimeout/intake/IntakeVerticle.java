@@ -9,9 +9,11 @@ import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
 import io.vertx.pgclient.PgConnectOptions;
+import io.vertx.sqlclient.Pool;
 import ordertimeout.config.AppConfig;
 import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
+import ordertimeout.store.OrderCreates;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
 
@@ -32,7 +34,9 @@ public final class IntakeVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = new OrderStore(Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances()));
+    Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances());
+    store = new OrderStore(pool);
+    CreateGroups creates = new CreateGroups(new OrderCreates(pool), config);
     Auth auth = new Auth(config.apiKeys());
     Router router = Router.router(vertx);
     router.get("/health/live").handler(ctx -> OrderRoutes.json(ctx, 200, new JsonObject().put("status", "UP")));
@@ -40,7 +44,7 @@ public final class IntakeVerticle extends VerticleBase {
     router.route("/v1/*").handler(auth::authenticate);
     router.route("/v1/admin/*").handler(auth::requireAdmin);
     router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
-    new OrderRoutes(vertx, config, store, orderIds, stats).mount(router);
+    new OrderRoutes(vertx, config, store, creates, orderIds, stats).mount(router);
     new AdminRoutes(store, stats).mount(router);
     router.route().failureHandler(Problems::handle);
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));

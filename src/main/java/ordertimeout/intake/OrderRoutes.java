@@ -22,8 +22,9 @@ import ordertimeout.order.OrderRejected.Reason;
 import ordertimeout.order.OrderStatus;
 import ordertimeout.order.TimeoutPolicy;
 import ordertimeout.stats.ServiceStats;
+import ordertimeout.store.OrderCreates.CreateRequest;
+import ordertimeout.store.OrderCreates.IdempotencyKey;
 import ordertimeout.store.OrderStore;
-import ordertimeout.store.OrderStore.IdempotencyKey;
 import ordertimeout.store.OrderStore.StateChange;
 
 import java.util.regex.Pattern;
@@ -36,14 +37,16 @@ final class OrderRoutes {
   private final Vertx vertx;
   private final AppConfig config;
   private final OrderStore store;
+  private final CreateGroups creates;
   private final TimeoutPolicy policy;
   private final OrderIds orderIds;
   private final ServiceStats stats;
 
-  OrderRoutes(Vertx vertx, AppConfig config, OrderStore store, OrderIds orderIds, ServiceStats stats) {
+  OrderRoutes(Vertx vertx, AppConfig config, OrderStore store, CreateGroups creates, OrderIds orderIds, ServiceStats stats) {
     this.vertx = vertx;
     this.config = config;
     this.store = store;
+    this.creates = creates;
     this.policy = new TimeoutPolicy(config.orders());
     this.orderIds = orderIds;
     this.stats = stats;
@@ -73,7 +76,7 @@ final class OrderRoutes {
         request.category(), request.items(), timeoutSeconds, policy.reminderAfterSeconds(timeoutSeconds));
     IdempotencyKey idempotency = new IdempotencyKey(caller.client(), key, request.hash());
     createPermit(ctx, caller)
-        .compose(permitted -> store.create(order, idempotency, config.orders().maxUnpaidPerUser()))
+        .compose(permitted -> creates.submit(new CreateRequest(order, idempotency)))
         .onSuccess(outcome -> {
           if (outcome.created() == null) {
             stats.idempotentReplay();

@@ -16,19 +16,32 @@ final class Sql {
       WHERE o.id = $1 AND ($2::text IS NULL OR o.client = $2)
       GROUP BY o.id""";
 
-  // ---- create
+  // ---- create, a group of orders per transaction
 
-  /** Held until commit: a second request with the same idempotency key finds it taken. */
-  static final String TRY_LOCK_IDEMPOTENCY_KEY = "SELECT pg_try_advisory_xact_lock($1) AS locked";
+  /**
+   * Held until commit: a second request with the same idempotency key finds it taken. Rows come back
+   * in the order of the array (a function scan of unnest keeps it).
+   */
+  static final String TRY_LOCK_IDEMPOTENCY_KEYS = """
+      SELECT pg_try_advisory_xact_lock(k) AS locked FROM unnest($1::bigint[]) WITH ORDINALITY AS t (k, n) ORDER BY n""";
 
-  static final String SELECT_IDEMPOTENCY_KEY = """
-      SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE client = $1 AND key = $2""";
+  static final String SELECT_IDEMPOTENCY_KEYS = """
+      SELECT k.client, k.key, k.request_hash, k.response_status, k.response_body
+      FROM idempotency_keys k JOIN unnest($1::text[], $2::text[]) AS wanted (client, key)
+        ON k.client = wanted.client AND k.key = wanted.key""";
 
-  /** Serialises one user's creates so that the unpaid-orders cap cannot be raced past. */
-  static final String LOCK_USER = "SELECT pg_advisory_xact_lock($1)";
+  /**
+   * Serialises each user's creates so that the unpaid-orders cap cannot be raced past. The keys come
+   * sorted and are locked in that order, so two groups cannot deadlock on them.
+   */
+  static final String LOCK_USERS = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k";
 
-  static final String COUNT_UNPAID_OF_USER =
-      "SELECT count(*) AS unpaid FROM orders WHERE client = $1 AND user_id = $2 AND status = 'UNPAID'";
+  static final String COUNT_UNPAID_OF_USERS = """
+      SELECT o.client, o.user_id, count(*) AS unpaid
+      FROM orders o JOIN unnest($1::text[], $2::text[]) AS u (client, user_id)
+        ON o.client = u.client AND o.user_id = u.user_id
+      WHERE o.status = 'UNPAID'
+      GROUP BY o.client, o.user_id""";
 
   static final String LOCK_STOCK_BY_SKU = """
       SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
@@ -40,35 +53,42 @@ final class Sql {
       WHERE inv.sku = d.sku""";
 
   /**
-   * The order, its items, its log line and its ORDER_CREATED event, in one statement. The clock is
-   * read here, after the locks were granted, so that lock waits do not eat into the time to pay.
+   * The orders, their items, log lines and ORDER_CREATED events, in one statement from parallel
+   * arrays. The clock is read here, after the locks were granted, so that lock waits do not eat into
+   * the time to pay.
    */
-  static final String INSERT_ORDER = """
-      WITH created AS (
+  static final String INSERT_ORDERS = """
+      WITH t AS (SELECT clock_timestamp() AS at),
+      input AS (
+        SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[])
+          AS i (id, shard, client, user_id, category, timeout_seconds, remind_after_seconds)),
+      items_in AS (
+        SELECT * FROM unnest($8::bigint[], $9::text[], $10::int[]) AS d (order_id, sku, qty)),
+      created AS (
         INSERT INTO orders (id, shard, client, user_id, category, status, created_at, close_at, remind_at)
-        SELECT $1, $2, $9, $3, $4, 'UNPAID', t.at, t.at + $5::int * interval '1 second', t.at + $6::int * interval '1 second'
-        FROM (SELECT clock_timestamp() AS at) AS t
+        SELECT i.id, i.shard, i.client, i.user_id, i.category, 'UNPAID', t.at,
+               t.at + i.timeout_seconds * interval '1 second', t.at + i.remind_after_seconds * interval '1 second'
+        FROM input i CROSS JOIN t
         RETURNING id, user_id, category, created_at, close_at, remind_at),
       items AS (
-        INSERT INTO order_items (order_id, sku, qty)
-        SELECT $1, d.sku, d.qty FROM unnest($7::text[], $8::int[]) AS d (sku, qty)),
+        INSERT INTO order_items (order_id, sku, qty) SELECT order_id, sku, qty FROM items_in),
       logged AS (
         INSERT INTO order_log (order_id, event, detail, at)
         SELECT id, 'CREATED', category, created_at FROM created),
       evented AS (
         INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT id, 'ORDER_CREATED',
-               jsonb_build_object('orderId', id::text, 'userId', user_id, 'category', category,
-                                  'closeAt', close_at, 'remindAt', remind_at,
-                                  'items', (SELECT jsonb_agg(jsonb_build_object('sku', d.sku, 'qty', d.qty))
-                                            FROM unnest($7::text[], $8::int[]) AS d (sku, qty))),
-               created_at
-        FROM created)
-      SELECT created_at, close_at, remind_at FROM created""";
+        SELECT c.id, 'ORDER_CREATED',
+               jsonb_build_object('orderId', c.id::text, 'userId', c.user_id, 'category', c.category,
+                                  'closeAt', c.close_at, 'remindAt', c.remind_at,
+                                  'items', jsonb_agg(jsonb_build_object('sku', d.sku, 'qty', d.qty) ORDER BY d.sku)),
+               c.created_at
+        FROM created c JOIN items_in d ON d.order_id = c.id
+        GROUP BY c.id, c.user_id, c.category, c.close_at, c.remind_at, c.created_at)
+      SELECT id, created_at, close_at, remind_at FROM created""";
 
-  static final String INSERT_IDEMPOTENCY_KEY = """
+  static final String INSERT_IDEMPOTENCY_KEYS = """
       INSERT INTO idempotency_keys (client, key, request_hash, response_status, response_body, order_id)
-      VALUES ($1, $2, $3, $4, $5, $6)""";
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[])""";
 
   // ---- pay and close
 

@@ -1,0 +1,316 @@
+package ordertimeout.store;
+
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.SqlConnection;
+import io.vertx.sqlclient.Tuple;
+import ordertimeout.order.Digests;
+import ordertimeout.order.NewOrder;
+import ordertimeout.order.Order;
+import ordertimeout.order.OrderItem;
+import ordertimeout.order.OrderRejected;
+import ordertimeout.order.OrderRejected.Reason;
+import ordertimeout.order.OrderStatus;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Creates a group of orders in one transaction (group commit): each order with its items, its
+ * reservation, its idempotency key and its ORDER_CREATED event. Each request is decided on its own,
+ * in arrival order — one order's insufficient stock, exceeded cap or reused key never fails the
+ * others in its group; a refused one leaves nothing behind.
+ */
+public final class OrderCreates {
+  private final Pool pool;
+
+  public OrderCreates(Pool pool) {
+    this.pool = pool;
+  }
+
+  /** Idempotency keys are scoped per API client; {@code requestHash} tells a replay from a reuse. */
+  public record IdempotencyKey(String client, String key, String requestHash) {}
+
+  public record CreateRequest(NewOrder order, IdempotencyKey idempotency) {}
+
+  /** What to answer: the stored response on a replay ({@code created} null), or the new order. */
+  public record CreateOutcome(int status, String body, Order created) {}
+
+  /** Exactly one of the two is set. */
+  public record CreateResult(CreateOutcome outcome, OrderRejected rejection) {
+    static CreateResult refused(Reason reason, String detail) {
+      return new CreateResult(null, new OrderRejected(reason, detail));
+    }
+  }
+
+  /** Decides every request of the group; the list of results matches the list of requests. */
+  public Future<List<CreateResult>> create(List<CreateRequest> requests, int maxUnpaidPerUser) {
+    return pool.withTransaction(conn -> new Group(conn, requests, maxUnpaidPerUser).run());
+  }
+
+  /** One group's transaction, step by step; requests still undecided have a null result. */
+  private static final class Group {
+    private final SqlConnection conn;
+    private final List<CreateRequest> requests;
+    private final int maxUnpaidPerUser;
+    private final CreateResult[] results;
+
+    Group(SqlConnection conn, List<CreateRequest> requests, int maxUnpaidPerUser) {
+      this.conn = conn;
+      this.requests = requests;
+      this.maxUnpaidPerUser = maxUnpaidPerUser;
+      this.results = new CreateResult[requests.size()];
+    }
+
+    Future<List<CreateResult>> run() {
+      return lockIdempotencyKeys()
+          .compose(locked -> replayStoredKeys())
+          .compose(replayed -> lockAndCountUsers())
+          .compose(unpaidByUser -> lockStock().compose(available -> reserveAndInsert(unpaidByUser, available)))
+          .map(done -> List.of(results));
+    }
+
+    /** A key taken by a running transaction (or twice in this group) answers request_in_progress. */
+    private Future<Void> lockIdempotencyKeys() {
+      Long[] keys = new Long[requests.size()];
+      Set<String> seen = new HashSet<>();
+      for (int i = 0; i < keys.length; i++) {
+        IdempotencyKey key = requests.get(i).idempotency();
+        keys[i] = lockKey("idempotency", key.client(), key.key());
+        if (!seen.add(key.client() + '\u0000' + key.key())) {
+          results[i] = CreateResult.refused(Reason.REQUEST_IN_PROGRESS, "a request with this Idempotency-Key is still running");
+        }
+      }
+      return conn.preparedQuery(Sql.TRY_LOCK_IDEMPOTENCY_KEYS).execute(Tuple.of(keys)).map(rows -> {
+        int i = 0;
+        for (Row row : rows) {
+          if (!row.getBoolean("locked") && results[i] == null) {
+            results[i] = CreateResult.refused(Reason.REQUEST_IN_PROGRESS, "a request with this Idempotency-Key is still running");
+          }
+          i++;
+        }
+        return null;
+      });
+    }
+
+    /** A key already stored answers its stored response (same request) or 422 (another request). */
+    private Future<Void> replayStoredKeys() {
+      List<Integer> open = undecided();
+      String[] clients = open.stream().map(i -> requests.get(i).idempotency().client()).toArray(String[]::new);
+      String[] keys = open.stream().map(i -> requests.get(i).idempotency().key()).toArray(String[]::new);
+      return conn.preparedQuery(Sql.SELECT_IDEMPOTENCY_KEYS).execute(Tuple.tuple().addArrayOfString(clients).addArrayOfString(keys))
+          .map(rows -> {
+            Map<String, Row> stored = new HashMap<>();
+            rows.forEach(row -> stored.put(row.getString("client") + '\u0000' + row.getString("key"), row));
+            for (int i : open) {
+              IdempotencyKey key = requests.get(i).idempotency();
+              Row row = stored.get(key.client() + '\u0000' + key.key());
+              if (row == null) {
+                continue;
+              }
+              results[i] = row.getString("request_hash").equals(key.requestHash())
+                  ? new CreateResult(new CreateOutcome(row.getInteger("response_status"), row.getString("response_body"), null), null)
+                  : CreateResult.refused(Reason.IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was used for a different request body");
+            }
+            return null;
+          });
+    }
+
+    /** Locks every user of the group (sorted keys, so no deadlock) and counts their unpaid orders. */
+    private Future<Map<String, Long>> lockAndCountUsers() {
+      List<Integer> open = undecided();
+      TreeSet<Long> userLocks = new TreeSet<>();
+      Set<String> users = new HashSet<>();
+      List<String> clients = new ArrayList<>();
+      List<String> userIds = new ArrayList<>();
+      for (int i : open) {
+        String client = requests.get(i).idempotency().client();
+        String userId = requests.get(i).order().userId();
+        userLocks.add(lockKey("user", client, userId));
+        if (users.add(userKey(client, userId))) {
+          clients.add(client);
+          userIds.add(userId);
+        }
+      }
+      if (open.isEmpty()) {
+        return Future.succeededFuture(Map.of());
+      }
+      return conn.preparedQuery(Sql.LOCK_USERS).execute(Tuple.of(userLocks.toArray(Long[]::new)))
+          .compose(locked -> conn.preparedQuery(Sql.COUNT_UNPAID_OF_USERS)
+              .execute(Tuple.tuple().addArrayOfString(clients.toArray(String[]::new)).addArrayOfString(userIds.toArray(String[]::new))))
+          .map(rows -> {
+            Map<String, Long> unpaid = new HashMap<>();
+            rows.forEach(row -> unpaid.put(userKey(row.getString("client"), row.getString("user_id")), row.getLong("unpaid")));
+            return unpaid;
+          });
+    }
+
+    /** Locks the inventory rows of every SKU in the group, in SKU order; returns what is available. */
+    private Future<Map<String, Long>> lockStock() {
+      TreeSet<String> skus = new TreeSet<>();
+      for (int i : undecided()) {
+        requests.get(i).order().items().forEach(item -> skus.add(item.sku()));
+      }
+      if (skus.isEmpty()) {
+        return Future.succeededFuture(Map.of());
+      }
+      return conn.preparedQuery(Sql.LOCK_STOCK_BY_SKU).execute(Tuple.of(skus.toArray(String[]::new))).map(rows -> {
+        Map<String, Long> available = new HashMap<>();
+        rows.forEach(row -> available.put(row.getString("sku"), row.getLong("available")));
+        return available;
+      });
+    }
+
+    /** Decides each open request in arrival order, then writes the accepted ones. */
+    private Future<Void> reserveAndInsert(Map<String, Long> unpaidByUser, Map<String, Long> available) {
+      Map<String, Long> unpaid = new HashMap<>(unpaidByUser);
+      Map<String, Integer> reserved = new HashMap<>();
+      List<Integer> accepted = new ArrayList<>();
+      for (int i : undecided()) {
+        NewOrder order = requests.get(i).order();
+        String user = userKey(requests.get(i).idempotency().client(), order.userId());
+        long userUnpaid = unpaid.getOrDefault(user, 0L);
+        CreateResult refusal = refusal(order, userUnpaid, available);
+        if (refusal != null) {
+          results[i] = refusal;
+          continue;
+        }
+        unpaid.put(user, userUnpaid + 1);
+        for (OrderItem item : order.items()) {
+          available.merge(item.sku(), (long) -item.qty(), Long::sum);
+          reserved.merge(item.sku(), item.qty(), Integer::sum);
+        }
+        accepted.add(i);
+      }
+      if (accepted.isEmpty()) {
+        return Future.succeededFuture();
+      }
+      String[] skus = reserved.keySet().toArray(String[]::new);
+      Integer[] qtys = new Integer[skus.length];
+      for (int s = 0; s < skus.length; s++) {
+        qtys[s] = reserved.get(skus[s]);
+      }
+      return conn.preparedQuery(Sql.RESERVE_STOCK).execute(Tuple.tuple().addArrayOfString(skus).addArrayOfInteger(qtys))
+          .compose(done -> conn.preparedQuery(Sql.INSERT_ORDERS).execute(insertOrdersTuple(accepted)))
+          .compose(rows -> storeKeys(accepted, rows));
+    }
+
+    private CreateResult refusal(NewOrder order, long userUnpaid, Map<String, Long> available) {
+      if (userUnpaid >= maxUnpaidPerUser) {
+        return CreateResult.refused(Reason.TOO_MANY_UNPAID_ORDERS,
+            "user " + order.userId() + " already has " + userUnpaid + " unpaid orders (at most " + maxUnpaidPerUser + ")");
+      }
+      for (OrderItem item : order.items()) {
+        Long onHand = available.get(item.sku());
+        if (onHand == null) {
+          return CreateResult.refused(Reason.UNKNOWN_SKU, "unknown SKU " + item.sku());
+        }
+        if (onHand < item.qty()) {
+          return CreateResult.refused(Reason.INSUFFICIENT_STOCK,
+              "SKU " + item.sku() + " has " + onHand + " available, " + item.qty() + " requested");
+        }
+      }
+      return null;
+    }
+
+    private Tuple insertOrdersTuple(List<Integer> accepted) {
+      int n = accepted.size();
+      Long[] ids = new Long[n];
+      Integer[] shards = new Integer[n];
+      String[] clients = new String[n];
+      String[] userIds = new String[n];
+      String[] categories = new String[n];
+      Integer[] timeouts = new Integer[n];
+      Integer[] reminders = new Integer[n];
+      List<Long> itemOrders = new ArrayList<>();
+      List<String> itemSkus = new ArrayList<>();
+      List<Integer> itemQtys = new ArrayList<>();
+      for (int a = 0; a < n; a++) {
+        CreateRequest request = requests.get(accepted.get(a));
+        NewOrder order = request.order();
+        ids[a] = order.id();
+        shards[a] = order.shard();
+        clients[a] = request.idempotency().client();
+        userIds[a] = order.userId();
+        categories[a] = order.category();
+        timeouts[a] = order.timeoutSeconds();
+        reminders[a] = order.remindAfterSeconds().orElse(null);
+        for (OrderItem item : order.items()) {
+          itemOrders.add(order.id());
+          itemSkus.add(item.sku());
+          itemQtys.add(item.qty());
+        }
+      }
+      return Tuple.tuple()
+          .addArrayOfLong(ids).addArrayOfInteger(shards).addArrayOfString(clients).addArrayOfString(userIds)
+          .addArrayOfString(categories).addArrayOfInteger(timeouts).addArrayOfInteger(reminders)
+          .addArrayOfLong(itemOrders.toArray(Long[]::new)).addArrayOfString(itemSkus.toArray(String[]::new))
+          .addArrayOfInteger(itemQtys.toArray(Integer[]::new));
+    }
+
+    /** Renders each new order's 201 response and stores it under its idempotency key. */
+    private Future<Void> storeKeys(List<Integer> accepted, RowSet<Row> inserted) {
+      Map<Long, Row> byId = new HashMap<>();
+      inserted.forEach(row -> byId.put(row.getLong("id"), row));
+      int n = accepted.size();
+      String[] clients = new String[n];
+      String[] keys = new String[n];
+      String[] hashes = new String[n];
+      Integer[] statuses = new Integer[n];
+      String[] bodies = new String[n];
+      Long[] orderIds = new Long[n];
+      for (int a = 0; a < n; a++) {
+        int i = accepted.get(a);
+        NewOrder order = requests.get(i).order();
+        IdempotencyKey key = requests.get(i).idempotency();
+        Row row = byId.get(order.id());
+        Order created = new Order(order.id(), order.userId(), order.category(), OrderStatus.UNPAID, null, order.items(),
+            row.getOffsetDateTime("created_at").toInstant(), row.getOffsetDateTime("close_at").toInstant(),
+            row.getOffsetDateTime("remind_at") == null ? null : row.getOffsetDateTime("remind_at").toInstant(), null, null);
+        String body = created.toJson().encode();
+        results[i] = new CreateResult(new CreateOutcome(201, body, created), null);
+        clients[a] = key.client();
+        keys[a] = key.key();
+        hashes[a] = key.requestHash();
+        statuses[a] = 201;
+        bodies[a] = body;
+        orderIds[a] = order.id();
+      }
+      return conn.preparedQuery(Sql.INSERT_IDEMPOTENCY_KEYS)
+          .execute(Tuple.tuple().addArrayOfString(clients).addArrayOfString(keys).addArrayOfString(hashes)
+              .addArrayOfInteger(statuses).addArrayOfString(bodies).addArrayOfLong(orderIds))
+          .mapEmpty();
+    }
+
+    private List<Integer> undecided() {
+      List<Integer> open = new ArrayList<>();
+      for (int i = 0; i < results.length; i++) {
+        if (results[i] == null) {
+          open.add(i);
+        }
+      }
+      return open;
+    }
+  }
+
+  private static String userKey(String client, String userId) {
+    return client + '\u0000' + userId;
+  }
+
+  /** A 64-bit key for a transaction-scoped advisory lock; a rare collision only serialises two unrelated requests. */
+  static long lockKey(String... parts) {
+    byte[] hash = Digests.sha256(parts);
+    long key = 0;
+    for (int i = 0; i < 8; i++) {
+      key = (key << 8) | (hash[i] & 0xff);
+    }
+    return key;
+  }
+}
