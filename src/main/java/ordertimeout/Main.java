@@ -1,6 +1,5 @@
 package ordertimeout;
 
-import io.vertx.core.Vertx;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigException;
 import ordertimeout.config.ConfigSource;
@@ -14,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * Reads the configuration (a file given as the first argument or in OT_CONFIG, else
  * conf/application.yaml), prepares the database before Vert.x starts, and deploys the service.
+ * On SIGTERM (or Ctrl-C) the node drains before it exits: see {@link Service#drain()}.
  */
 public final class Main {
   private static final Logger log = LoggerFactory.getLogger(Main.class);
@@ -32,14 +32,13 @@ public final class Main {
       System.exit(2);
       return;
     }
-    Vertx vertx = Vertx.vertx();
-    Service.start(vertx, config, database.connectOptions())
+    Service.start(config, database.connectOptions())
         .onSuccess(service -> {
           log.info("order-timeout listening on http://{}:{}", config.http().host(), config.http().port());
           Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             log.info("stopping");
             try {
-              service.stop().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+              service.drain().toCompletionStage().toCompletableFuture().get(config.drain().timeoutSeconds() + 30L, TimeUnit.SECONDS);
             } catch (Exception e) {
               log.warn("did not stop cleanly: {}", e.toString());
             }
@@ -48,7 +47,6 @@ public final class Main {
         })
         .onFailure(failure -> {
           log.error("failed to start", failure);
-          vertx.close();
           database.close();
           System.exit(1);
         });

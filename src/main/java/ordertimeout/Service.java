@@ -1,7 +1,9 @@
 package ordertimeout;
 
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.LocalCodec;
@@ -9,40 +11,128 @@ import ordertimeout.close.CloseVerticle;
 import ordertimeout.config.AppConfig;
 import ordertimeout.intake.IntakeVerticle;
 import ordertimeout.limit.LimiterVerticle;
+import ordertimeout.ops.Alarms;
+import ordertimeout.ops.Migrations;
+import ordertimeout.ops.MonitorVerticle;
+import ordertimeout.ops.Operations;
+import ordertimeout.ops.Telemetry;
 import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.sweep.SweepVerticle;
 import ordertimeout.timer.TimerVerticle;
+import org.flywaydb.core.api.MigrationVersion;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One node of the service on a Vert.x instance: deploys the verticles in dependency order (limiter
  * and close first, so that the timer's first due batch has somewhere to go; intake last, so that no
- * order is taken before the wheel has reloaded every pending one).
+ * order is taken before the wheel has reloaded every pending one), and drains them on shutdown.
  */
 public final class Service {
-  private final Vertx vertx;
-  private final ServiceStats stats;
+  private static final Logger log = LoggerFactory.getLogger(Service.class);
 
-  private Service(Vertx vertx, ServiceStats stats) {
+  private final Vertx vertx;
+  private final AppConfig config;
+  private final ServiceStats stats;
+  private final Operations operations;
+  private final Alarms alarms;
+  private final CloseVerticle close;
+  private String timerDeployment;
+  private String sweepDeployment;
+
+  private Service(Vertx vertx, AppConfig config, PgConnectOptions database, PrometheusMeterRegistry registry,
+                  MigrationVersion latestMigration) {
     this.vertx = vertx;
-    this.stats = stats;
+    this.config = config;
+    this.stats = new ServiceStats(registry, config.database().shards(), Duration.ofSeconds(config.metrics().windowSeconds()));
+    this.operations = new Operations(registry, database, latestMigration);
+    this.alarms = new Alarms(config.alarms(), Duration.ofSeconds(config.metrics().windowSeconds()), registry);
+    this.close = new CloseVerticle(config, database, stats);
   }
 
+  /**
+   * Starts a node on a Vert.x instance of its own that reports its worker and SQL pools, HTTP server,
+   * event bus and JVM to the node's registry (served at GET /metrics); {@link #stop()} closes it.
+   */
+  public static Future<Service> start(AppConfig config, PgConnectOptions database) {
+    PrometheusMeterRegistry registry = Telemetry.newRegistry();
+    Vertx vertx = Telemetry.meteredVertx(registry);
+    return start(vertx, registry, config, database).onFailure(failure -> vertx.close());
+  }
+
+  /**
+   * Starts a node on the caller's Vert.x instance: GET /metrics serves the service's own meters, and
+   * Vert.x's too only if that instance was built to report to the same registry (see {@link Telemetry}).
+   */
   public static Future<Service> start(Vertx vertx, AppConfig config, PgConnectOptions database) {
+    return start(vertx, Telemetry.newRegistry(), config, database);
+  }
+
+  private static Future<Service> start(Vertx vertx, PrometheusMeterRegistry registry, AppConfig config, PgConnectOptions database) {
     LocalCodec.registerAll(vertx);
-    ServiceStats stats = new ServiceStats(config.database().shards());
     OrderIds orderIds = new OrderIds(config.nodeId());
-    return vertx.deployVerticle(new LimiterVerticle(config.limits()))
-        .compose(id -> vertx.deployVerticle(new CloseVerticle(config, database, stats)))
-        .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, stats)))
-        .compose(id -> vertx.deployVerticle(new SweepVerticle(config, database)))
-        .compose(id -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, orderIds),
-            new DeploymentOptions().setInstances(config.http().instances())))
-        .map(id -> new Service(vertx, stats));
+    return vertx.executeBlocking(Migrations::latestOnClassPath)
+        .map(latest -> new Service(vertx, config, database, registry, latest))
+        .compose(service -> vertx.deployVerticle(new LimiterVerticle(config.limits()))
+            .compose(id -> vertx.deployVerticle(service.close))
+            .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, service.stats)))
+            .compose(id -> {
+              service.timerDeployment = id;
+              return vertx.deployVerticle(new SweepVerticle(config, database));
+            })
+            .compose(id -> {
+              service.sweepDeployment = id;
+              return vertx.deployVerticle(new MonitorVerticle(config, service.operations, service.stats, service.alarms));
+            })
+            .compose(id -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, service.stats, orderIds, service.operations),
+                new DeploymentOptions().setInstances(config.http().instances())))
+            .map(id -> service));
   }
 
   public ServiceStats stats() {
     return stats;
+  }
+
+  public Operations operations() {
+    return operations;
+  }
+
+  public Alarms alarms() {
+    return alarms;
+  }
+
+  public Vertx vertx() {
+    return vertx;
+  }
+
+  /**
+   * What SIGTERM does: the node stops being ready and answers 503 {@code draining} to new orders, the
+   * wheel and the sweep stop handing out due orders, the close batches already handed out finish (for
+   * {@code drain.timeoutSeconds} at most; what is left stays UNPAID in the database and is closed by the
+   * next node to load its shard), then Vert.x closes. Reads, pays and cancels are served until then.
+   */
+  public Future<Void> drain() {
+    int timeoutSeconds = config.drain().timeoutSeconds();
+    operations.startDraining();
+    log.info("draining: not ready, refusing new orders, waiting up to {} s for the close batches in flight", timeoutSeconds);
+    // Without a context: closing Vert.x stops the event loops that would run the listeners of a future bound to one.
+    Promise<Void> drained = Promise.promise();
+    undeploy(sweepDeployment)
+        .compose(none -> undeploy(timerDeployment))
+        .compose(none -> close.idle().timeout(timeoutSeconds, TimeUnit.SECONDS))
+        .onSuccess(idle -> log.info("drained: no close batch in flight"))
+        .onFailure(failure -> log.warn("closing with close batches still in flight after {} s ({}); "
+            + "their orders stay UNPAID and close on the next start", timeoutSeconds, failure.toString()))
+        .onComplete(quiet -> stop().onComplete(drained));
+    return drained.future();
+  }
+
+  private Future<Void> undeploy(String deployment) {
+    return deployment == null || !vertx.deploymentIDs().contains(deployment) ? Future.succeededFuture() : vertx.undeploy(deployment);
   }
 
   /** Undeploys every verticle (in-flight transactions finish or roll back) and closes Vert.x. */

@@ -21,7 +21,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Queue;
 import java.util.function.Function;
 
@@ -44,6 +46,7 @@ public final class CloseVerticle extends VerticleBase {
   private final PgConnectOptions connectOptions;
   private final ServiceStats stats;
   private final Queue<Job> waiting = new ArrayDeque<>();
+  private final List<Promise<Void>> idleWaiters = new ArrayList<>();
   private DeadlineStore store;
   private int inFlight;
 
@@ -77,7 +80,25 @@ public final class CloseVerticle extends VerticleBase {
           .onComplete(done -> {
             inFlight--;
             runWaiting();
+            completeIdleWaiters();
           });
+    }
+  }
+
+  /** Completes once no batch runs or waits here (the drain on shutdown waits for this). */
+  public Future<Void> idle() {
+    Promise<Void> idle = Promise.promise();
+    context.runOnContext(now -> {
+      idleWaiters.add(idle);
+      completeIdleWaiters();
+    });
+    return idle.future();
+  }
+
+  private void completeIdleWaiters() {
+    if (inFlight == 0 && waiting.isEmpty() && !idleWaiters.isEmpty()) {
+      idleWaiters.forEach(Promise::tryComplete);
+      idleWaiters.clear();
     }
   }
 

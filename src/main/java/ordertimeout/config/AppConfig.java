@@ -19,7 +19,10 @@ public record AppConfig(
     Timer timer,
     Close close,
     Sweep sweep,
-    Limits limits) {
+    Limits limits,
+    Metrics metrics,
+    Alarms alarms,
+    Drain drain) {
 
   public record Http(String host, int port, int instances, int maxBodyBytes) {}
 
@@ -56,6 +59,28 @@ public record AppConfig(
 
   /** A rate of 0 means no cap. */
   public record Limits(int closesPerSecond, int closesBurst, int createsPerSecondPerClient, int createsBurst) {}
+
+  /**
+   * {@code windowSeconds}: the sliding window of the published percentiles and of the alarms;
+   * {@code outboxRefreshSeconds}: how often the outbox gauges are read from the database.
+   */
+  public record Metrics(int windowSeconds, int outboxRefreshSeconds) {}
+
+  /**
+   * Alarm thresholds: an alarm fires when its value goes over its threshold and clears when it is back
+   * at or under it; {@link #OFF} turns one off.
+   */
+  public record Alarms(
+      int evaluateSeconds,
+      long latenessP99Millis,
+      long sweepCatchesPerMinute,
+      long outboxOldestAgeSeconds,
+      long closeBatchesGivenUp) {
+    public static final long OFF = -1;
+  }
+
+  /** On SIGTERM: how long to wait for the close batches in flight before Vert.x closes. */
+  public record Drain(int timeoutSeconds) {}
 
   static final Set<String> DEV_KEYS = Set.of("dev-user-key", "dev-admin-key");
   private static final int SEVEN_DAYS = 7 * 24 * 3600;
@@ -94,7 +119,17 @@ public record AppConfig(
             source.integer("limits.closesPerSecond", 0, 0, 10_000_000),
             source.integer("limits.closesBurst", 1000, 1, 10_000_000),
             source.integer("limits.createsPerSecondPerClient", 0, 0, 10_000_000),
-            source.integer("limits.createsBurst", 100, 1, 10_000_000)));
+            source.integer("limits.createsBurst", 100, 1, 10_000_000)),
+        new Metrics(
+            source.integer("metrics.windowSeconds", 60, 1, 3600),
+            source.integer("metrics.outboxRefreshSeconds", 5, 1, 3600)),
+        new Alarms(
+            source.integer("alarms.evaluateSeconds", 5, 1, 3600),
+            source.number("alarms.latenessP99Millis", 1000, Alarms.OFF, SEVEN_DAYS * 1000L),
+            source.number("alarms.sweepCatchesPerMinute", 0, Alarms.OFF, Long.MAX_VALUE),
+            source.number("alarms.outboxOldestAgeSeconds", 300, Alarms.OFF, Long.MAX_VALUE),
+            source.number("alarms.closeBatchesGivenUp", 0, Alarms.OFF, Long.MAX_VALUE)),
+        new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)));
     config.refuseDevKeysOffLoopback();
     return config;
   }

@@ -4,45 +4,48 @@ import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
-import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
 import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
 import ordertimeout.config.AppConfig;
+import ordertimeout.ops.Operations;
 import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.store.OrderCreates;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
 
-/** The HTTP API: authentication, one failure handler, the order and admin routes, health. */
+/** The HTTP API: authentication, one failure handler, the order and admin routes, metrics and health. */
 public final class IntakeVerticle extends VerticleBase {
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final ServiceStats stats;
   private final OrderIds orderIds;
-  private OrderStore store;
+  private final Operations operations;
 
-  public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats, OrderIds orderIds) {
+  public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats, OrderIds orderIds,
+                        Operations operations) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
     this.orderIds = orderIds;
+    this.operations = operations;
   }
 
   @Override
   public Future<?> start() {
     Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances());
-    store = new OrderStore(pool);
+    OrderStore store = new OrderStore(pool);
     CreateGroups creates = new CreateGroups(new OrderCreates(pool), config);
     Auth auth = new Auth(config.apiKeys());
     Router router = Router.router(vertx);
-    router.get("/health/live").handler(ctx -> OrderRoutes.json(ctx, 200, new JsonObject().put("status", "UP")));
-    router.get("/health/ready").handler(this::ready);
+    operations.mount(vertx, router, stats);
+    router.post("/v1/orders").handler(this::timeCreate);
     router.route("/v1/*").handler(auth::authenticate);
     router.route("/v1/admin/*").handler(auth::requireAdmin);
+    router.post("/v1/orders").handler(this::refuseWhileDraining);
     router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
     new OrderRoutes(vertx, config, store, creates, orderIds, stats).mount(router);
     new AdminRoutes(store, stats).mount(router);
@@ -53,16 +56,20 @@ public final class IntakeVerticle extends VerticleBase {
     return server.requestHandler(router).listen(config.http().port(), config.http().host());
   }
 
-  /** Ready when the database answers and the wheel holds every owned shard. */
-  private void ready(RoutingContext ctx) {
-    store.ping()
-        .onSuccess(ok -> {
-          boolean loaded = stats.isWheelLoaded();
-          OrderRoutes.json(ctx, loaded ? 200 : 503, new JsonObject()
-              .put("status", loaded ? "UP" : "DOWN").put("database", "UP").put("wheel", loaded ? "LOADED" : "LOADING"));
-        })
-        .onFailure(failure -> OrderRoutes.json(ctx, 503, new JsonObject()
-            .put("status", "DOWN").put("database", "DOWN").put("wheel", stats.isWheelLoaded() ? "LOADED" : "LOADING")));
+  /** Every create's latency by its answer's status, refusals included. */
+  private void timeCreate(RoutingContext ctx) {
+    long started = System.nanoTime();
+    ctx.addEndHandler(done -> stats.createAnswered(ctx.response().getStatusCode(), System.nanoTime() - started));
+    ctx.next();
   }
 
+  /** From SIGTERM on, new orders go to another node: 503 {@code draining}, nothing stored. */
+  private void refuseWhileDraining(RoutingContext ctx) {
+    if (operations.isDraining()) {
+      ctx.response().putHeader("Retry-After", "1");
+      Problems.send(ctx, 503, "draining", "this node is shutting down and takes no new orders; retry, another node (or this one restarted) will");
+    } else {
+      ctx.next();
+    }
+  }
 }

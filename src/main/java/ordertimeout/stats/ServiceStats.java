@@ -1,5 +1,10 @@
 package ordertimeout.stats;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.distribution.ValueAtPercentile;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.bus.DueOrders;
@@ -7,40 +12,144 @@ import ordertimeout.order.CloseReason;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.SynchronizedHistogram;
 
+import java.time.Duration;
 import java.util.EnumMap;
+import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Counters of one node since it started, shared by its verticles (all thread-safe): pending timers
- * per shard, closes by reason and path, the lateness distribution of timeout closes, and the events
- * an operator watches (retries, batches given up, sweep catches).
+ * What one node has done since it started, shared by its verticles (all thread-safe), kept as
+ * Micrometer meters in the node's registry (served at GET /metrics) and summed up as the JSON of
+ * GET /v1/admin/stats. Every meter is named here; {@code ordertimeout.close.lateness} becomes
+ * {@code ordertimeout_close_lateness_seconds} in the Prometheus text, a counter gets {@code _total}.
  */
 public final class ServiceStats {
-  private static final long MAX_TRACKED_LATENESS_MILLIS = 7L * 24 * 3600 * 1000;
+  public static final String CLOSES = "ordertimeout.closes";
+  public static final String SWEEP_CATCHES = "ordertimeout.sweep.catches";
+  public static final String CLOSE_LATENESS = "ordertimeout.close.lateness";
+  /** The Prometheus registry drops a timer's percentiles when it has buckets: they are gauges of their own. */
+  public static final String CLOSE_LATENESS_PERCENTILE = "ordertimeout.close.lateness.percentile";
+  public static final String CLOSE_RETRIES = "ordertimeout.close.retries";
+  public static final String CLOSE_BATCHES_GIVEN_UP = "ordertimeout.close.batches.given.up";
+  public static final String REMINDERS_SENT = "ordertimeout.reminders.sent";
+  /** Not "orders.created": Prometheus keeps the suffix _created for itself. */
+  public static final String ORDERS_CREATED = "ordertimeout.created.orders";
+  public static final String ORDER_CREATE = "ordertimeout.order.create";
+  public static final String IDEMPOTENT_REPLAYS = "ordertimeout.idempotent.replays";
+  public static final String RATE_LIMITED = "ordertimeout.rate.limited";
+  public static final String PENDING_TIMERS = "ordertimeout.pending.timers";
+  public static final String WHEEL_LOADED = "ordertimeout.wheel.loaded";
+  public static final String WHEEL_RELOAD = "ordertimeout.wheel.reload";
 
+  /** The path tag of closes asked for over the API (cancel, admin close). */
+  public static final String REQUEST_PATH = "request";
+
+  private static final long MAX_TRACKED_LATENESS_MILLIS = 7L * 24 * 3600 * 1000;
+  private static final double[] PERCENTILES = {0.5, 0.99, 0.999};
+  private static final Duration[] LATENESS_BUCKETS = millis(5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000,
+      60_000, 300_000, 1_800_000);
+  private static final Duration[] CREATE_BUCKETS = millis(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000);
+
+  private final MeterRegistry registry;
   private final AtomicLongArray pendingTimersByShard;
-  private final Map<CloseReason, LongAdder> closesByReason = new EnumMap<>(CloseReason.class);
-  private final Map<DueOrders.Path, LongAdder> timeoutClosesByPath = new EnumMap<>(DueOrders.Path.class);
+  private final Map<DueOrders.Path, Counter> timeoutClosesByPath = new EnumMap<>(DueOrders.Path.class);
+  private final Map<CloseReason, Counter> requestClosesByReason = new ConcurrentHashMap<>();
+  private final Counter sweepCatches;
+  private final Timer lateness;
+  /** All-time lateness with its exact maximum, for the admin JSON; the timer's percentiles cover the recent window only. */
   private final Histogram latenessMillis = new SynchronizedHistogram(MAX_TRACKED_LATENESS_MILLIS, 3);
-  private final LongAdder closeRetries = new LongAdder();
-  private final LongAdder closeBatchesGivenUp = new LongAdder();
-  private final LongAdder remindersSent = new LongAdder();
-  private final LongAdder ordersCreated = new LongAdder();
-  private final LongAdder idempotentReplays = new LongAdder();
-  private final LongAdder rateLimited = new LongAdder();
+  private final Counter closeRetries;
+  private final Counter closeBatchesGivenUp;
+  private final Counter remindersSent;
+  private final Counter ordersCreated;
+  private final Counter idempotentReplays;
+  private final Counter rateLimited;
+  private final Timer wheelReload;
+  private final Map<Integer, Timer> createsByStatus = new ConcurrentHashMap<>();
   private volatile boolean wheelLoaded;
   private volatile long lastReloadMillis = -1;
 
-  public ServiceStats(int shards) {
+  /**
+   * Registers the node's meters in {@code registry}; the lateness percentiles (p50, p99, p99.9) are
+   * over a sliding window of {@code percentileWindow}.
+   */
+  public ServiceStats(MeterRegistry registry, int shards, Duration percentileWindow) {
+    this.registry = registry;
     pendingTimersByShard = new AtomicLongArray(shards);
-    for (CloseReason reason : CloseReason.values()) {
-      closesByReason.put(reason, new LongAdder());
+    for (int shard = 0; shard < shards; shard++) {
+      int index = shard;
+      Gauge.builder(PENDING_TIMERS, pendingTimersByShard, timers -> timers.get(index))
+          .description("Deadlines and reminders waiting in the time wheel, per shard")
+          .tag("shard", Integer.toString(shard))
+          .strongReference(true)
+          .register(registry);
     }
     for (DueOrders.Path path : DueOrders.Path.values()) {
-      timeoutClosesByPath.put(path, new LongAdder());
+      timeoutClosesByPath.put(path, closes(CloseReason.TIMEOUT, path.name().toLowerCase(Locale.ROOT)));
     }
+    requestClose(CloseReason.USER_CANCELLED);
+    requestClose(CloseReason.ADMIN);
+    sweepCatches = counter(SWEEP_CATCHES, "Overdue orders the sweep closed because the wheel had not (they are closed late)");
+    lateness = Timer.builder(CLOSE_LATENESS)
+        .description("closed_at - close_at of the timeout closes, both from the database clock")
+        .serviceLevelObjectives(LATENESS_BUCKETS)
+        .publishPercentiles(PERCENTILES)
+        .percentilePrecision(2)
+        .distributionStatisticExpiry(percentileWindow)
+        .distributionStatisticBufferLength(3)
+        .register(registry);
+    for (double percentile : PERCENTILES) {
+      Gauge.builder(CLOSE_LATENESS_PERCENTILE, lateness, timer -> percentile(timer, percentile, TimeUnit.SECONDS))
+          .description("Lateness of the timeout closes at this quantile, over the recent window (metrics.windowSeconds)")
+          .tag("quantile", Double.toString(percentile))
+          .baseUnit("seconds")
+          .strongReference(true)
+          .register(registry);
+    }
+    closeRetries = counter(CLOSE_RETRIES, "Close or reminder batches attempted again after a failure");
+    closeBatchesGivenUp = counter(CLOSE_BATCHES_GIVEN_UP, "Batches given up after their retries (closes are left to the sweep)");
+    remindersSent = counter(REMINDERS_SENT, "ORDER_CLOSE_REMINDER events written");
+    ordersCreated = counter(ORDERS_CREATED, "Orders created (not counting idempotent replays)");
+    idempotentReplays = counter(IDEMPOTENT_REPLAYS, "Creates answered with the stored response of an earlier request with the same key");
+    rateLimited = counter(RATE_LIMITED, "Creates refused by the per-client token bucket (429 rate_limited)");
+    wheelReload = Timer.builder(WHEEL_RELOAD)
+        .description("Time to reload every pending deadline of the owned shards into the wheel")
+        .register(registry);
+    Gauge.builder(WHEEL_LOADED, this, stats -> stats.wheelLoaded ? 1 : 0)
+        .description("1 when the wheel holds every owned shard's pending deadlines")
+        .strongReference(true)
+        .register(registry);
+  }
+
+  private Counter closes(CloseReason reason, String path) {
+    return Counter.builder(CLOSES)
+        .description("Orders closed, by reason and by the path that closed them (wheel, sweep, request)")
+        .tag("reason", reason.name())
+        .tag("path", path)
+        .register(registry);
+  }
+
+  private Counter requestClose(CloseReason reason) {
+    return requestClosesByReason.computeIfAbsent(reason, r -> closes(r, REQUEST_PATH));
+  }
+
+  private Counter counter(String name, String description) {
+    return Counter.builder(name).description(description).register(registry);
+  }
+
+  private static Duration[] millis(long... values) {
+    Duration[] durations = new Duration[values.length];
+    for (int i = 0; i < values.length; i++) {
+      durations[i] = Duration.ofMillis(values[i]);
+    }
+    return durations;
+  }
+
+  public MeterRegistry registry() {
+    return registry;
   }
 
   public void timersAdded(int shard, int count) {
@@ -58,15 +167,19 @@ public final class ServiceStats {
   }
 
   public void timeoutClosed(DueOrders.Path path, long[] latenessMillisOfEach) {
-    closesByReason.get(CloseReason.TIMEOUT).add(latenessMillisOfEach.length);
-    timeoutClosesByPath.get(path).add(latenessMillisOfEach.length);
-    for (long lateness : latenessMillisOfEach) {
-      latenessMillis.recordValue(Math.min(Math.max(lateness, 0), MAX_TRACKED_LATENESS_MILLIS));
+    timeoutClosesByPath.get(path).increment(latenessMillisOfEach.length);
+    if (path == DueOrders.Path.SWEEP) {
+      sweepCatches.increment(latenessMillisOfEach.length);
+    }
+    for (long late : latenessMillisOfEach) {
+      long clamped = Math.min(Math.max(late, 0), MAX_TRACKED_LATENESS_MILLIS);
+      latenessMillis.recordValue(clamped);
+      lateness.record(clamped, TimeUnit.MILLISECONDS);
     }
   }
 
   public void closedOnRequest(CloseReason reason) {
-    closesByReason.get(reason).increment();
+    requestClose(reason).increment();
   }
 
   public void closeRetried() {
@@ -78,11 +191,21 @@ public final class ServiceStats {
   }
 
   public void remindersSent(int count) {
-    remindersSent.add(count);
+    remindersSent.increment(count);
   }
 
   public void orderCreated() {
     ordersCreated.increment();
+  }
+
+  /** A POST /v1/orders answered with {@code status} after {@code nanos}, whatever its outcome. */
+  public void createAnswered(int status, long nanos) {
+    createsByStatus.computeIfAbsent(status, code -> Timer.builder(ORDER_CREATE)
+            .description("Latency of POST /v1/orders from the request to its answer, by HTTP status")
+            .tag("status", Integer.toString(code))
+            .serviceLevelObjectives(CREATE_BUCKETS)
+            .register(registry))
+        .record(nanos, TimeUnit.NANOSECONDS);
   }
 
   public void idempotentReplay() {
@@ -94,6 +217,7 @@ public final class ServiceStats {
   }
 
   public void wheelLoaded(long reloadMillis) {
+    wheelReload.record(reloadMillis, TimeUnit.MILLISECONDS);
     lastReloadMillis = reloadMillis;
     wheelLoaded = true;
   }
@@ -107,14 +231,32 @@ public final class ServiceStats {
   }
 
   public long closeBatchesGivenUp() {
-    return closeBatchesGivenUp.sum();
+    return (long) closeBatchesGivenUp.count();
+  }
+
+  public long sweepCatches() {
+    return (long) sweepCatches.count();
   }
 
   public long timeoutCloses(DueOrders.Path path) {
-    return timeoutClosesByPath.get(path).sum();
+    return (long) timeoutClosesByPath.get(path).count();
   }
 
-  /** The body of GET /v1/admin/stats. */
+  /** The p99 lateness of the timeout closes within the recent window, in milliseconds (0 when none closed). */
+  public double recentLatenessP99Millis() {
+    return percentile(lateness, 0.99, TimeUnit.MILLISECONDS);
+  }
+
+  private static double percentile(Timer timer, double percentile, TimeUnit unit) {
+    for (ValueAtPercentile value : timer.takeSnapshot().percentileValues()) {
+      if (value.percentile() == percentile) {
+        return value.value(unit);
+      }
+    }
+    return 0;
+  }
+
+  /** The body of GET /v1/admin/stats: counts since the node started. */
   public JsonObject toJson() {
     JsonArray byShard = new JsonArray();
     long total = 0;
@@ -124,26 +266,33 @@ public final class ServiceStats {
       total += pending;
     }
     JsonObject closes = new JsonObject();
-    closesByReason.forEach((reason, count) -> closes.put(reason.name(), count.sum()));
+    for (CloseReason reason : CloseReason.values()) {
+      Counter onRequest = requestClosesByReason.get(reason);
+      long count = onRequest == null ? 0 : (long) onRequest.count();
+      if (reason == CloseReason.TIMEOUT) {
+        count += timeoutClosesByPath.values().stream().mapToLong(counter -> (long) counter.count()).sum();
+      }
+      closes.put(reason.name(), count);
+    }
     JsonObject byPath = new JsonObject();
-    timeoutClosesByPath.forEach((path, count) -> byPath.put(path.name().toLowerCase(), count.sum()));
-    Histogram lateness = latenessMillis.copy();
+    timeoutClosesByPath.forEach((path, count) -> byPath.put(path.name().toLowerCase(Locale.ROOT), (long) count.count()));
+    Histogram allTime = latenessMillis.copy();
     return new JsonObject()
         .put("pendingTimers", new JsonObject().put("total", total).put("byShard", byShard))
         .put("closesByReason", closes)
         .put("timeoutClosesByPath", byPath)
         .put("latenessMillis", new JsonObject()
-            .put("count", lateness.getTotalCount())
-            .put("p50", lateness.getValueAtPercentile(50))
-            .put("p99", lateness.getValueAtPercentile(99))
-            .put("p999", lateness.getValueAtPercentile(99.9))
-            .put("max", lateness.getMaxValue()))
-        .put("closeRetries", closeRetries.sum())
-        .put("closeBatchesGivenUp", closeBatchesGivenUp.sum())
-        .put("remindersSent", remindersSent.sum())
-        .put("ordersCreated", ordersCreated.sum())
-        .put("idempotentReplays", idempotentReplays.sum())
-        .put("rateLimited", rateLimited.sum())
+            .put("count", allTime.getTotalCount())
+            .put("p50", allTime.getValueAtPercentile(50))
+            .put("p99", allTime.getValueAtPercentile(99))
+            .put("p999", allTime.getValueAtPercentile(99.9))
+            .put("max", allTime.getMaxValue()))
+        .put("closeRetries", (long) closeRetries.count())
+        .put("closeBatchesGivenUp", (long) closeBatchesGivenUp.count())
+        .put("remindersSent", (long) remindersSent.count())
+        .put("ordersCreated", (long) ordersCreated.count())
+        .put("idempotentReplays", (long) idempotentReplays.count())
+        .put("rateLimited", (long) rateLimited.count())
         .put("wheelLoaded", wheelLoaded)
         .put("lastReloadMillis", lastReloadMillis);
   }

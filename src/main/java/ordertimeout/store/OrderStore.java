@@ -77,10 +77,6 @@ public final class OrderStore {
     });
   }
 
-  public Future<Void> ping() {
-    return pool.query(Sql.PING).execute().mapEmpty();
-  }
-
   public Future<Stock> stock(String sku) {
     return pool.preparedQuery(Sql.SELECT_INVENTORY).execute(Tuple.of(sku)).map(rows -> {
       if (rows.size() == 0) {

@@ -199,6 +199,4 @@ final class Sql {
       INSERT INTO inventory (sku, available) VALUES ($1, $2)
       ON CONFLICT (sku) DO UPDATE SET available = EXCLUDED.available, updated_at = now()
       RETURNING sku, available, reserved""";
-
-  static final String PING = "SELECT 1";
 }

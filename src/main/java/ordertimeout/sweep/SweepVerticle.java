@@ -28,6 +28,7 @@ public final class SweepVerticle extends VerticleBase {
   private DeadlineStore store;
   private long sweepTimer = -1;
   private boolean sweeping;
+  private boolean stopped;
 
   public SweepVerticle(AppConfig config, PgConnectOptions connectOptions) {
     this.config = config;
@@ -43,6 +44,7 @@ public final class SweepVerticle extends VerticleBase {
 
   @Override
   public Future<?> stop() {
+    stopped = true;
     vertx.cancelTimer(sweepTimer);
     return Future.succeededFuture();
   }
@@ -63,7 +65,7 @@ public final class SweepVerticle extends VerticleBase {
   }
 
   private Future<Integer> sweepShardsFrom(int shard, int closedSoFar) {
-    if (shard >= config.database().shards()) {
+    if (shard >= config.database().shards() || stopped) {
       return Future.succeededFuture(closedSoFar);
     }
     return sweepShard(shard, PageCursor.START, 0)

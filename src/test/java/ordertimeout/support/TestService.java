@@ -40,9 +40,8 @@ public final class TestService implements AutoCloseable {
     environment.put("OT_ORDERS_MAX_UNPAID_PER_USER", "1000");
     environment.putAll(overrides);
     AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
-    Vertx vertx = Vertx.vertx();
-    Service service = await(Service.start(vertx, config, TestDatabase.connectOptions()));
-    return new TestService(vertx, service, config);
+    Service service = await(Service.start(config, TestDatabase.connectOptions()));
+    return new TestService(service.vertx(), service, config);
   }
 
   public static TestService start() {

@@ -23,7 +23,12 @@ final class BenchDatabase implements AutoCloseable {
   }
 
   static BenchDatabase fresh() {
-    Path dir = Path.of("target", "bench-db");
+    return fresh("bench-db");
+  }
+
+  /** A fresh database in target/{@code name}, so that benchmarks running side by side do not share one. */
+  static BenchDatabase fresh(String name) {
+    Path dir = Path.of("target", name);
     try {
       if (Files.exists(dir)) {
         try (var paths = Files.walk(dir)) {

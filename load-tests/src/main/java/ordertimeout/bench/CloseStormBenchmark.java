@@ -39,26 +39,31 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class CloseStormBenchmark {
   private static final int SKUS = 1000;
   private static final long STOCK_PER_SKU = 1_000_000;
-  private static final int BATCH = 1000;
   private static final int IN_FLIGHT = 4;
   private static final int CLASSIC_CONNECTIONS = 8;
   private static final long CLASSIC_TIME_CAP_MILLIS = 60_000;
-  private static final int ROUNDS = 3;
   private static final Instant FAR_AWAY = Instant.parse("2099-01-01T00:00:00Z");
 
   private final int orders;
+  private final int rounds;
+  private final int batchSize;
   private final BenchDatabase db;
   private final Vertx vertx = Vertx.vertx();
 
-  private CloseStormBenchmark(int orders, BenchDatabase db) {
+  private CloseStormBenchmark(int orders, int rounds, int batchSize, BenchDatabase db) {
     this.orders = orders;
+    this.rounds = rounds;
+    this.batchSize = batchSize;
     this.db = db;
   }
 
+  /** Arguments: orders (200000), rounds (3), close batch size (the service's timer.batchSize, 1000). */
   public static void main(String[] args) throws Exception {
     int orders = args.length > 0 ? Integer.parseInt(args[0]) : 200_000;
+    int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 3;
+    int batchSize = args.length > 2 ? Integer.parseInt(args[2]) : 1000;
     try (BenchDatabase db = BenchDatabase.fresh()) {
-      CloseStormBenchmark bench = new CloseStormBenchmark(orders, db);
+      CloseStormBenchmark bench = new CloseStormBenchmark(orders, rounds, batchSize, db);
       try {
         bench.run();
       } finally {
@@ -71,7 +76,7 @@ public final class CloseStormBenchmark {
   private void run() throws Exception {
     List<JsonObject> ceilings = new ArrayList<>();
     List<JsonObject> services = new ArrayList<>();
-    for (int round = 0; round < ROUNDS; round++) {
+    for (int round = 0; round < rounds; round++) {
       ceilings.add(measure("ceiling", this::driveBatched));
       services.add(measureService());
     }
@@ -84,7 +89,8 @@ public final class CloseStormBenchmark {
         .put("date", LocalDate.now().toString())
         .put("machine", Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.arch"))
         .put("orders", orders)
-        .put("rounds", ROUNDS)
+        .put("rounds", rounds)
+        .put("batchSize", batchSize)
         .put("service", service)
         .put("ceiling", ceiling)
         .put("classic", classic)
@@ -96,7 +102,7 @@ public final class CloseStormBenchmark {
     System.out.printf("close-storm: %d orders, median of %d; service %.0f closes/s (lateness p50 %.0f ms, p99 %.0f ms, "
             + "max %.0f ms); ceiling %.0f/s (service at %.0f%%); classic %.0f/s (service %.1fx); "
             + "every run: all closed once, none early, stock consistent%n",
-        orders, ROUNDS, serviceRate, service.getDouble("latenessP50Ms"), service.getDouble("latenessP99Ms"),
+        orders, rounds, serviceRate, service.getDouble("latenessP50Ms"), service.getDouble("latenessP99Ms"),
         service.getDouble("latenessMaxMs"), ceiling.getDouble("closesPerSecond"),
         100 * result.getDouble("serviceVsCeiling"), classic.getDouble("closesPerSecond"), result.getDouble("serviceVsClassic"));
   }
@@ -114,7 +120,7 @@ public final class CloseStormBenchmark {
 
   private JsonObject measure(String name, Driver driver) throws Exception {
     seed();
-    Instant deadline = armDeadline(3);
+    Instant deadline = armDeadline(10);
     Pool pool = Pools.shared(vertx, "bench-driver", db.setup.connectOptions(), CLASSIC_CONNECTIONS, 1);
     DeadlineStore store = new DeadlineStore(pool);
     sleepUntil(deadline);
@@ -125,8 +131,10 @@ public final class CloseStormBenchmark {
 
   private JsonObject measureService() throws Exception {
     seed();
-    Instant deadline = armDeadline(12);
-    Map<String, String> environment = Map.of("OT_HTTP_PORT", Integer.toString(freePort()));
+    Instant deadline = armDeadline(20);
+    Map<String, String> environment = Map.of(
+        "OT_HTTP_PORT", Integer.toString(freePort()),
+        "OT_TIMER_BATCH_SIZE", Integer.toString(batchSize));
     AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
     Vertx serviceVertx = Vertx.vertx();
     Service service = Service.start(serviceVertx, config, db.setup.connectOptions())
@@ -143,27 +151,33 @@ public final class CloseStormBenchmark {
     return report("service", deadline).put("reloadMillis", reloadMillis);
   }
 
-  /** Batches of 1,000 ids, 4 transactions at once: the service's close path without wheel and event bus. */
+  /**
+   * Batches of {@code batchSize} ids, 4 transactions at once: the service's close path without wheel
+   * and event bus. The ids go in the order the wheel hands them out after a reload (shard by shard).
+   */
   private Future<Void> driveBatched(DeadlineStore store, Pool pool) {
+    long[] all = new long[orders];
+    int next = 0;
+    for (int shard = 0; shard < 64; shard++) {
+      for (long id = shard == 0 ? 64 : shard; id <= orders; id += 64) {
+        all[next++] = id;
+      }
+    }
     AtomicInteger nextBatch = new AtomicInteger();
     List<Future<Void>> lanes = new ArrayList<>();
     for (int lane = 0; lane < IN_FLIGHT; lane++) {
-      lanes.add(batchLane(store, nextBatch));
+      lanes.add(batchLane(store, all, nextBatch));
     }
     return Future.all(lanes).mapEmpty();
   }
 
-  private Future<Void> batchLane(DeadlineStore store, AtomicInteger nextBatch) {
-    int batch = nextBatch.getAndIncrement();
-    long first = (long) batch * BATCH + 1;
-    if (first > orders) {
+  private Future<Void> batchLane(DeadlineStore store, long[] all, AtomicInteger nextBatch) {
+    int from = nextBatch.getAndIncrement() * batchSize;
+    if (from >= all.length) {
       return Future.succeededFuture();
     }
-    long[] ids = new long[(int) Math.min(BATCH, orders - first + 1)];
-    for (int i = 0; i < ids.length; i++) {
-      ids[i] = first + i;
-    }
-    return store.closeDue(ids).compose(closed -> batchLane(store, nextBatch));
+    long[] ids = java.util.Arrays.copyOfRange(all, from, Math.min(all.length, from + batchSize));
+    return store.closeDue(ids).compose(closed -> batchLane(store, all, nextBatch));
   }
 
   /** The classic design: scan overdue orders, close each in its own transaction, 8 connections. */

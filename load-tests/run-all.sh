@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every benchmark once, one after another (about 15 minutes on 2 cores), and prints their summary
+# lines at the end. Figures go to load-tests/results/*.json. Needs wrk (installed from Debian's packages
+# when missing). Run from the repository root: bash load-tests/run-all.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v wrk > /dev/null; then
+  apt-get install -y wrk > /dev/null || { apt-get update > /dev/null && apt-get install -y wrk > /dev/null; }
+fi
+
+mkdir -p load-tests/results
+log=load-tests/results/run-all.log
+: > "$log"
+mvn -q -B -Pbench test-compile
+
+run() {
+  echo "== $1" | tee -a "$log"
+  mvn -q -B -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} 2>&1 | tee -a "$log" \
+    | grep -E '^(wheel|reload|close-storm|steady-state|intake):' || true
+}
+
+run WheelBenchmark
+run ReloadBenchmark
+run CloseStormBenchmark
+run SteadyStateBenchmark
+run IntakeBenchmark
+
+echo
+echo "Summary:"
+grep -E '^(wheel|reload|close-storm|steady-state|intake):' "$log"

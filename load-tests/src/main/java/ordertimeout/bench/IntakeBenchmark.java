@@ -1,0 +1,241 @@
+package ordertimeout.bench;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import ordertimeout.Service;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
+import ordertimeout.order.NewOrder;
+import ordertimeout.order.OrderIds;
+import ordertimeout.order.OrderItem;
+import ordertimeout.store.OrderCreates;
+import ordertimeout.store.OrderCreates.CreateRequest;
+import ordertimeout.store.OrderCreates.IdempotencyKey;
+import ordertimeout.store.Pools;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Intake: creates with fresh idempotency keys over HTTP, for a realistic SKU spread (1-3 items over
+ * 1,000 SKUs) and a flash sale (every order on one SKU). For each: the baseline (the same inserts and
+ * reservations as one transaction per order, driven directly against PostgreSQL on 8 connections), wrk
+ * at 16 and 64 connections (the highest rate with p99 at most 50 ms and no errors), then Gatling at
+ * 80% of that rate for 60 s, asserting p99 at most 50 ms and no failures. The service runs in this JVM.
+ */
+public final class IntakeBenchmark {
+  private static final int BASELINE_CONNECTIONS = 8;
+  private static final int[] WRK_CONNECTIONS = {16, 64};
+  private static final Pattern WRK_RATE = Pattern.compile("Requests/sec:\\s+([0-9.]+)");
+  private static final Pattern WRK_P99 = Pattern.compile("99%\\s+([0-9.]+)(us|ms|s)");
+  private static final Pattern WRK_NON_2XX = Pattern.compile("Non-2xx or 3xx responses: (\\d+)");
+  private static final Pattern WRK_SOCKET_ERRORS = Pattern.compile("Socket errors: connect (\\d+), read (\\d+), write (\\d+), timeout (\\d+)");
+
+  private final int wrkSeconds;
+  private final int gatlingSeconds;
+  private final BenchDatabase db;
+
+  private IntakeBenchmark(int wrkSeconds, int gatlingSeconds, BenchDatabase db) {
+    this.wrkSeconds = wrkSeconds;
+    this.gatlingSeconds = gatlingSeconds;
+    this.db = db;
+  }
+
+  /** Arguments: seconds per wrk and baseline run (15), seconds of each Gatling run (60). */
+  public static void main(String[] args) throws Exception {
+    int wrkSeconds = args.length > 0 ? Integer.parseInt(args[0]) : 15;
+    int gatlingSeconds = args.length > 1 ? Integer.parseInt(args[1]) : 60;
+    try (BenchDatabase db = BenchDatabase.fresh("bench-db-intake")) {
+      new IntakeBenchmark(wrkSeconds, gatlingSeconds, db).run();
+    }
+    System.exit(0);
+  }
+
+  private void run() throws Exception {
+    db.executeScript(
+        "INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, 999) s",
+        "INSERT INTO inventory (sku, available) VALUES ('SKU-FLASH', 1000000000)");
+    int port = freePort();
+    Map<String, String> environment = Map.of(
+        "OT_HTTP_PORT", Integer.toString(port),
+        "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000");
+    AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
+    Vertx vertx = Vertx.vertx();
+    Service service = await(Service.start(vertx, config, db.setup.connectOptions()));
+    String baseUrl = "http://127.0.0.1:" + port;
+    JsonObject result = new JsonObject()
+        .put("benchmark", "intake")
+        .put("date", LocalDate.now().toString())
+        .put("machine", Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.arch"));
+    try {
+      for (int skus : new int[] {1000, 1}) {
+        String name = skus == 1 ? "flashSale" : "realistic";
+        JsonObject scenario = new JsonObject();
+        scenario.put("baseline", baseline(vertx, skus));
+        JsonArray wrkRuns = new JsonArray();
+        double best = 0;
+        for (int connections : WRK_CONNECTIONS) {
+          JsonObject wrk = wrk(baseUrl, skus, connections);
+          wrkRuns.add(wrk);
+          if (wrk.getDouble("p99Ms") <= 50 && wrk.getLong("errors") == 0) {
+            best = Math.max(best, wrk.getDouble("perSecond"));
+          }
+        }
+        scenario.put("wrk", wrkRuns).put("wrkBestPerSecondWithP99Under50ms", best);
+        int rate = (int) Math.max(100, best * 0.8);
+        GatlingRun.Result gatling = GatlingRun.run("ordertimeout.bench.gatling.CreateOrdersSimulation", Map.of(
+            "baseUrl", baseUrl, "rate", Integer.toString(rate), "duration", Integer.toString(gatlingSeconds),
+            "skus", Integer.toString(skus)));
+        scenario.put("gatling", gatling.toJson().put("rate", rate).put("seconds", gatlingSeconds));
+        double held = gatling.assertionsPassed() ? gatling.meanPerSecond() : 0;
+        scenario.put("heldPerSecond", held)
+            .put("heldVsBaseline", round(Math.max(held, best) / scenario.getJsonObject("baseline").getDouble("perSecond")));
+        result.put(name, scenario);
+        System.out.println(name + ": " + scenario.encode());
+      }
+    } finally {
+      await(service.stop());
+    }
+    checkStock();
+    Path out = Path.of("load-tests", "results", "intake.json");
+    Files.createDirectories(out.getParent());
+    Files.writeString(out, result.encodePrettily());
+    JsonObject realistic = result.getJsonObject("realistic");
+    JsonObject flash = result.getJsonObject("flashSale");
+    System.out.printf("intake: realistic %.0f/s (wrk, p99 <= 50 ms), Gatling held %.0f/s for %d s (p99 %.0f ms), baseline %.0f/s; "
+            + "flash sale %.0f/s (wrk), Gatling held %.0f/s (p99 %.0f ms), baseline %.0f/s (%.1fx); stock consistent%n",
+        realistic.getDouble("wrkBestPerSecondWithP99Under50ms"), realistic.getDouble("heldPerSecond"), gatlingSeconds,
+        realistic.getJsonObject("gatling").getDouble("p99Ms"), realistic.getJsonObject("baseline").getDouble("perSecond"),
+        flash.getDouble("wrkBestPerSecondWithP99Under50ms"), flash.getDouble("heldPerSecond"),
+        flash.getJsonObject("gatling").getDouble("p99Ms"), flash.getJsonObject("baseline").getDouble("perSecond"),
+        flash.getDouble("heldVsBaseline"));
+  }
+
+  /** One order per transaction, straight into PostgreSQL through the service's own create code, 8 at once. */
+  private JsonObject baseline(Vertx vertx, int skus) {
+    OrderCreates creates = new OrderCreates(Pools.shared(vertx, "bench-baseline", db.setup.connectOptions(), BASELINE_CONNECTIONS, 1));
+    OrderIds ids = new OrderIds(1000 + skus % 23);
+    long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(wrkSeconds);
+    List<Long> latenciesMicros = java.util.Collections.synchronizedList(new ArrayList<>());
+    List<Future<Integer>> lanes = new ArrayList<>();
+    for (int lane = 0; lane < BASELINE_CONNECTIONS; lane++) {
+      lanes.add(baselineLane(creates, ids, skus, stopAt, latenciesMicros, 0));
+    }
+    long started = System.nanoTime();
+    int created = await(Future.all(lanes)).list().stream().mapToInt(count -> (Integer) count).sum();
+    double seconds = (System.nanoTime() - started) / 1e9;
+    long[] sorted = latenciesMicros.stream().mapToLong(Long::longValue).sorted().toArray();
+    return new JsonObject().put("perSecond", round(created / seconds)).put("orders", created)
+        .put("p99Ms", round(sorted[(int) (sorted.length * 0.99)] / 1000.0));
+  }
+
+  private Future<Integer> baselineLane(OrderCreates creates, OrderIds ids, int skus, long stopAt, List<Long> latencies, int done) {
+    if (System.nanoTime() > stopAt) {
+      return Future.succeededFuture(done);
+    }
+    long id = ids.next();
+    CreateRequest request = new CreateRequest(
+        new NewOrder(id, OrderIds.shardOf(id, 64), "u-" + ThreadLocalRandom.current().nextInt(100_000), "physical",
+            items(skus), 1800, Optional.of(1500)),
+        new IdempotencyKey("baseline", UUID.randomUUID().toString(), "h"));
+    long started = System.nanoTime();
+    return creates.create(List.of(request), 1_000_000).compose(results -> {
+      latencies.add((System.nanoTime() - started) / 1000);
+      return baselineLane(creates, ids, skus, stopAt, latencies, done + (results.get(0).outcome() != null ? 1 : 0));
+    });
+  }
+
+  private static List<OrderItem> items(int skus) {
+    if (skus == 1) {
+      return List.of(new OrderItem("SKU-FLASH", 1));
+    }
+    ThreadLocalRandom random = ThreadLocalRandom.current();
+    int first = random.nextInt(skus);
+    OrderItem[] items = new OrderItem[1 + random.nextInt(3)];
+    for (int i = 0; i < items.length; i++) {
+      items[i] = new OrderItem("SKU-" + (first + i * 131) % skus, 1 + random.nextInt(3));
+    }
+    Arrays.sort(items, java.util.Comparator.comparing(OrderItem::sku));
+    return List.of(items);
+  }
+
+  private JsonObject wrk(String baseUrl, int skus, int connections) throws Exception {
+    ProcessBuilder builder = new ProcessBuilder("wrk", "-t2", "-c" + connections, "-d" + wrkSeconds + "s", "--latency",
+        "-s", "load-tests/wrk/create-order.lua", baseUrl).redirectErrorStream(true);
+    builder.environment().put("WRK_SKUS", Integer.toString(skus));
+    Process process = builder.start();
+    StringBuilder output = new StringBuilder();
+    try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream()))) {
+      reader.lines().forEach(line -> output.append(line).append('\n'));
+    }
+    process.waitFor();
+    String text = output.toString();
+    Matcher rate = WRK_RATE.matcher(text);
+    Matcher p99 = WRK_P99.matcher(text);
+    if (!rate.find() || !p99.find()) {
+      throw new IllegalStateException("cannot read wrk's output:\n" + text);
+    }
+    double p99Ms = Double.parseDouble(p99.group(1)) * switch (p99.group(2)) {
+      case "us" -> 0.001;
+      case "s" -> 1000;
+      default -> 1;
+    };
+    long errors = 0;
+    Matcher non2xx = WRK_NON_2XX.matcher(text);
+    if (non2xx.find()) {
+      errors += Long.parseLong(non2xx.group(1));
+    }
+    Matcher socket = WRK_SOCKET_ERRORS.matcher(text);
+    if (socket.find()) {
+      for (int g = 1; g <= 4; g++) {
+        errors += Long.parseLong(socket.group(g));
+      }
+    }
+    return new JsonObject().put("connections", connections).put("perSecond", round(Double.parseDouble(rate.group(1))))
+        .put("p99Ms", round(p99Ms)).put("errors", errors);
+  }
+
+  private void checkStock() {
+    double wrong = db.number("""
+        SELECT count(*) FROM inventory inv
+        WHERE inv.reserved <> coalesce((SELECT sum(i.qty) FROM order_items i JOIN orders o ON o.id = i.order_id
+                                        WHERE i.sku = inv.sku AND o.status = 'UNPAID'), 0)""");
+    if (wrong != 0) {
+      throw new IllegalStateException("stock invariant broken on " + wrong + " SKUs");
+    }
+  }
+
+  private static <T> T await(Future<T> future) {
+    try {
+      return future.toCompletionStage().toCompletableFuture().get(10, TimeUnit.MINUTES);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static double round(double value) {
+    return Math.round(value * 100) / 100.0;
+  }
+
+  private static int freePort() throws java.io.IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
+  }
+}
