@@ -12,6 +12,7 @@ import ordertimeout.order.Deadlines;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.util.Arrays;
 
 /** What the timer, the close verticle and the sweep ask of the database: batched closes, reminders, pages of deadlines. */
 public final class DeadlineStore {
@@ -70,18 +71,40 @@ public final class DeadlineStore {
                 .map(rows -> new RemindedBatch(reminded.size(), dueLater(rows, false)))));
   }
 
-  /** Where a keyset page ended; the next page starts after it. */
-  public record PageCursor(OffsetDateTime closeAt, long id) {
+  /** Where a keyset page ended (by deadline or by reminder time); the next page starts after it. */
+  public record PageCursor(OffsetDateTime at, long id) {
     public static final PageCursor START = new PageCursor(BEFORE_ANY_DEADLINE, 0);
   }
 
   public record PendingPage(Deadlines deadlines, PageCursor next) {}
 
-  /** A page of one shard's unpaid orders by deadline: their deadlines and the reminders not yet sent. */
-  public Future<PendingPage> pendingPage(int shard, PageCursor after, int limit) {
-    return pool.preparedQuery(Sql.PENDING_PAGE)
-        .execute(Tuple.of(shard, after.closeAt(), after.id(), limit))
-        .map(rows -> new PendingPage(deadlines(rows), lastCursor(rows, after)));
+  /** A page of one shard's unpaid orders by deadline: their close timers. */
+  public Future<PendingPage> pendingDeadlinesPage(int shard, PageCursor after, int limit) {
+    return pendingPage(Sql.PENDING_DEADLINES_PAGE, true, shard, after, limit);
+  }
+
+  /** A page of one shard's reminders not sent yet, by reminder time. */
+  public Future<PendingPage> pendingRemindersPage(int shard, PageCursor after, int limit) {
+    return pendingPage(Sql.PENDING_REMINDERS_PAGE, false, shard, after, limit);
+  }
+
+  private Future<PendingPage> pendingPage(String sql, boolean close, int shard, PageCursor after, int limit) {
+    return pool.preparedQuery(sql).execute(Tuple.of(shard, after.at(), after.id(), limit)).map(rows -> {
+      int size = rows.size();
+      long[] ids = new long[size];
+      long[] due = new long[size];
+      long[] none = new long[size];
+      Arrays.fill(none, Deadlines.NONE);
+      PageCursor last = after;
+      int i = 0;
+      for (Row row : rows) {
+        ids[i] = row.getLong("id");
+        due[i] = millis(row.getOffsetDateTime("due"));
+        last = new PageCursor(row.getOffsetDateTime("due"), ids[i]);
+        i++;
+      }
+      return new PendingPage(close ? new Deadlines(ids, due, none) : new Deadlines(ids, none, due), last);
+    });
   }
 
   public record OverduePage(long[] ids, PageCursor next) {}
@@ -89,40 +112,23 @@ public final class DeadlineStore {
   /** A page of one shard's unpaid orders overdue by more than {@code graceSeconds}. */
   public Future<OverduePage> overduePage(int shard, int graceSeconds, PageCursor after, int limit) {
     return pool.preparedQuery(Sql.OVERDUE_PAGE)
-        .execute(Tuple.of(shard, graceSeconds, after.closeAt(), after.id(), limit))
+        .execute(Tuple.of(shard, graceSeconds, after.at(), after.id(), limit))
         .map(rows -> {
           long[] ids = new long[rows.size()];
           int i = 0;
           for (Row row : rows) {
             ids[i++] = row.getLong("id");
           }
-          return new OverduePage(ids, lastCursor(rows, after));
+          return new OverduePage(ids, lastDeadline(rows, after));
         });
   }
 
-  private static PageCursor lastCursor(RowSet<Row> rows, PageCursor after) {
+  private static PageCursor lastDeadline(RowSet<Row> rows, PageCursor after) {
     PageCursor last = after;
     for (Row row : rows) {
       last = new PageCursor(row.getOffsetDateTime("close_at"), row.getLong("id"));
     }
     return last;
-  }
-
-  /** Rows of a reload page to deadlines: the close, and the reminder while it is unsent. */
-  private static Deadlines deadlines(RowSet<Row> rows) {
-    int size = rows.size();
-    long[] ids = new long[size];
-    long[] closeAt = new long[size];
-    long[] remindAt = new long[size];
-    int i = 0;
-    for (Row row : rows) {
-      ids[i] = row.getLong("id");
-      closeAt[i] = millis(row.getOffsetDateTime("close_at"));
-      OffsetDateTime remind = row.getOffsetDateTime("remind_at");
-      remindAt[i] = remind != null && row.getValue("reminded_at") == null ? millis(remind) : Deadlines.NONE;
-      i++;
-    }
-    return new Deadlines(ids, closeAt, remindAt);
   }
 
   /**

@@ -178,12 +178,20 @@ final class Sql {
       SELECT id, (extract(epoch FROM remind_at - now()) * 1000)::bigint AS due_in_millis FROM orders
       WHERE id = ANY($1) AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at > now()""";
 
-  // ---- reload and sweep: keyset pages over the partial index (shard, close_at, id)
+  // ---- reload and sweep: keyset pages over partial indexes by shard
 
-  static final String PENDING_PAGE = """
-      SELECT id, close_at, remind_at, reminded_at FROM orders
+  /** Answered from the index alone (no table reads once the table is vacuumed). */
+  static final String PENDING_DEADLINES_PAGE = """
+      SELECT id, close_at AS due FROM orders
       WHERE shard = $1 AND status = 'UNPAID' AND (close_at, id) > ($2, $3)
       ORDER BY close_at, id LIMIT $4""";
+
+  /** Reminders not yet sent, over their own small partial index (shard, remind_at, id). */
+  static final String PENDING_REMINDERS_PAGE = """
+      SELECT id, remind_at AS due FROM orders
+      WHERE shard = $1 AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at IS NOT NULL
+        AND (remind_at, id) > ($2, $3)
+      ORDER BY remind_at, id LIMIT $4""";
 
   static final String OVERDUE_PAGE = """
       SELECT id, close_at FROM orders

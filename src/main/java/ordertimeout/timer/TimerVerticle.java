@@ -13,6 +13,7 @@ import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.DeadlineStore.PageCursor;
+import ordertimeout.store.DeadlineStore.PendingPage;
 import ordertimeout.store.Pools;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -28,7 +29,7 @@ import java.util.List;
  */
 public final class TimerVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(TimerVerticle.class);
-  private static final int PARALLEL_RELOADS = 2;
+  private static final int PARALLEL_RELOADS = 4;
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
@@ -83,14 +84,23 @@ public final class TimerVerticle extends VerticleBase {
     if (shard >= config.database().shards()) {
       return Future.succeededFuture();
     }
-    return reloadShard(shard, PageCursor.START).compose(done -> reloadShardsFrom(shard + PARALLEL_RELOADS));
+    return reloadShard(shard).compose(done -> reloadShardsFrom(shard + PARALLEL_RELOADS));
   }
 
-  private Future<Void> reloadShard(int shard, PageCursor after) {
+  private Future<Void> reloadShard(int shard) {
+    return reloadPages(shard, PageCursor.START, store::pendingDeadlinesPage)
+        .compose(deadlines -> reloadPages(shard, PageCursor.START, store::pendingRemindersPage));
+  }
+
+  private interface PageQuery {
+    Future<PendingPage> page(int shard, PageCursor after, int limit);
+  }
+
+  private Future<Void> reloadPages(int shard, PageCursor after, PageQuery query) {
     int pageSize = config.timer().reloadPageSize();
-    return store.pendingPage(shard, after, pageSize).compose(page -> {
+    return query.page(shard, after, pageSize).compose(page -> {
       schedule(page.deadlines());
-      return page.deadlines().size() < pageSize ? Future.succeededFuture() : reloadShard(shard, page.next());
+      return page.deadlines().size() < pageSize ? Future.succeededFuture() : reloadPages(shard, page.next(), query);
     });
   }
 

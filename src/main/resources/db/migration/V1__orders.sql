@@ -23,6 +23,9 @@ CREATE TABLE orders (
 );
 -- The wheel's reload, the sweep and the close CAS all read unpaid orders by shard and deadline.
 CREATE INDEX orders_unpaid_by_shard_deadline ON orders (shard, close_at, id) WHERE status = 'UNPAID';
+-- The wheel's reload of reminders not sent yet; entries leave it as reminders go out.
+CREATE INDEX orders_unsent_reminders_by_shard ON orders (shard, remind_at, id)
+  WHERE status = 'UNPAID' AND reminded_at IS NULL AND remind_at IS NOT NULL;
 -- The per-user cap on unpaid orders (users are a client's own).
 CREATE INDEX orders_unpaid_by_user ON orders (client, user_id) WHERE status = 'UNPAID';
 
