@@ -105,7 +105,7 @@ public record AppConfig(
         orders(source),
         new Timer(
             source.integer("timer.tickMillis", 10, 1, 10),
-            source.integer("timer.batchSize", 1000, 1, 100_000),
+            source.integer("timer.batchSize", 4000, 1, 100_000),
             source.integer("timer.reloadPageSize", 50_000, 100, 1_000_000)),
         new Close(
             source.integer("close.maxAttempts", 3, 1, 100),

@@ -41,7 +41,7 @@ public final class CloseStormBenchmark {
   private static final long STOCK_PER_SKU = 1_000_000;
   private static final int IN_FLIGHT = 4;
   private static final int CLASSIC_CONNECTIONS = 8;
-  private static final long CLASSIC_TIME_CAP_MILLIS = 60_000;
+  private static final long CLASSIC_TIME_CAP_MILLIS = 30_000;
   private static final Instant FAR_AWAY = Instant.parse("2099-01-01T00:00:00Z");
 
   private final int orders;
@@ -57,11 +57,11 @@ public final class CloseStormBenchmark {
     this.db = db;
   }
 
-  /** Arguments: orders (200000), rounds (3), close batch size (the service's timer.batchSize, 1000). */
+  /** Arguments: orders (200000), rounds (3), close batch size (the service's timer.batchSize, 4000). */
   public static void main(String[] args) throws Exception {
     int orders = args.length > 0 ? Integer.parseInt(args[0]) : 200_000;
     int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 3;
-    int batchSize = args.length > 2 ? Integer.parseInt(args[2]) : 1000;
+    int batchSize = args.length > 2 ? Integer.parseInt(args[2]) : 4000;
     try (BenchDatabase db = BenchDatabase.fresh()) {
       CloseStormBenchmark bench = new CloseStormBenchmark(orders, rounds, batchSize, db);
       try {

@@ -36,12 +36,15 @@ import java.util.regex.Pattern;
  * Intake: creates with fresh idempotency keys over HTTP, for a realistic SKU spread (1-3 items over
  * 1,000 SKUs) and a flash sale (every order on one SKU). For each: the baseline (the same inserts and
  * reservations as one transaction per order, driven directly against PostgreSQL on 8 connections), wrk
- * at 16 and 64 connections (the highest rate with p99 at most 50 ms and no errors), then Gatling at
- * 80% of that rate for 60 s, asserting p99 at most 50 ms and no failures. The service runs in this JVM.
+ * at 64 connections (closed loop: the throughput at saturation), then Gatling (open model) at 70% of
+ * that rate for 60 s, asserting p99 at most 50 ms and no failures, and at 45% if that did not hold.
+ * The service runs in this JVM, after a warm-up.
  */
 public final class IntakeBenchmark {
   private static final int BASELINE_CONNECTIONS = 8;
-  private static final int[] WRK_CONNECTIONS = {16, 64};
+  private static final int WRK_CONNECTIONS = 64;
+  /** Gatling tries these shares of wrk's closed-loop throughput, highest first, until one holds. */
+  private static final double[] GATLING_SHARES_OF_WRK = {0.7, 0.45};
   private static final Pattern WRK_RATE = Pattern.compile("Requests/sec:\\s+([0-9.]+)");
   private static final Pattern WRK_P99 = Pattern.compile("99%\\s+([0-9.]+)(us|ms|s)");
   private static final Pattern WRK_NON_2XX = Pattern.compile("Non-2xx or 3xx responses: (\\d+)");
@@ -84,28 +87,31 @@ public final class IntakeBenchmark {
         .put("date", LocalDate.now().toString())
         .put("machine", Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.arch"));
     try {
+      wrk(baseUrl, 1000, WRK_CONNECTIONS); // warm-up (JIT, pools, caches), not recorded
       for (int skus : new int[] {1000, 1}) {
         String name = skus == 1 ? "flashSale" : "realistic";
         JsonObject scenario = new JsonObject();
         scenario.put("baseline", baseline(vertx, skus));
-        JsonArray wrkRuns = new JsonArray();
-        double best = 0;
-        for (int connections : WRK_CONNECTIONS) {
-          JsonObject wrk = wrk(baseUrl, skus, connections);
-          wrkRuns.add(wrk);
-          if (wrk.getDouble("p99Ms") <= 50 && wrk.getLong("errors") == 0) {
-            best = Math.max(best, wrk.getDouble("perSecond"));
+        JsonObject wrk = wrk(baseUrl, skus, WRK_CONNECTIONS);
+        scenario.put("wrk", wrk);
+        JsonArray gatlingRuns = new JsonArray();
+        double held = 0;
+        for (double share : GATLING_SHARES_OF_WRK) {
+          int rate = (int) Math.max(50, wrk.getDouble("perSecond") * share);
+          GatlingRun.Result gatling = GatlingRun.run("ordertimeout.bench.gatling.CreateOrdersSimulation", Map.of(
+              "baseUrl", baseUrl, "rate", Integer.toString(rate), "duration", Integer.toString(gatlingSeconds),
+              "skus", Integer.toString(skus)));
+          gatlingRuns.add(gatling.toJson().put("rate", rate).put("seconds", gatlingSeconds));
+          if (gatling.assertionsPassed()) {
+            held = gatling.meanPerSecond();
+            break;
           }
         }
-        scenario.put("wrk", wrkRuns).put("wrkBestPerSecondWithP99Under50ms", best);
-        int rate = (int) Math.max(100, best * 0.8);
-        GatlingRun.Result gatling = GatlingRun.run("ordertimeout.bench.gatling.CreateOrdersSimulation", Map.of(
-            "baseUrl", baseUrl, "rate", Integer.toString(rate), "duration", Integer.toString(gatlingSeconds),
-            "skus", Integer.toString(skus)));
-        scenario.put("gatling", gatling.toJson().put("rate", rate).put("seconds", gatlingSeconds));
-        double held = gatling.assertionsPassed() ? gatling.meanPerSecond() : 0;
-        scenario.put("heldPerSecond", held)
-            .put("heldVsBaseline", round(Math.max(held, best) / scenario.getJsonObject("baseline").getDouble("perSecond")));
+        double baselineRate = scenario.getJsonObject("baseline").getDouble("perSecond");
+        scenario.put("gatling", gatlingRuns)
+            .put("heldPerSecond", round(held))
+            .put("heldVsBaseline", round(held / baselineRate))
+            .put("wrkVsBaseline", round(wrk.getDouble("perSecond") / baselineRate));
         result.put(name, scenario);
         System.out.println(name + ": " + scenario.encode());
       }
@@ -118,12 +124,13 @@ public final class IntakeBenchmark {
     Files.writeString(out, result.encodePrettily());
     JsonObject realistic = result.getJsonObject("realistic");
     JsonObject flash = result.getJsonObject("flashSale");
-    System.out.printf("intake: realistic %.0f/s (wrk, p99 <= 50 ms), Gatling held %.0f/s for %d s (p99 %.0f ms), baseline %.0f/s; "
-            + "flash sale %.0f/s (wrk), Gatling held %.0f/s (p99 %.0f ms), baseline %.0f/s (%.1fx); stock consistent%n",
-        realistic.getDouble("wrkBestPerSecondWithP99Under50ms"), realistic.getDouble("heldPerSecond"), gatlingSeconds,
-        realistic.getJsonObject("gatling").getDouble("p99Ms"), realistic.getJsonObject("baseline").getDouble("perSecond"),
-        flash.getDouble("wrkBestPerSecondWithP99Under50ms"), flash.getDouble("heldPerSecond"),
-        flash.getJsonObject("gatling").getDouble("p99Ms"), flash.getJsonObject("baseline").getDouble("perSecond"),
+    System.out.printf("intake: realistic: held %.0f/s for %d s with p99 <= 50 ms and no error (Gatling), wrk %.0f/s at %d connections "
+            + "(p99 %.0f ms), baseline %.0f/s, held %.1fx baseline; flash sale: held %.0f/s, wrk %.0f/s (p99 %.0f ms), "
+            + "baseline %.0f/s, held %.1fx baseline; stock consistent%n",
+        realistic.getDouble("heldPerSecond"), gatlingSeconds, realistic.getJsonObject("wrk").getDouble("perSecond"), WRK_CONNECTIONS,
+        realistic.getJsonObject("wrk").getDouble("p99Ms"), realistic.getJsonObject("baseline").getDouble("perSecond"),
+        realistic.getDouble("heldVsBaseline"), flash.getDouble("heldPerSecond"), flash.getJsonObject("wrk").getDouble("perSecond"),
+        flash.getJsonObject("wrk").getDouble("p99Ms"), flash.getJsonObject("baseline").getDouble("perSecond"),
         flash.getDouble("heldVsBaseline"));
   }
 
