@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark once, one after another (about 15 minutes on 2 cores), and prints their summary
+# Runs every benchmark once, one after another (about 16 minutes on 2 cores), and prints their summary
 # lines at the end. Figures go to load-tests/results/*.json. Needs wrk (installed from Debian's packages
 # when missing). Run from the repository root: bash load-tests/run-all.sh
 set -euo pipefail
@@ -12,12 +12,12 @@ fi
 mkdir -p load-tests/results
 log=load-tests/results/run-all.log
 : > "$log"
-mvn -q -B -Pbench test-compile
+mvn -q -B -Dstyle.color=never -Pbench test-compile
 
 run() {
   echo "== $1" | tee -a "$log"
-  mvn -q -B -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} 2>&1 | tee -a "$log" \
-    | grep -E '^(wheel|reload|close-storm|steady-state|intake):' || true
+  mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} 2>&1 | tee -a "$log" \
+    | grep -aE '(wheel|reload|close-storm|steady-state|intake): ' || true
 }
 
 run WheelBenchmark
@@ -28,4 +28,4 @@ run IntakeBenchmark
 
 echo
 echo "Summary:"
-grep -E '^(wheel|reload|close-storm|steady-state|intake):' "$log"
+grep -aE '^(wheel|reload|close-storm|steady-state|intake): ' "$log"

@@ -11,13 +11,9 @@ import ordertimeout.config.ConfigSource;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
 
-import java.io.IOException;
-import java.net.ServerSocket;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.time.Instant;
-import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -41,7 +37,7 @@ public final class CloseStormBenchmark {
   private static final long STOCK_PER_SKU = 1_000_000;
   private static final int IN_FLIGHT = 4;
   private static final int CLASSIC_CONNECTIONS = 8;
-  private static final long CLASSIC_TIME_CAP_MILLIS = 30_000;
+  private static final long CLASSIC_TIME_CAP_MILLIS = 20_000;
   private static final Instant FAR_AWAY = Instant.parse("2099-01-01T00:00:00Z");
 
   private final int orders;
@@ -84,21 +80,16 @@ public final class CloseStormBenchmark {
     JsonObject ceiling = median(ceilings);
     JsonObject service = median(services);
     double serviceRate = service.getDouble("closesPerSecond");
-    JsonObject result = new JsonObject()
-        .put("benchmark", "close-storm")
-        .put("date", LocalDate.now().toString())
-        .put("machine", Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.arch"))
+    JsonObject result = Results.header("close-storm")
         .put("orders", orders)
         .put("rounds", rounds)
         .put("batchSize", batchSize)
         .put("service", service)
         .put("ceiling", ceiling)
         .put("classic", classic)
-        .put("serviceVsCeiling", round(serviceRate / ceiling.getDouble("closesPerSecond")))
-        .put("serviceVsClassic", round(serviceRate / classic.getDouble("closesPerSecond")));
-    Path out = Path.of("load-tests", "results", "close-storm.json");
-    Files.createDirectories(out.getParent());
-    Files.writeString(out, result.encodePrettily());
+        .put("serviceVsCeiling", Results.round(serviceRate / ceiling.getDouble("closesPerSecond")))
+        .put("serviceVsClassic", Results.round(serviceRate / classic.getDouble("closesPerSecond")));
+    Results.write("close-storm", result);
     System.out.printf("close-storm: %d orders, median of %d; service %.0f closes/s (lateness p50 %.0f ms, p99 %.0f ms, "
             + "max %.0f ms); ceiling %.0f/s (service at %.0f%%); classic %.0f/s (service %.1fx); "
             + "every run: all closed once, none early, stock consistent%n",
@@ -120,7 +111,7 @@ public final class CloseStormBenchmark {
 
   private JsonObject measure(String name, Driver driver) throws Exception {
     seed();
-    Instant deadline = armDeadline(10);
+    Instant deadline = armDeadline(6);
     Pool pool = Pools.shared(vertx, "bench-driver", db.setup.connectOptions(), CLASSIC_CONNECTIONS, 1);
     DeadlineStore store = new DeadlineStore(pool);
     sleepUntil(deadline);
@@ -131,9 +122,9 @@ public final class CloseStormBenchmark {
 
   private JsonObject measureService() throws Exception {
     seed();
-    Instant deadline = armDeadline(20);
+    Instant deadline = armDeadline(12);
     Map<String, String> environment = Map.of(
-        "OT_HTTP_PORT", Integer.toString(freePort()),
+        "OT_HTTP_PORT", Integer.toString(Results.freePort()),
         "OT_TIMER_BATCH_SIZE", Integer.toString(batchSize));
     AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
     Vertx serviceVertx = Vertx.vertx();
@@ -253,8 +244,8 @@ public final class CloseStormBenchmark {
     double drainSeconds = db.number("SELECT extract(epoch FROM max(closed_at) - min(close_at)) FROM orders WHERE status = 'CLOSED'");
     JsonObject result = new JsonObject()
         .put("closed", (long) closed)
-        .put("drainSeconds", round(drainSeconds))
-        .put("closesPerSecond", round(closed / drainSeconds))
+        .put("drainSeconds", Results.round(drainSeconds))
+        .put("closesPerSecond", Results.round(closed / drainSeconds))
         .put("latenessP50Ms", latenessPercentile(0.5))
         .put("latenessP99Ms", latenessPercentile(0.99))
         .put("latenessP999Ms", latenessPercentile(0.999))
@@ -265,7 +256,7 @@ public final class CloseStormBenchmark {
   }
 
   private double latenessPercentile(double fraction) {
-    return round(db.number("""
+    return Results.round(db.number("""
         SELECT percentile_cont(?) WITHIN GROUP (ORDER BY extract(epoch FROM closed_at - close_at) * 1000)
         FROM orders WHERE status = 'CLOSED'""", fraction));
   }
@@ -275,10 +266,7 @@ public final class CloseStormBenchmark {
     check(name, "one ORDER_CLOSED event each", db.number("SELECT count(DISTINCT order_id) FROM outbox WHERE type = 'ORDER_CLOSED'") == closed
         && db.number("SELECT count(*) FROM outbox WHERE type = 'ORDER_CLOSED'") == closed);
     check(name, "none early", db.number("SELECT count(*) FROM orders WHERE closed_at < close_at") == 0);
-    check(name, "stock invariant", db.number("""
-        SELECT count(*) FROM inventory inv
-        WHERE inv.reserved <> coalesce((SELECT sum(i.qty) FROM order_items i JOIN orders o ON o.id = i.order_id
-                                        WHERE i.sku = inv.sku AND o.status = 'UNPAID'), 0)""") == 0);
+    check(name, "stock invariant", db.stockInvariantViolations() == 0);
     if (!name.equals("classic")) {
       check(name, "every order closed", closed == orders);
       check(name, "all stock back", db.number("SELECT count(*) FROM inventory WHERE reserved <> 0 OR available <> ?", STOCK_PER_SKU) == 0);
@@ -298,13 +286,5 @@ public final class CloseStormBenchmark {
     }
   }
 
-  private static double round(double value) {
-    return Math.round(value * 100) / 100.0;
-  }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
-    }
-  }
 }

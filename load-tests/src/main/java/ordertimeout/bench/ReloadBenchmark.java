@@ -17,7 +17,6 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.Reader;
 import java.lang.reflect.Field;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -25,7 +24,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -95,10 +93,7 @@ public final class ReloadBenchmark {
     double ratio = (double) reloadMillis / copyMillis;
     boolean underTwoSeconds = reloadMillis <= 2000;
     boolean underTwiceBaseline = ratio <= 2;
-    JsonObject result = new JsonObject()
-        .put("benchmark", "reload")
-        .put("date", LocalDate.now().toString())
-        .put("machine", Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.arch"))
+    JsonObject result = Results.header("reload")
         .put("orders", orders)
         .put("runs", runs)
         .put("data", "unpaid orders without reminders, " + SHARDS + " shards, time-ordered ids created over the 10 minutes "
@@ -121,13 +116,11 @@ public final class ReloadBenchmark {
                 + "on a connection opened beforehand")
             .put("medianMillis", copyMillis)
             .put("runs", new JsonArray(copies)))
-        .put("reloadVsBaseline", round(ratio))
+        .put("reloadVsBaseline", Results.round(ratio))
         .put("targets", new JsonObject()
             .put("reloadAtMost2Seconds", underTwoSeconds)
             .put("reloadAtMost2xBaseline", underTwiceBaseline));
-    Path out = Path.of("load-tests", "results", "reload.json");
-    Files.createDirectories(out.getParent());
-    Files.writeString(out, result.encodePrettily());
+    Results.write("reload", result);
     System.out.printf("reload: %,d unpaid orders, median of %d; service reload %d ms (first run, cold JVM: %d ms; the wheel "
             + "got %,d close timers), COPY baseline %d ms, reload %.2fx the baseline; targets <=2 s %s, <=2x %s%n",
         orders, runs, reloadMillis, reloads.get(0).getLong("reloadMillis"), reloads.get(0).getLong("closeTimers"),
@@ -281,7 +274,4 @@ public final class ReloadBenchmark {
     }
   }
 
-  private static double round(double value) {
-    return Math.round(value * 100) / 100.0;
-  }
 }

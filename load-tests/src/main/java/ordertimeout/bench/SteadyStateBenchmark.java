@@ -7,10 +7,7 @@ import ordertimeout.bus.DueOrders;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigSource;
 
-import java.net.ServerSocket;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.LocalDate;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -34,10 +31,7 @@ public final class SteadyStateBenchmark {
 
   private static void run(BenchDatabase db, int rate, int seconds) throws Exception {
     db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, 999) s");
-    int port;
-    try (ServerSocket socket = new ServerSocket(0)) {
-      port = socket.getLocalPort();
-    }
+    int port = Results.freePort();
     Map<String, String> environment = Map.of("OT_HTTP_PORT", Integer.toString(port), "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000");
     AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
     Vertx vertx = Vertx.vertx();
@@ -59,14 +53,8 @@ public final class SteadyStateBenchmark {
     double closed = db.number("SELECT count(*) FROM orders WHERE close_reason = 'TIMEOUT'");
     double early = db.number("SELECT count(*) FROM orders WHERE closed_at < close_at");
     double unpaid = db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'");
-    double wrongStock = db.number("""
-        SELECT count(*) FROM inventory inv
-        WHERE inv.reserved <> coalesce((SELECT sum(i.qty) FROM order_items i JOIN orders o ON o.id = i.order_id
-                                        WHERE i.sku = inv.sku AND o.status = 'UNPAID'), 0)""");
-    JsonObject result = new JsonObject()
-        .put("benchmark", "steady-state")
-        .put("date", LocalDate.now().toString())
-        .put("machine", Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.arch"))
+    long wrongStock = db.stockInvariantViolations();
+    JsonObject result = Results.header("steady-state")
         .put("ratePerSecond", rate)
         .put("seconds", seconds)
         .put("gatling", gatling.toJson())
@@ -76,14 +64,12 @@ public final class SteadyStateBenchmark {
         .put("closedBySweep", service.stats().timeoutCloses(DueOrders.Path.SWEEP))
         .put("leftUnpaid", (long) unpaid)
         .put("closedEarly", (long) early)
-        .put("stockInvariantBroken", (long) wrongStock)
+        .put("stockInvariantBroken", wrongStock)
         .put("latenessP50Ms", lateness(db, 0.5))
         .put("latenessP99Ms", lateness(db, 0.99))
         .put("latenessP999Ms", lateness(db, 0.999))
         .put("latenessMaxMs", lateness(db, 1.0));
-    Path out = Path.of("load-tests", "results", "steady-state.json");
-    Files.createDirectories(out.getParent());
-    Files.writeString(out, result.encodePrettily());
+    Results.write("steady-state", result);
     System.out.printf("steady-state: %d creates/s for %d s (Gatling p99 %.0f ms, %d failed); %d created, %d paid, %d closed on timeout; "
             + "lateness p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; closed early %d; left unpaid %d; stock %s%n",
         rate, seconds, gatling.p99Ms(), gatling.failed(), (long) created, (long) paid, (long) closed,

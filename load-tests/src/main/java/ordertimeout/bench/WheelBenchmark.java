@@ -27,9 +27,7 @@ import java.io.File;
 import java.net.URISyntaxException;
 import java.net.URL;
 import java.net.URLClassLoader;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -425,11 +423,7 @@ public class WheelBenchmark {
     double perTimerRetained = memory.getDouble("retainedBytesPerPendingTimerMedian");
     boolean speedMet = expire.getDouble("wheelVsFasterOther") >= 3 && cancel.getDouble("wheelVsFasterOther") >= 3;
     boolean memoryMet = Math.max(perTimerHeap, perTimerRetained) <= 32;
-    JsonObject result = new JsonObject()
-        .put("benchmark", "wheel")
-        .put("date", LocalDate.now().toString())
-        .put("machine", Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.arch")
-            + ", Java " + System.getProperty("java.version"))
+    JsonObject result = Results.header("wheel")
         .put("jmh", "single-shot invocations on structures kept for the whole trial, " + WARMUP_SHOTS + " warmup + "
             + MEASURED_SHOTS + " measured per benchmark (the wheel slows down over its first ~8 runs as its free list "
             + "gets scrambled, then holds), 1 fork each (-Xms4g -Xmx4g), GC between invocations; figures are medians")
@@ -442,9 +436,7 @@ public class WheelBenchmark {
         .put("targets", new JsonObject()
             .put("wheelAtLeast3xFasterOther", speedMet)
             .put("atMost32BytesPerPendingTimerAt10M", memoryMet));
-    Path out = Path.of("load-tests", "results", "wheel.json");
-    Files.createDirectories(out.getParent());
-    Files.writeString(out, result.encodePrettily());
+    Results.write("wheel", result);
 
     System.out.printf("wheel: %,d timers per invocation, medians of %d; expire within 20 ms: %s; over 30 min: %s; cancel: %s; "
             + "cancel by id: %s; %,d pending: %.1f B/timer by heapBytes()/pending(), %.1f B/timer retained after full GC "
@@ -479,20 +471,20 @@ public class WheelBenchmark {
       double medianMillis = statistics.getPercentile(50);
       JsonArray shots = new JsonArray();
       for (var it = statistics.getRawData(); it.hasNext(); ) {
-        shots.add(round(it.next().getKey()));
+        shots.add(Results.round(it.next().getKey()));
       }
       long opsPerSecond = Math.round(timers / (medianMillis / 1000));
       out.put(contender, new JsonObject()
           .put("name", NAMES.get(contender))
           .put("benchmark", method)
-          .put("medianMillisPerInvocation", round(medianMillis))
+          .put("medianMillisPerInvocation", Results.round(medianMillis))
           .put("millisPerInvocation", shots)
           .put("opsPerSecond", opsPerSecond));
       if (!contender.equals("wheel")) {
         fasterOther = Math.max(fasterOther, opsPerSecond);
       }
     }
-    return out.put("wheelVsFasterOther", round(out.getJsonObject("wheel").getDouble("opsPerSecond") / fasterOther));
+    return out.put("wheelVsFasterOther", Results.round(out.getJsonObject("wheel").getDouble("opsPerSecond") / fasterOther));
   }
 
   /**
@@ -513,7 +505,4 @@ public class WheelBenchmark {
     return classPath;
   }
 
-  static double round(double value) {
-    return Math.round(value * 100) / 100.0;
-  }
 }

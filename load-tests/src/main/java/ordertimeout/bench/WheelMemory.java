@@ -39,9 +39,9 @@ public final class WheelMemory {
         .put("pending", last.pending())
         .put("tries", TRIES)
         .put("heapBytes", last.heapBytes())
-        .put("heapBytesPerPendingTimer", WheelBenchmark.round((double) last.heapBytes() / last.pending()))
+        .put("heapBytesPerPendingTimer", Results.round((double) last.heapBytes() / last.pending()))
         .put("retainedBytes", new JsonArray(Arrays.stream(retained).boxed().toList()))
-        .put("retainedBytesPerPendingTimerMedian", WheelBenchmark.round((double) median / last.pending()))
+        .put("retainedBytesPerPendingTimerMedian", Results.round((double) median / last.pending()))
         .put("how", "new TimeWheel(10 ms, now, 1 << 16) then schedule(id, due, CLOSE) of " + pending
             + " time-ordered ids due uniformly over the next 7 days. heapBytes()/pending(): the wheel's own sum of its "
             + "array lengths. Retained: MemoryMXBean heap used after System.gc() with the wheel alive minus before it "
