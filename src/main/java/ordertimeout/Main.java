@@ -3,6 +3,7 @@ package ordertimeout;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigException;
 import ordertimeout.config.ConfigSource;
+import ordertimeout.ops.LogSetup;
 import ordertimeout.store.DatabaseSetup;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -12,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Reads the configuration (a file given as the first argument or in OT_CONFIG, else
- * conf/application.yaml), prepares the database before Vert.x starts, and deploys the service.
+ * conf/application.yaml), applies its logging section, prepares the database before Vert.x starts, and deploys the service.
  * On SIGTERM (or Ctrl-C) the node drains before it exits: see {@link Service#drain()}.
  */
 public final class Main {
@@ -26,6 +27,7 @@ public final class Main {
     DatabaseSetup database;
     try {
       config = AppConfig.from(ConfigSource.load(configFile == null ? null : Path.of(configFile), System::getenv));
+      LogSetup.apply(config.logging());
       database = DatabaseSetup.prepare(config.database());
     } catch (ConfigException | IllegalArgumentException e) {
       log.error("refusing to start: {}", e.getMessage());

@@ -18,6 +18,8 @@ import ordertimeout.ops.Operations;
 import ordertimeout.ops.Telemetry;
 import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
+import ordertimeout.sweep.ReconciliationVerticle;
+import ordertimeout.sweep.RetentionVerticle;
 import ordertimeout.sweep.SweepVerticle;
 import ordertimeout.timer.TimerVerticle;
 import org.flywaydb.core.api.MigrationVersion;
@@ -86,8 +88,10 @@ public final class Service {
             })
             .compose(id -> {
               service.sweepDeployment = id;
-              return vertx.deployVerticle(new MonitorVerticle(config, service.operations, service.stats, service.alarms));
+              return vertx.deployVerticle(new ReconciliationVerticle(config, database, service.stats));
             })
+            .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, service.stats)))
+            .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, service.operations, service.stats, service.alarms)))
             .compose(id -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, service.stats, orderIds, service.operations),
                 new DeploymentOptions().setInstances(config.http().instances())))
             .map(id -> service));

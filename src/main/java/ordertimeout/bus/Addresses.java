@@ -10,6 +10,8 @@ public final class Addresses {
   public static final String CLOSE_DUE = "close.due";
   /** {@link DueOrders}: send these orders' reminders if still unpaid and not yet reminded. */
   public static final String REMIND_DUE = "remind.due";
+  /** A Boolean (repair or not): run the reconciliation now; replies its report as JSON (the response of POST /v1/admin/reconcile). */
+  public static final String RECONCILE = "maintenance.reconcile";
   /** {@link PermitRequest}: take permits from a token bucket; replies {@link PermitGrant}. */
   public static final String LIMITER_ACQUIRE = "limiter.acquire";
 

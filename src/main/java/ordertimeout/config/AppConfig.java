@@ -3,8 +3,10 @@ package ordertimeout.config;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
@@ -19,10 +21,13 @@ public record AppConfig(
     Timer timer,
     Close close,
     Sweep sweep,
+    Reconciliation reconciliation,
+    Retention retention,
     Limits limits,
     Metrics metrics,
     Alarms alarms,
-    Drain drain) {
+    Drain drain,
+    Logging logging) {
 
   public record Http(String host, int port, int instances, int maxBodyBytes) {}
 
@@ -57,6 +62,17 @@ public record AppConfig(
 
   public record Sweep(int intervalSeconds, int graceSeconds, int pageSize) {}
 
+  /** The stock-invariant and overdue-order check: every {@code intervalHours}, first that long after start. */
+  public record Reconciliation(int intervalHours) {}
+
+  /**
+   * Deletes, every {@code intervalSeconds} and in batches of {@code batchSize} rows: order_log rows older
+   * than {@code orderLogHours}, outbox rows published more than {@code publishedOutboxHours} ago, and
+   * idempotency keys older than {@code idempotencyKeyHours} (a replay after that creates a new order).
+   */
+  public record Retention(int intervalSeconds, int batchSize, int orderLogHours, int publishedOutboxHours,
+                          int idempotencyKeyHours) {}
+
   /** A rate of 0 means no cap. */
   public record Limits(int closesPerSecond, int closesBurst, int createsPerSecondPerClient, int createsBurst) {}
 
@@ -81,6 +97,19 @@ public record AppConfig(
 
   /** On SIGTERM: how long to wait for the close batches in flight before Vert.x closes. */
   public record Drain(int timeoutSeconds) {}
+
+  /**
+   * {@code format}: one JSON object per line (for log shippers) or a plain pattern (for a terminal);
+   * {@code rootLevel}: the root logger's level, null when not configured (then logback.xml's stays:
+   * OT_LOG_LEVEL, else INFO); {@code levels}: logger name to level, e.g. io.netty: WARN.
+   */
+  public record Logging(LogFormat format, String rootLevel, Map<String, String> levels) {}
+
+  public enum LogFormat { JSON, TEXT }
+
+  /** The level names logback accepts; anything else is refused rather than silently read as DEBUG. */
+  static final Set<String> LOG_LEVELS = Set.of("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF");
+  private static final String LOG_LEVEL_NAMES = "TRACE, DEBUG, INFO, WARN, ERROR, OFF";
 
   static final Set<String> DEV_KEYS = Set.of("dev-user-key", "dev-admin-key");
   private static final int SEVEN_DAYS = 7 * 24 * 3600;
@@ -115,6 +144,13 @@ public record AppConfig(
             source.integer("sweep.intervalSeconds", 5, 1, 3600),
             source.integer("sweep.graceSeconds", 2, 0, 3600),
             source.integer("sweep.pageSize", 1000, 1, 100_000)),
+        new Reconciliation(source.integer("reconciliation.intervalHours", 24, 1, 24 * 365)),
+        new Retention(
+            source.integer("retention.intervalSeconds", 60, 1, 24 * 3600),
+            source.integer("retention.batchSize", 1000, 1, 100_000),
+            source.integer("retention.orderLogHours", 72, 1, 24 * 365 * 10),
+            source.integer("retention.publishedOutboxHours", 24, 1, 24 * 365 * 10),
+            source.integer("retention.idempotencyKeyHours", 24, 1, 24 * 365 * 10)),
         new Limits(
             source.integer("limits.closesPerSecond", 0, 0, 10_000_000),
             source.integer("limits.closesBurst", 1000, 1, 10_000_000),
@@ -129,7 +165,8 @@ public record AppConfig(
             source.number("alarms.sweepCatchesPerMinute", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.outboxOldestAgeSeconds", 300, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.closeBatchesGivenUp", 0, Alarms.OFF, Long.MAX_VALUE)),
-        new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)));
+        new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)),
+        logging(source));
     config.refuseDevKeysOffLoopback();
     return config;
   }
@@ -194,6 +231,43 @@ public record AppConfig(
         source.integer("orders.maxUnpaidPerUser", 100, 1, 1_000_000),
         source.integer("orders.maxItems", 50, 1, 1000),
         source.integer("orders.maxQty", 10_000, 1, 1_000_000));
+  }
+
+  /**
+   * Without the key, JSON: a config file written for a deployment gets what log shippers parse. The
+   * embedded default (conf/application.yaml) asks for text, because it is what runs in a terminal.
+   */
+  private static Logging logging(ConfigSource source) {
+    String format = source.string("logging.format", "json").trim().toUpperCase(Locale.ROOT);
+    LogFormat logFormat;
+    try {
+      logFormat = LogFormat.valueOf(format);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("logging.format", "expected json or text, found '" + source.string("logging.format", "") + "'");
+    }
+    String configuredRoot = source.string("logging.level", null);
+    String root = configuredRoot == null ? null : logLevel("logging.level", configuredRoot);
+    Map<String, String> levels = new LinkedHashMap<>();
+    source.map("logging.levels").forEach((logger, level) -> {
+      String key = "logging.levels." + logger;
+      if (logger == null || logger.isBlank()) {
+        throw new ConfigException("logging.levels", "a logger name is required");
+      }
+      if (level == null || level instanceof Map || level instanceof List) {
+        throw new ConfigException(key, "expected one of " + LOG_LEVEL_NAMES + ", found " + level);
+      }
+      levels.put(logger, logLevel(key, level.toString()));
+    });
+    return new Logging(logFormat, root, Collections.unmodifiableMap(levels));
+  }
+
+  private static String logLevel(String key, String value) {
+    // YAML reads a bare OFF as the boolean false
+    String level = "false".equalsIgnoreCase(value) ? "OFF" : value.trim().toUpperCase(Locale.ROOT);
+    if (!LOG_LEVELS.contains(level)) {
+      throw new ConfigException(key, "expected one of " + LOG_LEVEL_NAMES + ", found '" + value + "'");
+    }
+    return level;
   }
 
   private void refuseDevKeysOffLoopback() {

@@ -1,19 +1,23 @@
 package ordertimeout.intake;
 
+import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
+import ordertimeout.bus.Addresses;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.OrderStore.Stock;
 
 import java.util.Set;
 
-/** Admin routes besides the admin close: stock levels and the node's stats. */
+/** Admin routes besides the admin close: stock levels, the node's stats, reconciliation on demand. */
 final class AdminRoutes {
   private static final long MAX_AVAILABLE = 1_000_000_000_000L;
+  /** A reconciliation reads every unpaid order: it may take a while on a large database. */
+  private static final DeliveryOptions RECONCILE = new DeliveryOptions().setSendTimeout(300_000);
 
   private final OrderStore store;
   private final ServiceStats stats;
@@ -29,6 +33,51 @@ final class AdminRoutes {
         .onFailure(ctx::fail));
     router.put("/v1/admin/inventory/:sku").handler(this::setAvailable);
     router.get("/v1/admin/stats").handler(ctx -> OrderRoutes.json(ctx, 200, stats.toJson()));
+    router.post("/v1/admin/reconcile").handler(this::reconcile);
+  }
+
+  private void reconcile(RoutingContext ctx) {
+    boolean repair = repair(ctx);
+    ctx.vertx().eventBus().<JsonObject>request(Addresses.RECONCILE, repair, RECONCILE)
+        .onSuccess(report -> OrderRoutes.json(ctx, 200, report.body()))
+        .onFailure(ctx::fail);
+  }
+
+  /** The optional body {@code {"repair": true|false}}; no body means false. */
+  private static boolean repair(RoutingContext ctx) {
+    if (noBody(ctx)) {
+      return false;
+    }
+    JsonObject body = object(ctx, "{\"repair\": true}", Set.of("repair"));
+    Object value = body.getValue("repair", false);
+    if (!(value instanceof Boolean repair)) {
+      throw ApiException.badRequest("invalid_field", "'repair' must be true or false");
+    }
+    return repair;
+  }
+
+  /** Without a body, or with an empty one, {@code body().buffer()} is null and {@code length()} -1 or 0. */
+  private static boolean noBody(RoutingContext ctx) {
+    return ctx.body().buffer() == null || ctx.body().length() <= 0;
+  }
+
+  /** The body as a JSON object with only {@code fields}, or 400 {@code malformed_json} / {@code unknown_field}. */
+  private static JsonObject object(RoutingContext ctx, String shape, Set<String> fields) {
+    Object parsed;
+    try {
+      parsed = noBody(ctx) ? null : Json.decodeValue(ctx.body().buffer());
+    } catch (DecodeException e) {
+      throw ApiException.badRequest("malformed_json", "the request body is not valid JSON");
+    }
+    if (!(parsed instanceof JsonObject body)) {
+      throw ApiException.badRequest("malformed_json", "the request body must be a JSON object " + shape);
+    }
+    for (String field : body.fieldNames()) {
+      if (!fields.contains(field)) {
+        throw ApiException.badRequest("unknown_field", "unknown field '" + field + "'");
+      }
+    }
+    return body;
   }
 
   private void setAvailable(RoutingContext ctx) {
@@ -40,20 +89,7 @@ final class AdminRoutes {
   }
 
   private static long available(RoutingContext ctx) {
-    Object parsed;
-    try {
-      parsed = ctx.body().length() == 0 ? null : Json.decodeValue(ctx.body().buffer());
-    } catch (DecodeException e) {
-      throw ApiException.badRequest("malformed_json", "the request body is not valid JSON");
-    }
-    if (!(parsed instanceof JsonObject body)) {
-      throw ApiException.badRequest("malformed_json", "the request body must be a JSON object {\"available\": n}");
-    }
-    for (String field : body.fieldNames()) {
-      if (!Set.of("available").contains(field)) {
-        throw ApiException.badRequest("unknown_field", "unknown field '" + field + "'");
-      }
-    }
+    JsonObject body = object(ctx, "{\"available\": n}", Set.of("available"));
     Object value = body.getValue("available");
     if (!(value instanceof Integer || value instanceof Long)
         || ((Number) value).longValue() < 0 || ((Number) value).longValue() > MAX_AVAILABLE) {

@@ -10,6 +10,7 @@ import io.vertx.ext.web.handler.BodyHandler;
 import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
 import ordertimeout.config.AppConfig;
+import ordertimeout.ops.AccessLog;
 import ordertimeout.ops.Operations;
 import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
@@ -41,6 +42,7 @@ public final class IntakeVerticle extends VerticleBase {
     CreateGroups creates = new CreateGroups(new OrderCreates(pool), config);
     Auth auth = new Auth(config.apiKeys());
     Router router = Router.router(vertx);
+    router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
     operations.mount(vertx, router, stats);
     router.post("/v1/orders").handler(this::timeCreate);
     router.route("/v1/*").handler(auth::authenticate);
@@ -54,6 +56,11 @@ public final class IntakeVerticle extends VerticleBase {
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true));
     return server.requestHandler(router).listen(config.http().port(), config.http().host());
+  }
+
+  private static String clientOf(RoutingContext ctx) {
+    AppConfig.ApiKey caller = Auth.caller(ctx);
+    return caller == null ? null : caller.client();
   }
 
   /** Every create's latency by its answer's status, refusals included. */

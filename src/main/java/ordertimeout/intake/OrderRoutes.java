@@ -12,6 +12,7 @@ import ordertimeout.bus.PermitRequest;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.AppConfig.ApiKey;
 import ordertimeout.limit.LimiterVerticle;
+import ordertimeout.ops.AccessLog;
 import ordertimeout.order.CloseReason;
 import ordertimeout.order.Deadlines;
 import ordertimeout.order.NewOrder;
@@ -27,10 +28,19 @@ import ordertimeout.store.OrderCreates.IdempotencyKey;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.OrderStore.StateChange;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import java.util.regex.Pattern;
 
-/** The order routes: create (idempotent), read, pay, cancel, and the admin close. */
+import static net.logstash.logback.argument.StructuredArguments.kv;
+
+/**
+ * The order routes: create (idempotent), read, pay, cancel, and the admin close. A create is logged by
+ * its access line (201 with the order id); a payment or a close on request by an INFO line of its own.
+ */
 final class OrderRoutes {
+  private static final Logger log = LoggerFactory.getLogger(OrderRoutes.class);
   private static final Pattern IDEMPOTENCY_KEY = Pattern.compile("[\\x21-\\x7e]{1,255}");
   private static final Pattern ORDER_ID = Pattern.compile("[0-9]{1,19}");
 
@@ -81,6 +91,7 @@ final class OrderRoutes {
           if (outcome.created() == null) {
             stats.idempotentReplay();
           } else {
+            AccessLog.orderId(ctx, outcome.created().id());
             stats.orderCreated();
             schedule(outcome.created());
           }
@@ -119,6 +130,9 @@ final class OrderRoutes {
   private void pay(RoutingContext ctx) {
     respond(ctx, 200, store.pay(orderId(ctx), clientScope(ctx)).map(change -> {
       cancelTimersIfChanged(change);
+      if (change.changed()) {
+        log.info("order paid {} {}", kv("orderId", change.order().id()), kv("requestId", AccessLog.requestId(ctx)));
+      }
       if (change.order().status() == OrderStatus.CLOSED) {
         throw new OrderRejected(Reason.ORDER_CLOSED, "order " + change.order().id() + " is closed ("
             + change.order().closeReason() + ") and cannot be paid");
@@ -132,6 +146,8 @@ final class OrderRoutes {
       cancelTimersIfChanged(change);
       if (change.changed()) {
         stats.closedOnRequest(reason);
+        log.info("order closed {} {} {}", kv("orderId", change.order().id()), kv("reason", reason),
+            kv("requestId", AccessLog.requestId(ctx)));
       }
       if (change.order().status() == OrderStatus.PAID) {
         throw new OrderRejected(Reason.ORDER_PAID, "order " + change.order().id() + " is paid and cannot be closed");
@@ -158,7 +174,9 @@ final class OrderRoutes {
       throw ApiException.badRequest("invalid_order_id", "an order id is a decimal number");
     }
     try {
-      return Long.parseLong(id);
+      long parsed = Long.parseLong(id);
+      AccessLog.orderId(ctx, parsed);
+      return parsed;
     } catch (NumberFormatException e) {
       throw ApiException.badRequest("invalid_order_id", "an order id is a 64-bit number");
     }

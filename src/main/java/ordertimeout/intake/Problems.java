@@ -6,12 +6,15 @@ import io.vertx.core.eventbus.ReplyException;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.pgclient.PgException;
+import ordertimeout.ops.AccessLog;
 import ordertimeout.order.OrderRejected;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.ConnectException;
 import java.util.concurrent.TimeoutException;
+
+import static net.logstash.logback.argument.StructuredArguments.kv;
 
 /** The one failure handler of the router: every error becomes application/problem+json with a stable {@code code}. */
 final class Problems {
@@ -28,20 +31,21 @@ final class Problems {
     } else if (failure == null) {
       sendStatus(ctx, ctx.statusCode());
     } else if (isDatabaseUnavailable(failure)) {
-      log.warn("{} {}: database unavailable: {}", ctx.request().method(), ctx.request().path(), failure.toString());
+      log.warn("{} {}: database unavailable: {} {}", ctx.request().method(), ctx.request().path(), failure.toString(), requestId(ctx));
       ctx.response().putHeader("Retry-After", "1");
       send(ctx, 503, "database_unavailable", "the database cannot be reached; nothing was changed, retry later");
     } else if (failure instanceof PgException pg && pg.getSqlState() != null && pg.getSqlState().startsWith("40")) {
       ctx.response().putHeader("Retry-After", "1");
       send(ctx, 503, "transaction_conflict", "the request collided with a concurrent one and was rolled back; retry it");
     } else if (failure instanceof ReplyException) {
-      log.warn("{} {}: an internal component did not answer: {}", ctx.request().method(), ctx.request().path(), failure.toString());
+      log.warn("{} {}: an internal component did not answer: {} {}", ctx.request().method(), ctx.request().path(), failure.toString(),
+          requestId(ctx));
       ctx.response().putHeader("Retry-After", "1");
       send(ctx, 503, "service_busy", "the service could not take the request now; nothing was changed, retry later");
     } else if (ctx.statusCode() == 413) {
       sendStatus(ctx, 413);
     } else {
-      log.error("{} {} failed", ctx.request().method(), ctx.request().path(), failure);
+      log.error("{} {} failed {}", ctx.request().method(), ctx.request().path(), requestId(ctx), failure);
       send(ctx, 500, "internal_error", "an unexpected error; nothing was committed unless the order shows it");
     }
   }
@@ -82,7 +86,13 @@ final class Problems {
     return false;
   }
 
+  private static Object requestId(RoutingContext ctx) {
+    return kv("requestId", AccessLog.requestId(ctx));
+  }
+
+  /** The code goes on the request's access line; the 5xx causes are logged above. */
   static void send(RoutingContext ctx, int status, String code, String detail) {
+    AccessLog.problem(ctx, code);
     if (ctx.response().headWritten()) {
       ctx.request().connection().close();
       return;

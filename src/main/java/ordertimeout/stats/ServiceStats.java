@@ -43,6 +43,10 @@ public final class ServiceStats {
   public static final String PENDING_TIMERS = "ordertimeout.pending.timers";
   public static final String WHEEL_LOADED = "ordertimeout.wheel.loaded";
   public static final String WHEEL_RELOAD = "ordertimeout.wheel.reload";
+  public static final String RECONCILIATION_SKU_DIFFERENCES = "ordertimeout.reconciliation.sku.differences";
+  public static final String RECONCILIATION_OVERDUE_UNPAID = "ordertimeout.reconciliation.overdue.unpaid";
+  public static final String RECONCILIATION_REPAIRED = "ordertimeout.reconciliation.repaired";
+  public static final String RETENTION_DELETED = "ordertimeout.retention.deleted";
 
   /** The path tag of closes asked for over the API (cancel, admin close). */
   public static final String REQUEST_PATH = "request";
@@ -70,6 +74,11 @@ public final class ServiceStats {
   private final Timer wheelReload;
   private final Map<Integer, Timer> createsByStatus = new ConcurrentHashMap<>();
   private volatile boolean wheelLoaded;
+  /** -1 until the first reconciliation ran. */
+  private volatile long reconciliationSkuDifferences = -1;
+  private volatile long reconciliationOverdueUnpaid = -1;
+  private final Counter reconciliationRepaired;
+  private final Map<String, Counter> retentionDeleted = new ConcurrentHashMap<>();
   private volatile long lastReloadMillis = -1;
 
   /**
@@ -122,6 +131,15 @@ public final class ServiceStats {
         .description("1 when the wheel holds every owned shard's pending deadlines")
         .strongReference(true)
         .register(registry);
+    Gauge.builder(RECONCILIATION_SKU_DIFFERENCES, this, stats -> stats.reconciliationSkuDifferences)
+        .description("SKUs whose reserved differed from the sum of their unpaid items at the last reconciliation (-1: none ran yet)")
+        .strongReference(true)
+        .register(registry);
+    Gauge.builder(RECONCILIATION_OVERDUE_UNPAID, this, stats -> stats.reconciliationOverdueUnpaid)
+        .description("Unpaid orders overdue by more than the sweep's grace and interval at the last reconciliation (-1: none ran yet)")
+        .strongReference(true)
+        .register(registry);
+    reconciliationRepaired = counter(RECONCILIATION_REPAIRED, "SKUs whose reserved count a reconciliation with repair set right");
   }
 
   private Counter closes(CloseReason reason, String path) {
@@ -230,6 +248,22 @@ public final class ServiceStats {
     return wheelLoaded;
   }
 
+  /** A reconciliation ran: what it found (before any repair) and how many SKUs it repaired. */
+  public void reconciled(long skuDifferences, long overdueUnpaid, int repaired) {
+    reconciliationSkuDifferences = skuDifferences;
+    reconciliationOverdueUnpaid = overdueUnpaid;
+    reconciliationRepaired.increment(repaired);
+  }
+
+  /** Retention deleted {@code rows} of {@code table}. */
+  public void retentionDeleted(String table, int rows) {
+    retentionDeleted.computeIfAbsent(table, name -> Counter.builder(RETENTION_DELETED)
+            .description("Rows the retention job deleted, by table")
+            .tag("table", name)
+            .register(registry))
+        .increment(rows);
+  }
+
   public long closeBatchesGivenUp() {
     return (long) closeBatchesGivenUp.count();
   }
@@ -254,6 +288,12 @@ public final class ServiceStats {
       }
     }
     return 0;
+  }
+
+  private JsonObject retentionDeletedJson() {
+    JsonObject deleted = new JsonObject();
+    retentionDeleted.forEach((table, count) -> deleted.put(table, (long) count.count()));
+    return deleted;
   }
 
   /** The body of GET /v1/admin/stats: counts since the node started. */
@@ -293,6 +333,11 @@ public final class ServiceStats {
         .put("ordersCreated", (long) ordersCreated.count())
         .put("idempotentReplays", (long) idempotentReplays.count())
         .put("rateLimited", (long) rateLimited.count())
+        .put("reconciliation", new JsonObject()
+            .put("skuDifferences", reconciliationSkuDifferences)
+            .put("overdueUnpaid", reconciliationOverdueUnpaid)
+            .put("repaired", (long) reconciliationRepaired.count()))
+        .put("retentionDeleted", retentionDeletedJson())
         .put("wheelLoaded", wheelLoaded)
         .put("lastReloadMillis", lastReloadMillis);
   }

@@ -207,4 +207,65 @@ final class Sql {
       INSERT INTO inventory (sku, available) VALUES ($1, $2)
       ON CONFLICT (sku) DO UPDATE SET available = EXCLUDED.available, updated_at = now()
       RETURNING sku, available, reserved""";
+
+  // ---- reconciliation: the stock invariant and overdue orders (MaintenanceStore)
+
+  /** The database clock at the check, and how many SKUs it covers. */
+  static final String COUNT_INVENTORY = "SELECT now() AS checked_at, count(*) AS skus FROM inventory";
+
+  /**
+   * SKUs whose {@code reserved} is not the sum of the quantities of their items in unpaid orders, in
+   * SKU order, the first {@code $1} of them, each with the total number that differ. One statement:
+   * one snapshot, so closes and creates committing meanwhile cannot make a difference appear.
+   */
+  static final String RESERVED_DIFFERENCES = """
+      WITH expected AS (
+        SELECT i.sku, sum(i.qty) AS qty FROM order_items i JOIN orders o ON o.id = i.order_id
+        WHERE o.status = 'UNPAID' GROUP BY i.sku),
+      differing AS (
+        SELECT inv.sku, inv.reserved, coalesce(e.qty, 0)::bigint AS expected
+        FROM inventory inv LEFT JOIN expected e ON e.sku = inv.sku
+        WHERE inv.reserved <> coalesce(e.qty, 0))
+      SELECT sku, reserved, expected, count(*) OVER () AS total FROM differing ORDER BY sku LIMIT $1""";
+
+  /** Unpaid orders overdue by more than {@code $1} seconds: how many, and the oldest (by deadline). */
+  static final String OVERDUE_UNPAID = """
+      SELECT id, close_at, count(*) OVER () AS total FROM orders
+      WHERE status = 'UNPAID' AND close_at < now() - $1::int * interval '1 second'
+      ORDER BY close_at, id LIMIT 1""";
+
+  /**
+   * The repair of {@code reserved} for the SKUs in {@code $1}, whose rows the transaction has locked in
+   * SKU order ({@link #LOCK_STOCK_BY_SKU}) first: the sum is recomputed under the locks, so no create,
+   * close or payment of those SKUs can commit in between. {@code available} is left alone.
+   */
+  static final String REPAIR_RESERVED = """
+      WITH expected AS (
+        SELECT i.sku, sum(i.qty) AS qty FROM order_items i JOIN orders o ON o.id = i.order_id
+        WHERE o.status = 'UNPAID' AND i.sku = ANY($1) GROUP BY i.sku),
+      target AS (
+        SELECT inv.sku, inv.reserved AS was, coalesce(e.qty, 0)::bigint AS expected
+        FROM inventory inv LEFT JOIN expected e ON e.sku = inv.sku
+        WHERE inv.sku = ANY($1))
+      UPDATE inventory AS inv SET reserved = t.expected, updated_at = now()
+      FROM target t
+      WHERE inv.sku = t.sku AND inv.reserved <> t.expected
+      RETURNING inv.sku, t.was, inv.reserved""";
+
+  // ---- retention: small batches, each its own short transaction (MaintenanceStore)
+
+  /** Log lines older than {@code $1} hours, {@code $2} at most. */
+  static final String DELETE_OLD_ORDER_LOG = """
+      DELETE FROM order_log WHERE id IN (
+        SELECT id FROM order_log WHERE at < now() - $1::int * interval '1 hour' ORDER BY id LIMIT $2)""";
+
+  /** Outbox rows published more than {@code $1} hours ago; unpublished rows (published_at NULL) never match. */
+  static final String DELETE_PUBLISHED_OUTBOX = """
+      DELETE FROM outbox WHERE event_id IN (
+        SELECT event_id FROM outbox WHERE published_at < now() - $1::int * interval '1 hour' ORDER BY event_id LIMIT $2)""";
+
+  /** Idempotency keys older than {@code $1} hours: a replay after that creates a new order. */
+  static final String DELETE_OLD_IDEMPOTENCY_KEYS = """
+      DELETE FROM idempotency_keys WHERE (client, key) IN (
+        SELECT client, key FROM idempotency_keys WHERE created_at < now() - $1::int * interval '1 hour' LIMIT $2)""";
 }

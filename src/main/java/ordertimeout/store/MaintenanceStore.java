@@ -1,0 +1,122 @@
+package ordertimeout.store;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.pgclient.PgConnectOptions;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What reconciliation and retention ask of the database. They have a small pool of their own, so that
+ * a long check or a run of deletes never makes a close wait for a connection.
+ */
+public final class MaintenanceStore {
+  public static final String POOL = "order-timeout-maintenance";
+  private static final int POOL_SIZE = 2;
+
+  private final Pool pool;
+
+  public MaintenanceStore(Pool pool) {
+    this.pool = pool;
+  }
+
+  public static MaintenanceStore shared(Vertx vertx, PgConnectOptions connectOptions) {
+    return new MaintenanceStore(Pools.shared(vertx, POOL, connectOptions, POOL_SIZE, 1));
+  }
+
+  /** A SKU whose {@code reserved} is not the sum of its items in unpaid orders ({@code expected}). */
+  public record Difference(String sku, long reserved, long expected) {}
+
+  public record Overdue(long id, Instant closeAt) {}
+
+  /**
+   * The result of a check: the database clock, the SKUs checked, the first differences in SKU order
+   * with their total, and the unpaid orders overdue (with the oldest, null when none).
+   */
+  public record Check(Instant checkedAt, long skusChecked, List<Difference> differences, long differencesTotal,
+                      long overdueUnpaid, Overdue oldestOverdue) {}
+
+  /** A repaired SKU: {@code reserved} went from {@code from} to {@code to}. */
+  public record Change(String sku, long from, long to) {}
+
+  /** Reads only: the stock invariant, SKU by SKU, and the unpaid orders overdue by more than {@code overdueSeconds}. */
+  public Future<Check> check(int overdueSeconds, int listLimit) {
+    Future<Row> inventory = pool.query(Sql.COUNT_INVENTORY).execute().map(rows -> rows.iterator().next());
+    Future<List<Row>> differing = pool.preparedQuery(Sql.RESERVED_DIFFERENCES).execute(Tuple.of(listLimit)).map(MaintenanceStore::list);
+    Future<List<Row>> overdue = pool.preparedQuery(Sql.OVERDUE_UNPAID).execute(Tuple.of(overdueSeconds)).map(MaintenanceStore::list);
+    return Future.all(inventory, differing, overdue).map(all -> {
+      List<Difference> differences = new ArrayList<>();
+      for (Row row : differing.result()) {
+        differences.add(new Difference(row.getString("sku"), row.getLong("reserved"), row.getLong("expected")));
+      }
+      long differencesTotal = differing.result().isEmpty() ? 0 : differing.result().get(0).getLong("total");
+      Row oldest = overdue.result().isEmpty() ? null : overdue.result().get(0);
+      return new Check(
+          inventory.result().getOffsetDateTime("checked_at").toInstant(),
+          inventory.result().getLong("skus"),
+          List.copyOf(differences),
+          differencesTotal,
+          oldest == null ? 0 : oldest.getLong("total"),
+          oldest == null ? null : new Overdue(oldest.getLong("id"), oldest.getOffsetDateTime("close_at").toInstant()));
+    });
+  }
+
+  /**
+   * One transaction: finds the SKUs that differ, locks their inventory rows in SKU order (as every
+   * transaction touching several SKUs does, so a repair cannot deadlock with a close), recomputes the
+   * sums under those locks and sets {@code reserved} to them. {@code available} is not touched.
+   */
+  public Future<List<Change>> repairReserved() {
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.RESERVED_DIFFERENCES).execute(Tuple.of(Integer.MAX_VALUE))
+        .compose(differing -> {
+          List<String> skus = new ArrayList<>();
+          for (Row row : differing) {
+            skus.add(row.getString("sku"));
+          }
+          if (skus.isEmpty()) {
+            return Future.succeededFuture(List.<Change>of());
+          }
+          Tuple sorted = Tuple.of(skus.toArray(new String[0]));
+          return conn.preparedQuery(Sql.LOCK_STOCK_BY_SKU).execute(sorted)
+              .compose(locked -> conn.preparedQuery(Sql.REPAIR_RESERVED).execute(sorted))
+              .map(changed -> {
+                List<Change> changes = new ArrayList<>();
+                for (Row row : changed) {
+                  changes.add(new Change(row.getString("sku"), row.getLong("was"), row.getLong("reserved")));
+                }
+                changes.sort((a, b) -> a.sku().compareTo(b.sku()));
+                return List.copyOf(changes);
+              });
+        }));
+  }
+
+  /** Deletes up to {@code batchSize} order_log rows older than {@code hours}; the number deleted. */
+  public Future<Integer> deleteOldOrderLog(int hours, int batchSize) {
+    return delete(Sql.DELETE_OLD_ORDER_LOG, hours, batchSize);
+  }
+
+  /** Deletes up to {@code batchSize} outbox rows published more than {@code hours} ago; never an unpublished one. */
+  public Future<Integer> deletePublishedOutbox(int hours, int batchSize) {
+    return delete(Sql.DELETE_PUBLISHED_OUTBOX, hours, batchSize);
+  }
+
+  /** Deletes up to {@code batchSize} idempotency keys older than {@code hours}. */
+  public Future<Integer> deleteOldIdempotencyKeys(int hours, int batchSize) {
+    return delete(Sql.DELETE_OLD_IDEMPOTENCY_KEYS, hours, batchSize);
+  }
+
+  private Future<Integer> delete(String sql, int hours, int batchSize) {
+    return pool.preparedQuery(sql).execute(Tuple.of(hours, batchSize)).map(rows -> rows.rowCount());
+  }
+
+  private static List<Row> list(Iterable<Row> rows) {
+    List<Row> list = new ArrayList<>();
+    rows.forEach(list::add);
+    return list;
+  }
+}

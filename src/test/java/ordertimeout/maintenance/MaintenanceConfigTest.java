@@ -1,0 +1,39 @@
+package ordertimeout.maintenance;
+
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigException;
+import ordertimeout.config.ConfigSource;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The reconciliation and retention keys: their defaults in the embedded config, overrides, and wrong values named by key. */
+class MaintenanceConfigTest {
+  private static AppConfig load(Map<String, String> environment) {
+    return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
+  }
+
+  @Test
+  void defaults() {
+    AppConfig config = load(Map.of());
+    assertThat(config.reconciliation()).isEqualTo(new AppConfig.Reconciliation(24));
+    assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 24));
+  }
+
+  @Test
+  void overridesAndWrongValues() {
+    assertThat(load(Map.of("OT_RETENTION_ORDER_LOG_HOURS", "168")).retention().orderLogHours()).isEqualTo(168);
+    assertThat(load(Map.of("OT_RECONCILIATION_INTERVAL_HOURS", "6")).reconciliation().intervalHours()).isEqualTo(6);
+    assertThatThrownBy(() -> load(Map.of("OT_RECONCILIATION_INTERVAL_HOURS", "0")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("reconciliation.intervalHours");
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_BATCH_SIZE", "many"))).hasMessageContaining("retention.batchSize");
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_INTERVAL_SECONDS", "0"))).hasMessageContaining("retention.intervalSeconds");
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_PUBLISHED_OUTBOX_HOURS", "-1")))
+        .hasMessageContaining("retention.publishedOutboxHours");
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_IDEMPOTENCY_KEY_HOURS", "0"))).hasMessageContaining("retention.idempotencyKeyHours");
+  }
+}

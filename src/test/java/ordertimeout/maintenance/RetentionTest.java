@@ -1,0 +1,83 @@
+package ordertimeout.maintenance;
+
+import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Api;
+import ordertimeout.support.ServiceTestBase;
+import ordertimeout.support.Sql;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The retention job against the real service, running every second in batches of two rows: it deletes
+ * what is past its window (rows aged with SQL) and keeps recent rows and every unpublished outbox row.
+ */
+class RetentionTest extends ServiceTestBase {
+  @Override
+  protected Map<String, String> overrides() {
+    return Map.of("OT_RETENTION_INTERVAL_SECONDS", "1", "OT_RETENTION_BATCH_SIZE", "2");
+  }
+
+  @Test
+  void deletesOldLogLinesPublishedEventsAndIdempotencyKeysInBatchesAndKeepsTheRest() {
+    api.setStock("SKU-1", 100);
+    List<Long> old = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      old.add(Long.parseLong(create("u-1", 3600, "SKU-1", 1).getString("id")));
+    }
+    long recent = Long.parseLong(create("u-1", 3600, "SKU-1", 1).getString("id"));
+    long unpublished = Long.parseLong(create("u-1", 3600, "SKU-1", 1).getString("id"));
+    long deletedBefore = deleted("order_log");
+    Long[] oldIds = old.toArray(new Long[0]);
+
+    Sql.execute("UPDATE order_log SET at = now() - interval '73 hours' WHERE order_id = ANY(?)", (Object) oldIds);
+    Sql.execute("UPDATE order_log SET at = now() - interval '71 hours' WHERE order_id = ?", recent);
+    Sql.execute("UPDATE outbox SET published_at = now() - interval '25 hours' WHERE order_id = ANY(?)", (Object) oldIds);
+    Sql.execute("UPDATE outbox SET published_at = now() - interval '23 hours' WHERE order_id = ?", recent);
+    Sql.execute("UPDATE outbox SET created_at = now() - interval '500 hours' WHERE order_id = ?", unpublished);
+    Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE order_id = ANY(?)", (Object) oldIds);
+    Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '23 hours' WHERE order_id = ?", recent);
+
+    waitUntil("the old rows deleted", Duration.ofSeconds(30), () ->
+        Sql.count("SELECT count(*) FROM order_log WHERE order_id = ANY(?)", (Object) oldIds) == 0
+            && Sql.count("SELECT count(*) FROM outbox WHERE order_id = ANY(?)", (Object) oldIds) == 0
+            && Sql.count("SELECT count(*) FROM idempotency_keys WHERE order_id = ANY(?)", (Object) oldIds) == 0);
+
+    for (long kept : new long[] {recent, unpublished}) {
+      assertThat(Sql.count("SELECT count(*) FROM order_log WHERE order_id = ?", kept)).isEqualTo(1);
+      assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ?", kept)).isEqualTo(1);
+      assertThat(Sql.count("SELECT count(*) FROM idempotency_keys WHERE order_id = ?", kept)).isEqualTo(1);
+    }
+    assertThat(Sql.count("SELECT count(*) FROM orders")).as("orders themselves are kept").isEqualTo(7);
+    waitUntil("the counters", Duration.ofSeconds(10), () -> deleted("order_log") - deletedBefore >= 5
+        && deleted("outbox") >= 5 && deleted("idempotency_keys") >= 5);
+    assertThat(api.get("/metrics", null).body()).contains("ordertimeout_retention_deleted_total{table=\"order_log\"}");
+  }
+
+  @Test
+  void aReplayAfterTheIdempotencyWindowCreatesANewOrder() {
+    api.setStock("SKU-1", 100);
+    String key = UUID.randomUUID().toString();
+    JsonObject body = orderBody("u-1", 3600, "SKU-1", 1);
+    String first = api.createOrder(key, body).json().getString("id");
+    Api.Response replay = api.createOrder(key, body);
+    assertThat(replay.json().getString("id")).as("within the window: the stored answer").isEqualTo(first);
+
+    Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = ?", key);
+    waitUntil("the key expired", Duration.ofSeconds(30), () -> Sql.count("SELECT count(*) FROM idempotency_keys WHERE key = ?", key) == 0);
+
+    Api.Response after = api.createOrder(key, body);
+    assertThat(after.status()).isEqualTo(201);
+    assertThat(after.json().getString("id")).isNotEqualTo(first);
+  }
+
+  private long deleted(String table) {
+    return api.stats().getJsonObject("retentionDeleted").getLong(table, 0L);
+  }
+}
