@@ -91,7 +91,8 @@ public record AppConfig(
       long latenessP99Millis,
       long sweepCatchesPerMinute,
       long outboxOldestAgeSeconds,
-      long closeBatchesGivenUp) {
+      long closeBatchesGivenUp,
+      long reconciliationDifferences) {
     public static final long OFF = -1;
   }
 
@@ -163,8 +164,9 @@ public record AppConfig(
             source.integer("alarms.evaluateSeconds", 5, 1, 3600),
             source.number("alarms.latenessP99Millis", 1000, Alarms.OFF, SEVEN_DAYS * 1000L),
             source.number("alarms.sweepCatchesPerMinute", 0, Alarms.OFF, Long.MAX_VALUE),
-            source.number("alarms.outboxOldestAgeSeconds", 300, Alarms.OFF, Long.MAX_VALUE),
-            source.number("alarms.closeBatchesGivenUp", 0, Alarms.OFF, Long.MAX_VALUE)),
+            source.number("alarms.outboxOldestAgeSeconds", Alarms.OFF, Alarms.OFF, Long.MAX_VALUE),
+            source.number("alarms.closeBatchesGivenUp", 0, Alarms.OFF, Long.MAX_VALUE),
+            source.number("alarms.reconciliationDifferences", 0, Alarms.OFF, Long.MAX_VALUE)),
         new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)),
         logging(source));
     config.refuseDevKeysOffLoopback();

@@ -33,7 +33,9 @@ public final class Alarms {
     /** Age of the oldest unpublished outbox row, s. */
     OUTBOX_AGE("s"),
     /** Batches given up after their retries in the window. */
-    CLOSE_BATCHES_GIVEN_UP("batches");
+    CLOSE_BATCHES_GIVEN_UP("batches"),
+    /** SKUs whose reserved count differed from their unpaid items at the last reconciliation. */
+    RECONCILIATION_DIFFERENCES("skus");
 
     private final String unit;
 
@@ -44,9 +46,11 @@ public final class Alarms {
 
   /**
    * What the alarms look at: the recent p99 lateness, the counters since the node started (the
-   * alarms take their increase over the window), and the outbox age ({@code NaN} while unknown).
+   * alarms take their increase over the window), the outbox age and the last reconciliation's
+   * differences ({@code NaN} while unknown).
    */
-  public record Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds) {}
+  public record Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds,
+                         double reconciliationDifferences) {}
 
   private record Sample(long atMillis, long sweepCatches, long closeBatchesGivenUp) {}
 
@@ -60,6 +64,7 @@ public final class Alarms {
     thresholds.put(Code.SWEEP_CATCHES, config.sweepCatchesPerMinute());
     thresholds.put(Code.OUTBOX_AGE, config.outboxOldestAgeSeconds());
     thresholds.put(Code.CLOSE_BATCHES_GIVEN_UP, config.closeBatchesGivenUp());
+    thresholds.put(Code.RECONCILIATION_DIFFERENCES, config.reconciliationDifferences());
     windowMillis = window.toMillis();
     for (Code code : Code.values()) {
       AtomicInteger state = new AtomicInteger();
@@ -83,6 +88,7 @@ public final class Alarms {
     check(Code.SWEEP_CATCHES, sweepCatchesPerMinute);
     check(Code.OUTBOX_AGE, readings.outboxOldestAgeSeconds());
     check(Code.CLOSE_BATCHES_GIVEN_UP, readings.closeBatchesGivenUp() - base.closeBatchesGivenUp());
+    check(Code.RECONCILIATION_DIFFERENCES, readings.reconciliationDifferences());
   }
 
   /** The newest sample at least a window old (or the oldest there is), after adding {@code now}; older ones go. */

@@ -264,6 +264,11 @@ public final class ServiceStats {
         .increment(rows);
   }
 
+  /** SKUs found off at the last reconciliation, -1 before the first. */
+  public long lastReconciliationSkuDifferences() {
+    return reconciliationSkuDifferences;
+  }
+
   public long closeBatchesGivenUp() {
     return (long) closeBatchesGivenUp.count();
   }
