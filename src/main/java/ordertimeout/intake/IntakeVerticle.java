@@ -51,6 +51,7 @@ public final class IntakeVerticle extends VerticleBase {
     router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
     new OrderRoutes(vertx, config, store, creates, orderIds, stats).mount(router);
     new AdminRoutes(store, stats).mount(router);
+    new DashboardRoutes(store).mount(router);
     router.route().failureHandler(Problems::handle);
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));

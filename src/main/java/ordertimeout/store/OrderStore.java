@@ -77,6 +77,42 @@ public final class OrderStore {
     });
   }
 
+  /** A close as the dashboard lists it; {@code latenessMillis} is closed_at - close_at (negative for a close on request). */
+  public record RecentClose(long orderId, String reason, java.time.Instant closeAt, java.time.Instant closedAt, long latenessMillis) {}
+
+  /** A line of an order's log. */
+  public record LogLine(String event, String detail, java.time.Instant at) {}
+
+  /** The {@code limit} latest closes, newest first. */
+  public Future<List<RecentClose>> latestCloses(int limit) {
+    return pool.preparedQuery(Sql.LATEST_CLOSES).execute(Tuple.of(limit)).map(rows -> {
+      List<RecentClose> closes = new ArrayList<>(rows.size());
+      for (Row row : rows) {
+        Long lateness = row.getLong("lateness_millis");
+        closes.add(new RecentClose(row.getLong("order_id"), row.getString("close_reason"),
+            instant(row.getOffsetDateTime("close_at")), instant(row.getOffsetDateTime("closed_at")),
+            lateness == null ? 0 : lateness));
+      }
+      return closes;
+    });
+  }
+
+  /** Every log line of an order, oldest first (any client's order: for admins); 404 when there is no such order. */
+  public Future<List<LogLine>> orderLog(long id) {
+    return pool.preparedQuery(Sql.ORDER_LOG).execute(Tuple.of(id)).map(rows -> {
+      if (rows.size() == 0) {
+        throw new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id);
+      }
+      List<LogLine> lines = new ArrayList<>(rows.size());
+      for (Row row : rows) {
+        if (row.getString("event") != null) {
+          lines.add(new LogLine(row.getString("event"), row.getString("detail"), instant(row.getOffsetDateTime("at"))));
+        }
+      }
+      return lines;
+    });
+  }
+
   public Future<Stock> stock(String sku) {
     return pool.preparedQuery(Sql.SELECT_INVENTORY).execute(Tuple.of(sku)).map(rows -> {
       if (rows.size() == 0) {

@@ -199,6 +199,29 @@ final class Sql {
         AND (close_at, id) > ($3, $4)
       ORDER BY close_at, id LIMIT $5""";
 
+  // ---- the operator dashboard (admin)
+
+  /**
+   * The latest closes, newest first: a backward scan of order_log's primary key, stopping after
+   * {@code $1} CLOSED lines, each joined with its order by primary key.
+   */
+  static final String LATEST_CLOSES = """
+      SELECT l.order_id, o.close_reason, o.close_at, o.closed_at,
+             (extract(epoch FROM o.closed_at - o.close_at) * 1000)::bigint AS lateness_millis
+      FROM order_log l JOIN orders o ON o.id = l.order_id
+      WHERE l.event = 'CLOSED'
+      ORDER BY l.id DESC LIMIT $1""";
+
+  /**
+   * One order's log lines in the order they were written (order_log_by_order); one row with a null
+   * event when the order exists without lines (retention), none when there is no such order.
+   */
+  static final String ORDER_LOG = """
+      SELECT l.event, l.detail, l.at
+      FROM orders o LEFT JOIN order_log l ON l.order_id = o.id
+      WHERE o.id = $1
+      ORDER BY l.id""";
+
   // ---- inventory
 
   static final String SELECT_INVENTORY = "SELECT sku, available, reserved FROM inventory WHERE sku = $1";
