@@ -193,7 +193,7 @@
         '<td class="mono">' + esc(time(close.closeAt)) + '</td>' +
         '<td class="mono">' + esc(time(close.closedAt)) + '</td>' +
         '<td class="num' + (late ? ' late' : '') + '">' + (timeout ? esc(millis(close.latenessMillis)) :
-          '<span class="muted">on request, ' + esc(millis(-close.latenessMillis)) + ' before the deadline</span>') + '</td></tr>';
+          '<span class="muted" title="' + esc(millis(-close.latenessMillis)) + ' before the deadline">on request</span>') + '</td></tr>';
     }).join('');
   }
 
