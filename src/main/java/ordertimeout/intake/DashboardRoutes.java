@@ -5,7 +5,6 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.StaticHandler;
-import ordertimeout.ops.AccessLog;
 import ordertimeout.store.OrderStore;
 
 import java.time.Instant;
@@ -21,7 +20,6 @@ final class DashboardRoutes {
   static final int DEFAULT_LIMIT = 20;
   static final int MAX_LIMIT = 200;
   private static final Pattern LIMIT = Pattern.compile("[0-9]{1,4}");
-  private static final Pattern ORDER_ID = Pattern.compile("[0-9]{1,19}");
 
   private final OrderStore store;
 
@@ -63,7 +61,7 @@ final class DashboardRoutes {
   }
 
   private void orderLog(RoutingContext ctx) {
-    store.orderLog(orderId(ctx)).onSuccess(lines -> array(ctx, toJson(lines))).onFailure(ctx::fail);
+    store.orderLog(OrderRoutes.orderId(ctx)).onSuccess(lines -> array(ctx, toJson(lines))).onFailure(ctx::fail);
   }
 
   private static JsonArray toJson(List<OrderStore.LogLine> lines) {
@@ -86,21 +84,6 @@ final class DashboardRoutes {
       throw ApiException.badRequest("invalid_field", "'limit' must be a whole number from 1 to " + MAX_LIMIT);
     }
     return Integer.parseInt(value);
-  }
-
-  /** As the order routes read it: 400 {@code invalid_order_id} unless a decimal 64-bit number. */
-  private static long orderId(RoutingContext ctx) {
-    String id = ctx.pathParam("id");
-    if (!ORDER_ID.matcher(id).matches()) {
-      throw ApiException.badRequest("invalid_order_id", "an order id is a decimal number");
-    }
-    try {
-      long parsed = Long.parseLong(id);
-      AccessLog.orderId(ctx, parsed);
-      return parsed;
-    } catch (NumberFormatException e) {
-      throw ApiException.badRequest("invalid_order_id", "an order id is a 64-bit number");
-    }
   }
 
   private static void array(RoutingContext ctx, JsonArray body) {

@@ -168,7 +168,8 @@ final class OrderRoutes {
     return caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
   }
 
-  private static long orderId(RoutingContext ctx) {
+  /** The {@code :id} path parameter: 400 {@code invalid_order_id} unless a decimal 64-bit number. */
+  static long orderId(RoutingContext ctx) {
     String id = ctx.pathParam("id");
     if (!ORDER_ID.matcher(id).matches()) {
       throw ApiException.badRequest("invalid_order_id", "an order id is a decimal number");
