@@ -8,7 +8,12 @@ import io.vertx.core.Vertx;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.LocalCodec;
 import ordertimeout.close.CloseVerticle;
+import ordertimeout.cluster.KafkaClients;
+import ordertimeout.cluster.OwnedShards;
+import ordertimeout.cluster.ShardOwnershipVerticle;
+import ordertimeout.cluster.TimerFanoutVerticle;
 import ordertimeout.config.AppConfig;
+import ordertimeout.events.OutboxRelayVerticle;
 import ordertimeout.intake.IntakeVerticle;
 import ordertimeout.limit.LimiterVerticle;
 import ordertimeout.ops.Alarms;
@@ -29,11 +34,7 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-/**
- * One node of the service on a Vert.x instance: deploys the verticles in dependency order (limiter
- * and close first, so that the timer's first due batch has somewhere to go; intake last, so that no
- * order is taken before the wheel has reloaded every pending one), and drains them on shutdown.
- */
+/** One node of the service on a Vert.x instance: deploys the verticles in dependency order and drains them on shutdown. */
 public final class Service {
   private static final Logger log = LoggerFactory.getLogger(Service.class);
 
@@ -43,6 +44,8 @@ public final class Service {
   private final Operations operations;
   private final Alarms alarms;
   private final CloseVerticle close;
+  private final OwnedShards owned;
+  private String ownershipDeployment;
   private String timerDeployment;
   private String sweepDeployment;
 
@@ -54,6 +57,10 @@ public final class Service {
     this.operations = new Operations(registry, database, latestMigration);
     this.alarms = new Alarms(config.alarms(), Duration.ofSeconds(config.metrics().windowSeconds()), registry);
     this.close = new CloseVerticle(config, database, stats);
+    int shards = config.database().shards();
+    this.owned = config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards);
+    stats.shardsOwned(owned.list());
+    stats.trackWheelLoaded(owned::allLoaded);
   }
 
   /**
@@ -79,22 +86,38 @@ public final class Service {
     OrderIds orderIds = new OrderIds(config.nodeId());
     return vertx.executeBlocking(Migrations::latestOnClassPath)
         .map(latest -> new Service(vertx, config, database, registry, latest))
-        .compose(service -> vertx.deployVerticle(new LimiterVerticle(config.limits()))
-            .compose(id -> vertx.deployVerticle(service.close))
-            .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, service.stats)))
-            .compose(id -> {
-              service.timerDeployment = id;
-              return vertx.deployVerticle(new SweepVerticle(config, database));
-            })
-            .compose(id -> {
-              service.sweepDeployment = id;
-              return vertx.deployVerticle(new ReconciliationVerticle(config, database, service.stats));
-            })
-            .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, service.stats)))
-            .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, service.operations, service.stats, service.alarms)))
-            .compose(id -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, service.stats, orderIds, service.operations),
-                new DeploymentOptions().setInstances(config.http().instances())))
-            .map(id -> service));
+        .compose(service -> service.deploy(database, orderIds));
+  }
+
+  /**
+   * Limiter and close first, so that the timer's first due batch has somewhere to go; on a node alone
+   * the timer loads every shard before it finishes starting; in a cluster the timer fan-out and the
+   * shard ownership come next (the group then assigns shards, loaded as they come); intake last.
+   */
+  private Future<Service> deploy(PgConnectOptions database, OrderIds orderIds) {
+    boolean clustered = config.kafka().enabled();
+    return (clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
+        .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits())))
+        .compose(id -> vertx.deployVerticle(close))
+        .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, stats, owned)))
+        .compose(id -> {
+          timerDeployment = id;
+          return clustered ? vertx.deployVerticle(new TimerFanoutVerticle(config, stats))
+              .compose(fanout -> vertx.deployVerticle(new ShardOwnershipVerticle(config, owned, stats)))
+              .onSuccess(ownership -> ownershipDeployment = ownership)
+              .compose(ownership -> vertx.deployVerticle(new OutboxRelayVerticle(config, database, stats)))
+              : Future.succeededFuture(id);
+        })
+        .compose(id -> vertx.deployVerticle(new SweepVerticle(config, database, owned)))
+        .compose(id -> {
+          sweepDeployment = id;
+          return vertx.deployVerticle(new ReconciliationVerticle(config, database, stats));
+        })
+        .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats)))
+        .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, operations, stats, alarms)))
+        .compose(id -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, orderIds, operations),
+            new DeploymentOptions().setInstances(config.http().instances())))
+        .map(id -> this);
   }
 
   public ServiceStats stats() {
@@ -125,7 +148,8 @@ public final class Service {
     log.info("draining: not ready, refusing new orders, waiting up to {} s for the close batches in flight", timeoutSeconds);
     // Without a context: closing Vert.x stops the event loops that would run the listeners of a future bound to one.
     Promise<Void> drained = Promise.promise();
-    undeploy(sweepDeployment)
+    undeploy(ownershipDeployment)
+        .compose(none -> undeploy(sweepDeployment))
         .compose(none -> undeploy(timerDeployment))
         .compose(none -> close.idle().timeout(timeoutSeconds, TimeUnit.SECONDS))
         .onSuccess(idle -> log.info("drained: no close batch in flight"))

@@ -2,10 +2,21 @@ package ordertimeout.bus;
 
 /** Every event-bus address of the service. */
 public final class Addresses {
-  /** {@link ordertimeout.order.Deadlines}: put deadlines and reminders into the wheel. */
+  /**
+   * {@link ordertimeout.order.Deadlines}: put deadlines and reminders into the wheel of their shard's owner.
+   * One node alone: its timer takes them. In a cluster: the timer fan-out publishes them to Kafka.
+   */
   public static final String TIMER_SCHEDULE = "timer.schedule";
-  /** {@link CancelTimers}: drop an order's timers (it was paid or closed). */
+  /** {@link CancelTimers}: drop an order's timers (it was paid or closed), on its shard's owner. */
   public static final String TIMER_CANCEL = "timer.cancel";
+  /** {@link ordertimeout.order.Deadlines} of shards this node owns, as they arrive from Kafka: into this node's wheel. */
+  public static final String TIMER_OWNED_SCHEDULE = "timer.owned.schedule";
+  /** {@link CancelTimers} of shards this node owns, as they arrive from Kafka. */
+  public static final String TIMER_OWNED_CANCEL = "timer.owned.cancel";
+  /** {@link ShardChange}: this node was given these shards; the timer loads them and replies when they are in its wheel. */
+  public static final String SHARDS_ASSIGNED = "timer.shards.assigned";
+  /** {@link ShardChange}: this node lost these shards; the timer drops their timers and replies. */
+  public static final String SHARDS_REVOKED = "timer.shards.revoked";
   /** {@link DueOrders}: close these orders if still unpaid and due; replies with the number closed. */
   public static final String CLOSE_DUE = "close.due";
   /** {@link DueOrders}: send these orders' reminders if still unpaid and not yet reminded. */

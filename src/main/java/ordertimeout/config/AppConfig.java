@@ -27,7 +27,8 @@ public record AppConfig(
     Metrics metrics,
     Alarms alarms,
     Drain drain,
-    Logging logging) {
+    Logging logging,
+    Kafka kafka) {
 
   public record Http(String host, int port, int instances, int maxBodyBytes) {}
 
@@ -94,6 +95,21 @@ public record AppConfig(
       long closeBatchesGivenUp,
       long reconciliationDifferences) {
     public static final long OFF = -1;
+  }
+
+  /**
+   * Kafka, off when {@code bootstrapServers} is empty (one node owns every shard). On: shard ownership is
+   * the partition assignment of consumer group {@code groupId} on {@code timersTopic} (one partition per
+   * shard, created at start when missing), new timers travel through that topic to their shard's owner,
+   * and the outbox relay publishes to {@code eventsTopic} every {@code relayIntervalMillis}, at most
+   * {@code relayBatchSize} events per transaction.
+   */
+  public record Kafka(String bootstrapServers, String timersTopic, String eventsTopic, String groupId,
+                      int replicationFactor, int sessionTimeoutMillis, int relayIntervalMillis, int relayBatchSize,
+                      int deliveryTimeoutMillis) {
+    public boolean enabled() {
+      return !bootstrapServers.isBlank();
+    }
   }
 
   /** On SIGTERM: how long to wait for the close batches in flight before Vert.x closes. */
@@ -168,7 +184,17 @@ public record AppConfig(
             source.number("alarms.closeBatchesGivenUp", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.reconciliationDifferences", 0, Alarms.OFF, Long.MAX_VALUE)),
         new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)),
-        logging(source));
+        logging(source),
+        new Kafka(
+            source.string("kafka.bootstrapServers", ""),
+            source.string("kafka.timersTopic", "order-timers"),
+            source.string("kafka.eventsTopic", "order-events"),
+            source.string("kafka.groupId", "order-timeout"),
+            source.integer("kafka.replicationFactor", 1, 1, 16),
+            source.integer("kafka.sessionTimeoutMillis", 10_000, 1000, 300_000),
+            source.integer("kafka.relayIntervalMillis", 100, 1, 60_000),
+            source.integer("kafka.relayBatchSize", 1000, 1, 100_000),
+            source.integer("kafka.deliveryTimeoutMillis", 15_000, 1000, 300_000)));
     config.refuseDevKeysOffLoopback();
     return config;
   }

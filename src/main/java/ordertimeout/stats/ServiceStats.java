@@ -13,12 +13,14 @@ import org.HdrHistogram.Histogram;
 import org.HdrHistogram.SynchronizedHistogram;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.BooleanSupplier;
 
 /**
  * What one node has done since it started, shared by its verticles (all thread-safe), kept as
@@ -43,6 +45,10 @@ public final class ServiceStats {
   public static final String PENDING_TIMERS = "ordertimeout.pending.timers";
   public static final String WHEEL_LOADED = "ordertimeout.wheel.loaded";
   public static final String WHEEL_RELOAD = "ordertimeout.wheel.reload";
+  public static final String SHARDS_OWNED = "ordertimeout.shards.owned";
+  public static final String TIMER_PUBLISH_FAILURES = "ordertimeout.timer.publish.failures";
+  public static final String OUTBOX_PUBLISHED = "ordertimeout.outbox.published";
+  public static final String OUTBOX_RELAY_FAILURES = "ordertimeout.outbox.relay.failures";
   public static final String RECONCILIATION_SKU_DIFFERENCES = "ordertimeout.reconciliation.sku.differences";
   public static final String RECONCILIATION_OVERDUE_UNPAID = "ordertimeout.reconciliation.overdue.unpaid";
   public static final String RECONCILIATION_REPAIRED = "ordertimeout.reconciliation.repaired";
@@ -73,13 +79,17 @@ public final class ServiceStats {
   private final Counter rateLimited;
   private final Timer wheelReload;
   private final Map<Integer, Timer> createsByStatus = new ConcurrentHashMap<>();
-  private volatile boolean wheelLoaded;
+  private volatile BooleanSupplier wheelLoaded = () -> false;
   /** -1 until the first reconciliation ran. */
   private volatile long reconciliationSkuDifferences = -1;
   private volatile long reconciliationOverdueUnpaid = -1;
   private final Counter reconciliationRepaired;
   private final Map<String, Counter> retentionDeleted = new ConcurrentHashMap<>();
   private volatile long lastReloadMillis = -1;
+  private volatile int[] ownedShards = new int[0];
+  private final Counter timerPublishFailures;
+  private final Counter outboxPublished;
+  private final Counter outboxRelayFailures;
 
   /**
    * Registers the node's meters in {@code registry}; the lateness percentiles (p50, p99, p99.9) are
@@ -127,7 +137,15 @@ public final class ServiceStats {
     wheelReload = Timer.builder(WHEEL_RELOAD)
         .description("Time to reload every pending deadline of the owned shards into the wheel")
         .register(registry);
-    Gauge.builder(WHEEL_LOADED, this, stats -> stats.wheelLoaded ? 1 : 0)
+    Gauge.builder(SHARDS_OWNED, this, stats -> stats.ownedShards.length)
+        .description("Shards whose timers this node keeps (all of them on a node alone; its partitions of the timer topic in a cluster)")
+        .strongReference(true)
+        .register(registry);
+    timerPublishFailures = counter(TIMER_PUBLISH_FAILURES,
+        "Timer messages Kafka did not take; their orders are closed by the sweep or the next reload");
+    outboxPublished = counter(OUTBOX_PUBLISHED, "Outbox events the broker acknowledged");
+    outboxRelayFailures = counter(OUTBOX_RELAY_FAILURES, "Outbox relay transactions rolled back (broker or database unreachable); retried");
+    Gauge.builder(WHEEL_LOADED, this, stats -> stats.isWheelLoaded() ? 1 : 0)
         .description("1 when the wheel holds every owned shard's pending deadlines")
         .strongReference(true)
         .register(registry);
@@ -184,6 +202,28 @@ public final class ServiceStats {
     }
   }
 
+  public void shardsOwned(int[] shards) {
+    ownedShards = shards.clone();
+  }
+
+  public void timerPublishFailed(int messages) {
+    timerPublishFailures.increment(messages);
+  }
+
+  public void outboxPublished(int events) {
+    outboxPublished.increment(events);
+  }
+
+  public void outboxRelayFailed() {
+    outboxRelayFailures.increment();
+  }
+
+  public void timersClearedFor(int[] shards) {
+    for (int shard : shards) {
+      pendingTimersByShard.set(shard, 0);
+    }
+  }
+
   public void timeoutClosed(DueOrders.Path path, long[] latenessMillisOfEach) {
     timeoutClosesByPath.get(path).increment(latenessMillisOfEach.length);
     if (path == DueOrders.Path.SWEEP) {
@@ -234,18 +274,18 @@ public final class ServiceStats {
     rateLimited.increment();
   }
 
-  public void wheelLoaded(long reloadMillis) {
-    wheelReload.record(reloadMillis, TimeUnit.MILLISECONDS);
-    lastReloadMillis = reloadMillis;
-    wheelLoaded = true;
+  /** Where readiness reads whether the wheel holds every owned shard's pending deadlines. */
+  public void trackWheelLoaded(BooleanSupplier everyOwnedShardLoaded) {
+    wheelLoaded = everyOwnedShardLoaded;
   }
 
-  public void wheelUnloaded() {
-    wheelLoaded = false;
+  public void shardsReloaded(long reloadMillis) {
+    wheelReload.record(reloadMillis, TimeUnit.MILLISECONDS);
+    lastReloadMillis = reloadMillis;
   }
 
   public boolean isWheelLoaded() {
-    return wheelLoaded;
+    return wheelLoaded.getAsBoolean();
   }
 
   /** A reconciliation ran: what it found (before any repair) and how many SKUs it repaired. */
@@ -343,7 +383,8 @@ public final class ServiceStats {
             .put("overdueUnpaid", reconciliationOverdueUnpaid)
             .put("repaired", (long) reconciliationRepaired.count()))
         .put("retentionDeleted", retentionDeletedJson())
-        .put("wheelLoaded", wheelLoaded)
-        .put("lastReloadMillis", lastReloadMillis);
+        .put("wheelLoaded", isWheelLoaded())
+        .put("lastReloadMillis", lastReloadMillis)
+        .put("ownedShards", new JsonArray(Arrays.stream(ownedShards).boxed().toList()));
   }
 }

@@ -291,4 +291,17 @@ final class Sql {
   static final String DELETE_OLD_IDEMPOTENCY_KEYS = """
       DELETE FROM idempotency_keys WHERE (client, key) IN (
         SELECT client, key FROM idempotency_keys WHERE created_at < now() - $1::int * interval '1 hour' LIMIT $2)""";
+
+  // ---- outbox relay
+
+  /**
+   * The oldest unpublished events, locked for this relay's transaction; rows another relay holds are
+   * skipped, not waited for, so several nodes relay at once without sending the same rows twice. The
+   * order is by creation, not by "event id above the last one", which would skip rows that commit late.
+   */
+  static final String LOCK_UNPUBLISHED_OUTBOX = """
+      SELECT event_id, order_id, type, payload::text AS payload FROM outbox
+      WHERE published_at IS NULL ORDER BY created_at, event_id LIMIT $1 FOR UPDATE SKIP LOCKED""";
+
+  static final String MARK_OUTBOX_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE event_id = ANY($1)";
 }

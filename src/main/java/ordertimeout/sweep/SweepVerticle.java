@@ -6,6 +6,7 @@ import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.DueOrders;
+import ordertimeout.cluster.OwnedShards;
 import ordertimeout.config.AppConfig;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.DeadlineStore.PageCursor;
@@ -25,14 +26,16 @@ public final class SweepVerticle extends VerticleBase {
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
+  private final OwnedShards owned;
   private DeadlineStore store;
   private long sweepTimer = -1;
   private boolean sweeping;
   private boolean stopped;
 
-  public SweepVerticle(AppConfig config, PgConnectOptions connectOptions) {
+  public SweepVerticle(AppConfig config, PgConnectOptions connectOptions, OwnedShards owned) {
     this.config = config;
     this.connectOptions = connectOptions;
+    this.owned = owned;
   }
 
   @Override
@@ -67,6 +70,9 @@ public final class SweepVerticle extends VerticleBase {
   private Future<Integer> sweepShardsFrom(int shard, int closedSoFar) {
     if (shard >= config.database().shards() || stopped) {
       return Future.succeededFuture(closedSoFar);
+    }
+    if (!owned.owns(shard)) {
+      return sweepShardsFrom(shard + 1, closedSoFar);
     }
     return sweepShard(shard, PageCursor.START, 0)
         .recover(failure -> {

@@ -2,6 +2,7 @@ package ordertimeout.timer;
 
 import java.util.Arrays;
 import java.util.Objects;
+import java.util.function.LongPredicate;
 
 /**
  * Hierarchical timing wheel (Linux style: one level of 256 slots, then four levels of 64 slots) for order timers.
@@ -119,6 +120,20 @@ public final class TimeWheel {
         previous = cell;
       }
       cell = following;
+    }
+    return cancelled;
+  }
+
+  /**
+   * Cancels every timer whose order id matches, e.g. those of the shards a node just lost; returns how
+   * many there were. O(capacity): meant for rare events, not for the hot path.
+   */
+  public int cancelWhere(LongPredicate orderIdMatches) {
+    int cancelled = 0;
+    for (int cell = 0; cell < highWater; cell++) {
+      if (kinds[cell] >= 0 && orderIdMatches.test(ids[cell])) {
+        cancelled += cancel(ids[cell]);
+      }
     }
     return cancelled;
   }

@@ -3,10 +3,13 @@ package ordertimeout.timer;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.EventBus;
+import io.vertx.core.eventbus.Message;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.bus.DueOrders;
+import ordertimeout.bus.ShardChange;
+import ordertimeout.cluster.OwnedShards;
 import ordertimeout.config.AppConfig;
 import ordertimeout.order.Deadlines;
 import ordertimeout.order.OrderIds;
@@ -23,9 +26,10 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * Owns the time wheel of this node's shards (on one node: all of them). Reloads every pending
- * deadline and reminder from PostgreSQL before it takes new ones, then every tick hands the due
- * order ids to the close verticle in batches.
+ * Owns the time wheel of this node's shards. One node alone owns every shard: it reloads every pending
+ * deadline and reminder from PostgreSQL before it takes new ones. In a cluster it starts empty and
+ * loads the shards the consumer group gives it ({@link Addresses#SHARDS_ASSIGNED}), dropping those it
+ * loses. Every tick it hands the due order ids to the close verticle in batches.
  */
 public final class TimerVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(TimerVerticle.class);
@@ -34,14 +38,18 @@ public final class TimerVerticle extends VerticleBase {
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final ServiceStats stats;
+  private final OwnedShards owned;
+  private final boolean clustered;
   private TimeWheel wheel;
   private DeadlineStore store;
   private long tickTimer = -1;
 
-  public TimerVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats) {
+  public TimerVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats, OwnedShards owned) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
+    this.owned = owned;
+    this.clustered = config.kafka().enabled();
   }
 
   @Override
@@ -49,11 +57,18 @@ public final class TimerVerticle extends VerticleBase {
     store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1));
     wheel = new TimeWheel(config.timer().tickMillis(), System.currentTimeMillis(), 1 << 16);
     EventBus bus = vertx.eventBus();
-    return reloadAllShards()
-        .compose(loaded -> Future.join(
-            bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> schedule(message.body())).completion(),
-            bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> cancel(message.body())).completion()))
-        .onSuccess(ready -> tickTimer = vertx.setPeriodic(config.timer().tickMillis(), id -> fireDue()));
+    Future<Void> ready = clustered
+        ? Future.join(
+            bus.<Deadlines>consumer(Addresses.TIMER_OWNED_SCHEDULE, message -> schedule(message.body(), true)).completion(),
+            bus.<CancelTimers>consumer(Addresses.TIMER_OWNED_CANCEL, message -> cancel(message.body())).completion(),
+            bus.<ShardChange>consumer(Addresses.SHARDS_ASSIGNED, this::onAssigned).completion(),
+            bus.<ShardChange>consumer(Addresses.SHARDS_REVOKED, this::onRevoked).completion()).mapEmpty()
+        : reload(owned.list(), false)
+            .compose(loaded -> Future.join(
+                bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> schedule(message.body(), false)).completion(),
+                bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> cancel(message.body())).completion()))
+            .mapEmpty();
+    return ready.onSuccess(started -> tickTimer = vertx.setPeriodic(config.timer().tickMillis(), id -> fireDue()));
   }
 
   @Override
@@ -61,54 +76,105 @@ public final class TimerVerticle extends VerticleBase {
     vertx.cancelTimer(tickTimer);
     wheel.clear();
     stats.timersCleared();
-    stats.wheelUnloaded();
+    owned.forgetLoaded();
     return Future.succeededFuture();
   }
 
-  private Future<Void> reloadAllShards() {
+  /**
+   * New shards: their timers may already have been published by another node before this one was
+   * subscribed, so they are read from the database, replacing any that arrived through Kafka meanwhile.
+   */
+  private void onAssigned(Message<ShardChange> message) {
+    int[] shards = message.body().shards();
+    reload(shards, true)
+        .onSuccess(loaded -> message.reply(shards.length))
+        .onFailure(failure -> {
+          log.error("reloading shards {} failed; the sweep closes their overdue orders", Arrays.toString(shards), failure);
+          message.fail(500, failure.toString());
+        });
+  }
+
+  private void onRevoked(Message<ShardChange> message) {
+    int shardCount = config.database().shards();
+    int[] lost = message.body().shards();
+    boolean[] isLost = new boolean[shardCount];
+    for (int shard : lost) {
+      isLost[shard] = true;
+    }
+    int removed = wheel.cancelWhere(id -> isLost[OrderIds.shardOf(id, shardCount)]);
+    stats.timersClearedFor(lost);
+    log.info("dropped {} timers of the {} shards this node lost: {}", removed, lost.length, Arrays.toString(lost));
+    message.reply(removed);
+  }
+
+  /**
+   * Reads the pending deadlines, then the unsent reminders, of the given shards in keyset pages,
+   * {@value #PARALLEL_RELOADS} shards at a time, and puts them into the wheel only when all are read,
+   * so that none of those shards fires before it is complete.
+   */
+  private Future<Void> reload(int[] shards, boolean replaceExisting) {
     long started = System.nanoTime();
+    List<Deadlines> pages = new ArrayList<>();
     List<Future<Void>> lanes = new ArrayList<>();
     for (int lane = 0; lane < PARALLEL_RELOADS; lane++) {
-      lanes.add(reloadShardsFrom(lane));
+      lanes.add(reloadShardsFrom(shards, lane, pages));
     }
-    return Future.all(lanes).map(done -> {
-      long millis = (System.nanoTime() - started) / 1_000_000;
-      stats.wheelLoaded(millis);
-      log.info("wheel loaded: {} pending timers of {} shards in {} ms", wheel.pending(), config.database().shards(), millis);
-      return null;
-    });
+    return Future.all(lanes)
+        .map(done -> {
+          int before = wheel.pending();
+          if (replaceExisting) {
+            // Timers of these shards that came through Kafka meanwhile: the database's copy replaces them.
+            // Not per page: an order's deadline and reminder come in different pages.
+            pages.forEach(this::dropTimersOf);
+          }
+          for (Deadlines page : pages) {
+            schedule(page, false);
+          }
+          owned.markLoaded(shards);
+          long millis = (System.nanoTime() - started) / 1_000_000;
+          stats.shardsReloaded(millis);
+          log.info("wheel loaded: {} timers of {} shards in {} ms ({} pending in all)",
+              wheel.pending() - before, shards.length, millis, wheel.pending());
+          return null;
+        });
   }
 
-  /** Reloads shards lane, lane + PARALLEL_RELOADS, ... one after another. */
-  private Future<Void> reloadShardsFrom(int shard) {
-    if (shard >= config.database().shards()) {
+  /** Reloads shards[lane], shards[lane + PARALLEL_RELOADS], ... one after another. */
+  private Future<Void> reloadShardsFrom(int[] shards, int index, List<Deadlines> pages) {
+    if (index >= shards.length) {
       return Future.succeededFuture();
     }
-    return reloadShard(shard).compose(done -> reloadShardsFrom(shard + PARALLEL_RELOADS));
-  }
-
-  private Future<Void> reloadShard(int shard) {
-    return reloadPages(shard, PageCursor.START, store::pendingDeadlinesPage)
-        .compose(deadlines -> reloadPages(shard, PageCursor.START, store::pendingRemindersPage));
+    int shard = shards[index];
+    return reloadPages(shard, PageCursor.START, store::pendingDeadlinesPage, pages)
+        .compose(deadlines -> reloadPages(shard, PageCursor.START, store::pendingRemindersPage, pages))
+        .compose(done -> reloadShardsFrom(shards, index + PARALLEL_RELOADS, pages));
   }
 
   private interface PageQuery {
     Future<PendingPage> page(int shard, PageCursor after, int limit);
   }
 
-  private Future<Void> reloadPages(int shard, PageCursor after, PageQuery query) {
+  private Future<Void> reloadPages(int shard, PageCursor after, PageQuery query, List<Deadlines> pages) {
     int pageSize = config.timer().reloadPageSize();
     return query.page(shard, after, pageSize).compose(page -> {
-      schedule(page.deadlines());
-      return page.deadlines().size() < pageSize ? Future.succeededFuture() : reloadPages(shard, page.next(), query);
+      pages.add(page.deadlines());
+      return page.deadlines().size() < pageSize ? Future.succeededFuture() : reloadPages(shard, page.next(), query, pages);
     });
   }
 
-  private void schedule(Deadlines deadlines) {
+  /**
+   * {@code replaceExisting}: drop the order's timers already in the wheel first, for timers that can
+   * arrive twice (from Kafka and from a reload). A timer of a shard this node does not own is ignored.
+   */
+  private void schedule(Deadlines deadlines, boolean replaceExisting) {
     int shards = config.database().shards();
     for (int i = 0; i < deadlines.size(); i++) {
       long id = deadlines.orderIds()[i];
-      int added = 0;
+      int shard = OrderIds.shardOf(id, shards);
+      if (!owned.owns(shard)) {
+        continue;
+      }
+      int added = replaceExisting ? -wheel.cancel(id) : 0;
       if (deadlines.closeAtMillis()[i] != Deadlines.NONE) {
         wheel.schedule(id, deadlines.closeAtMillis()[i], TimeWheel.CLOSE);
         added++;
@@ -117,8 +183,12 @@ public final class TimerVerticle extends VerticleBase {
         wheel.schedule(id, deadlines.remindAtMillis()[i], TimeWheel.REMIND);
         added++;
       }
-      stats.timersAdded(OrderIds.shardOf(id, shards), added);
+      stats.timersAdded(shard, added);
     }
+  }
+
+  private void dropTimersOf(Deadlines deadlines) {
+    cancel(new CancelTimers(deadlines.orderIds()));
   }
 
   private void cancel(CancelTimers cancel) {

@@ -54,6 +54,28 @@ class TimeWheelTest {
   }
 
   @Test
+  void cancelWhereDropsOnlyTheMatchingOrdersAtEveryLevelAndTheRestStillFire() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    Map<Long, Long> dueById = scheduleAtEveryLevel(wheel, START);
+    dueById.keySet().forEach(id -> wheel.schedule(id, START + 5, REMIND)); // a second timer per order
+    int before = wheel.pending();
+
+    int cancelled = wheel.cancelWhere(id -> id % 2 == 0);
+
+    long even = dueById.keySet().stream().filter(id -> id % 2 == 0).count();
+    assertThat(cancelled).isEqualTo(2 * even);
+    assertThat(wheel.pending()).isEqualTo(before - 2 * even);
+    for (long now = START; now <= START + 31 * DAY && wheel.pending() > 0; now += HOUR) {
+      sink.advance(wheel, now, BATCH);
+    }
+    assertThat(wheel.pending()).isZero();
+    assertThat(sink.firedAt.keySet()).isNotEmpty().allMatch(id -> id % 2 != 0);
+    assertThat(sink.firedAt.keySet()).containsExactlyInAnyOrderElementsOf(
+        dueById.keySet().stream().filter(id -> id % 2 != 0).toList());
+  }
+
+  @Test
   void timersAtEveryLevelFireExactlyOnTheirTickBoundary() {
     TimeWheel wheel = new TimeWheel(TICK, START, 16);
     Recorder sink = new Recorder();

@@ -5,6 +5,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.bus.LocalCodec;
+import ordertimeout.cluster.OwnedShards;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigSource;
 import ordertimeout.order.OrderIds;
@@ -134,7 +135,7 @@ public final class ReloadBenchmark {
       LocalCodec.registerAll(vertx);
       ServiceStats stats = new ServiceStats(new SimpleMeterRegistry(), SHARDS, Duration.ofMinutes(1));
       long started = System.nanoTime();
-      await(vertx.deployVerticle(new TimerVerticle(config, db.setup.connectOptions(), stats)));
+      await(vertx.deployVerticle(new TimerVerticle(config, db.setup.connectOptions(), stats, OwnedShards.all(config.database().shards()))));
       long deployMillis = (System.nanoTime() - started) / 1_000_000;
       JsonObject snapshot = stats.toJson();
       long timers = snapshot.getJsonObject("pendingTimers").getLong("total");

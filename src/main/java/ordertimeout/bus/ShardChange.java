@@ -1,0 +1,4 @@
+package ordertimeout.bus;
+
+/** Shards this node was given or lost in a rebalance of the timer consumer group. */
+public record ShardChange(int[] shards) {}

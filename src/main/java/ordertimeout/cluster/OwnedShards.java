@@ -1,0 +1,79 @@
+package ordertimeout.cluster;
+
+import java.util.BitSet;
+
+/**
+ * The shards whose timers this node keeps and sweeps, and which of them the wheel has loaded. One
+ * node alone owns them all; in a cluster the set follows the partition assignment of the timer
+ * consumer group. Read from several event loops; every change publishes new copies.
+ */
+public final class OwnedShards {
+  private final int shards;
+  private volatile BitSet owned;
+  private volatile BitSet loaded = new BitSet();
+
+  private OwnedShards(int shards, BitSet owned) {
+    this.shards = shards;
+    this.owned = owned;
+  }
+
+  public static OwnedShards all(int shards) {
+    BitSet owned = new BitSet(shards);
+    owned.set(0, shards);
+    return new OwnedShards(shards, owned);
+  }
+
+  public static OwnedShards none(int shards) {
+    return new OwnedShards(shards, new BitSet(shards));
+  }
+
+  public int shardCount() {
+    return shards;
+  }
+
+  public boolean owns(int shard) {
+    return owned.get(shard);
+  }
+
+  public int[] list() {
+    return owned.stream().toArray();
+  }
+
+  /** Gained shards count as owned at once (their timers are taken) and as loaded once the wheel says so. */
+  public synchronized void add(int[] gained) {
+    owned = with(owned, gained, true);
+    loaded = with(loaded, gained, false);
+  }
+
+  public synchronized void remove(int[] lost) {
+    owned = with(owned, lost, false);
+    loaded = with(loaded, lost, false);
+  }
+
+  /** The wheel holds these shards' pending deadlines (those it still owns). */
+  public synchronized void markLoaded(int[] shardsLoaded) {
+    BitSet next = with(loaded, shardsLoaded, true);
+    next.and(owned);
+    loaded = next;
+  }
+
+  /** The wheel was emptied. */
+  public synchronized void forgetLoaded() {
+    loaded = new BitSet();
+  }
+
+  /** What readiness asks: the wheel holds the deadlines of every shard this node owns. */
+  public boolean allLoaded() {
+    BitSet notLoaded = (BitSet) owned.clone();
+    notLoaded.andNot(loaded);
+    return notLoaded.isEmpty();
+  }
+
+  private static BitSet with(BitSet current, int[] shards, boolean value) {
+    BitSet next = (BitSet) current.clone();
+    for (int shard : shards) {
+      next.set(shard, value);
+    }
+    return next;
+  }
+}

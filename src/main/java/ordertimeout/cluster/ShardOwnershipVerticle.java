@@ -1,0 +1,109 @@
+package ordertimeout.cluster;
+
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.kafka.client.common.TopicPartition;
+import io.vertx.kafka.client.consumer.KafkaConsumer;
+import io.vertx.kafka.client.consumer.KafkaConsumerRecord;
+import ordertimeout.bus.Addresses;
+import ordertimeout.bus.ShardChange;
+import ordertimeout.config.AppConfig;
+import ordertimeout.stats.ServiceStats;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Arrays;
+import java.util.Set;
+
+/**
+ * This node's membership of the consumer group on the timer topic: the partitions the group assigns
+ * are the shards this node owns. On assignment the timer loads those shards from the database; on
+ * revocation it drops them. Records are timers of owned shards, handed to the local wheel.
+ *
+ * <p>Why nothing falls between the two: a new owner reads a partition from the offset the previous
+ * owner committed. A timer after that offset is delivered again; one before it was polled by the
+ * previous owner before the partition moved, so its order was committed to the database before the
+ * move, and the new owner's load, which starts after the move, reads it.
+ */
+public final class ShardOwnershipVerticle extends VerticleBase {
+  private static final Logger log = LoggerFactory.getLogger(ShardOwnershipVerticle.class);
+  private static final DeliveryOptions RELOAD = new DeliveryOptions().setSendTimeout(600_000);
+
+  private final AppConfig config;
+  private final OwnedShards owned;
+  private final ServiceStats stats;
+  private KafkaConsumer<String, String> consumer;
+
+  public ShardOwnershipVerticle(AppConfig config, OwnedShards owned, ServiceStats stats) {
+    this.config = config;
+    this.owned = owned;
+    this.stats = stats;
+  }
+
+  @Override
+  public Future<?> start() {
+    consumer = KafkaConsumer.create(vertx, KafkaClients.ownershipConsumer(config));
+    consumer.handler(this::onRecord);
+    consumer.partitionsAssignedHandler(this::onAssigned);
+    consumer.partitionsRevokedHandler(this::onRevoked);
+    consumer.exceptionHandler(failure -> log.warn("timer consumer: {}", failure.toString()));
+    return consumer.subscribe(config.kafka().timersTopic());
+  }
+
+  /** Leaving the group lets the others take this node's shards at once instead of after the session timeout. */
+  @Override
+  public Future<?> stop() {
+    return consumer.close();
+  }
+
+  private void onAssigned(Set<TopicPartition> partitions) {
+    int[] shards = shardsOf(partitions);
+    owned.add(shards);
+    stats.shardsOwned(owned.list());
+    long started = System.nanoTime();
+    vertx.eventBus().request(Addresses.SHARDS_ASSIGNED, new ShardChange(shards), RELOAD)
+        .onSuccess(loaded -> {
+          if (shards.length > 0) {
+            log.info("took shards {} in {} ms; this node owns {} shards now", Arrays.toString(shards),
+                (System.nanoTime() - started) / 1_000_000, owned.list().length);
+          }
+        })
+        .onFailure(failure -> log.error("taking shards {} failed; their sweep still closes their orders",
+            Arrays.toString(shards), failure));
+  }
+
+  private void onRevoked(Set<TopicPartition> partitions) {
+    if (partitions.isEmpty()) {
+      return;
+    }
+    int[] shards = shardsOf(partitions);
+    owned.remove(shards);
+    stats.shardsOwned(owned.list());
+    vertx.eventBus().request(Addresses.SHARDS_REVOKED, new ShardChange(shards))
+        .onSuccess(dropped -> log.info("gave up shards {}; this node owns {} shards now", Arrays.toString(shards),
+            owned.list().length));
+  }
+
+  private void onRecord(KafkaConsumerRecord<String, String> record) {
+    TimerMessages.Decoded decoded = TimerMessages.decode(record.value());
+    if (decoded.unreadable() > 0) {
+      log.warn("skipped {} unreadable lines of a record on {} partition {} offset {}", decoded.unreadable(),
+          record.topic(), record.partition(), record.offset());
+    }
+    if (decoded.schedule().size() > 0) {
+      vertx.eventBus().send(Addresses.TIMER_OWNED_SCHEDULE, decoded.schedule());
+    }
+    if (decoded.cancel().orderIds().length > 0) {
+      vertx.eventBus().send(Addresses.TIMER_OWNED_CANCEL, decoded.cancel());
+    }
+  }
+
+  private int[] shardsOf(Set<TopicPartition> partitions) {
+    return partitions.stream()
+        .filter(partition -> partition.getTopic().equals(config.kafka().timersTopic()))
+        .mapToInt(TopicPartition::getPartition)
+        .sorted()
+        .toArray();
+  }
+}

@@ -1,0 +1,89 @@
+package ordertimeout.cluster;
+
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.eventbus.EventBus;
+import io.vertx.kafka.client.producer.KafkaProducer;
+import io.vertx.kafka.client.producer.KafkaProducerRecord;
+import ordertimeout.bus.Addresses;
+import ordertimeout.bus.CancelTimers;
+import ordertimeout.config.AppConfig;
+import ordertimeout.order.Deadlines;
+import ordertimeout.order.OrderIds;
+import ordertimeout.stats.ServiceStats;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * In a cluster, takes the timers this node's intake and close verticles hand out (which any node may
+ * own) and publishes them to the timer topic, on the partition numbered like the order's shard: its
+ * owner's consumer puts them into that node's wheel. They leave after the database commit, so a
+ * message that is lost costs only speed: the sweep of the owner (or the next owner's reload) finds
+ * the order in the database.
+ */
+public final class TimerFanoutVerticle extends VerticleBase {
+  private static final Logger log = LoggerFactory.getLogger(TimerFanoutVerticle.class);
+  private static final long WARN_EVERY_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+  private final AppConfig config;
+  private final ServiceStats stats;
+  private KafkaProducer<String, String> producer;
+  private long lastWarning = System.nanoTime() - WARN_EVERY_NANOS;
+
+  public TimerFanoutVerticle(AppConfig config, ServiceStats stats) {
+    this.config = config;
+    this.stats = stats;
+  }
+
+  @Override
+  public Future<?> start() {
+    producer = KafkaProducer.create(vertx, KafkaClients.producer(config, "timers"));
+    EventBus bus = vertx.eventBus();
+    return Future.join(
+        bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> publishSchedule(message.body())).completion(),
+        bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> publishCancel(message.body())).completion());
+  }
+
+  @Override
+  public Future<?> stop() {
+    return producer.close();
+  }
+
+  private void publishSchedule(Deadlines deadlines) {
+    int shards = config.database().shards();
+    Map<Integer, StringBuilder> byShard = new TreeMap<>();
+    for (int i = 0; i < deadlines.size(); i++) {
+      long id = deadlines.orderIds()[i];
+      TimerMessages.appendSchedule(byShard.computeIfAbsent(OrderIds.shardOf(id, shards), shard -> new StringBuilder()),
+          id, deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]);
+    }
+    byShard.forEach(this::send);
+  }
+
+  private void publishCancel(CancelTimers cancel) {
+    int shards = config.database().shards();
+    Map<Integer, StringBuilder> byShard = new TreeMap<>();
+    for (long id : cancel.orderIds()) {
+      TimerMessages.appendCancel(byShard.computeIfAbsent(OrderIds.shardOf(id, shards), shard -> new StringBuilder()), id);
+    }
+    byShard.forEach(this::send);
+  }
+
+  private void send(int shard, StringBuilder text) {
+    producer.send(KafkaProducerRecord.create(config.kafka().timersTopic(), Integer.toString(shard), text.toString(), shard))
+        .onFailure(failure -> {
+          stats.timerPublishFailed(1);
+          long now = System.nanoTime();
+          if (now - lastWarning >= WARN_EVERY_NANOS) {
+            lastWarning = now;
+            log.warn("a timer message for shard {} did not reach Kafka ({}); its orders are closed by the sweep "
+                + "of the shard's owner instead (this warning repeats at most every 30 s; see {})",
+                shard, failure.toString(), ServiceStats.TIMER_PUBLISH_FAILURES);
+          }
+        });
+  }
+}

@@ -1,0 +1,63 @@
+package ordertimeout.cluster;
+
+import ordertimeout.bus.CancelTimers;
+import ordertimeout.order.Deadlines;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The text of a record on the timer topic: one line per order, "schedule id closeAtMillis remindAtMillis"
+ * (-1 where a timer is not wanted) or "cancel id". Text so that an operator can read the topic with
+ * the console consumer.
+ */
+public final class TimerMessages {
+  private static final String SCHEDULE = "schedule";
+  private static final String CANCEL = "cancel";
+
+  private TimerMessages() {}
+
+  public static void appendSchedule(StringBuilder text, long orderId, long closeAtMillis, long remindAtMillis) {
+    text.append(SCHEDULE).append(' ').append(orderId).append(' ').append(closeAtMillis).append(' ').append(remindAtMillis).append('\n');
+  }
+
+  public static void appendCancel(StringBuilder text, long orderId) {
+    text.append(CANCEL).append(' ').append(orderId).append('\n');
+  }
+
+  /** What one record asks for; a line that cannot be read is skipped and counted. */
+  public record Decoded(Deadlines schedule, CancelTimers cancel, int unreadable) {}
+
+  public static Decoded decode(String text) {
+    List<long[]> schedules = new ArrayList<>();
+    List<Long> cancels = new ArrayList<>();
+    int unreadable = 0;
+    for (String line : text.split("\n")) {
+      if (line.isBlank()) {
+        continue;
+      }
+      String[] fields = line.trim().split(" ");
+      try {
+        if (fields[0].equals(SCHEDULE) && fields.length == 4) {
+          schedules.add(new long[] {Long.parseLong(fields[1]), Long.parseLong(fields[2]), Long.parseLong(fields[3])});
+        } else if (fields[0].equals(CANCEL) && fields.length == 2) {
+          cancels.add(Long.parseLong(fields[1]));
+        } else {
+          unreadable++;
+        }
+      } catch (NumberFormatException e) {
+        unreadable++;
+      }
+    }
+    long[] ids = new long[schedules.size()];
+    long[] closeAt = new long[schedules.size()];
+    long[] remindAt = new long[schedules.size()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = schedules.get(i)[0];
+      closeAt[i] = schedules.get(i)[1];
+      remindAt[i] = schedules.get(i)[2];
+    }
+    return new Decoded(new Deadlines(ids, closeAt, remindAt),
+        new CancelTimers(cancels.stream().mapToLong(Long::longValue).toArray()), unreadable);
+  }
+}

@@ -1,0 +1,99 @@
+package ordertimeout.events;
+
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.kafka.client.producer.KafkaProducer;
+import io.vertx.kafka.client.producer.KafkaProducerRecord;
+import io.vertx.pgclient.PgConnectOptions;
+import ordertimeout.cluster.KafkaClients;
+import ordertimeout.config.AppConfig;
+import ordertimeout.stats.ServiceStats;
+import ordertimeout.store.OutboxStore;
+import ordertimeout.store.OutboxStore.OutboxEvent;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+
+/**
+ * Publishes the outbox to the events topic: the order id as the key, the event id and type in the
+ * headers {@value #EVENT_ID_HEADER} and {@value #EVENT_TYPE_HEADER}, the stored JSON as the value.
+ * Rows are marked published in the transaction that locked them, after the broker acknowledged every
+ * one; if it did not, the transaction rolls back and they go out on a later try. Consumers may see an
+ * event twice (acknowledged, then the commit failed) and must de-duplicate by event id.
+ */
+public final class OutboxRelayVerticle extends VerticleBase {
+  public static final String EVENT_ID_HEADER = "event-id";
+  public static final String EVENT_TYPE_HEADER = "event-type";
+  private static final Logger log = LoggerFactory.getLogger(OutboxRelayVerticle.class);
+  private static final long MAX_BACKOFF_MILLIS = 5_000;
+
+  private final AppConfig config;
+  private final PgConnectOptions connectOptions;
+  private final ServiceStats stats;
+  private OutboxStore store;
+  private KafkaProducer<String, String> producer;
+  private long timer = -1;
+  private long backoffMillis;
+  private boolean stopped;
+
+  public OutboxRelayVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats) {
+    this.config = config;
+    this.connectOptions = connectOptions;
+    this.stats = stats;
+  }
+
+  @Override
+  public Future<?> start() {
+    store = OutboxStore.shared(vertx, connectOptions);
+    producer = KafkaProducer.create(vertx, KafkaClients.producer(config, "outbox"));
+    relayLater(0);
+    return Future.succeededFuture();
+  }
+
+  @Override
+  public Future<?> stop() {
+    stopped = true;
+    vertx.cancelTimer(timer);
+    return producer.close();
+  }
+
+  private void relayLater(long delayMillis) {
+    if (!stopped) {
+      timer = vertx.setTimer(Math.max(1, delayMillis), id -> relay());
+    }
+  }
+
+  /** A full batch is followed at once by the next; otherwise the relay waits {@code kafka.relayIntervalMillis}. */
+  private void relay() {
+    int batchSize = config.kafka().relayBatchSize();
+    store.publishOldest(batchSize, this::publish)
+        .onSuccess(published -> {
+          if (backoffMillis > 0) {
+            log.info("outbox relay publishes again");
+            backoffMillis = 0;
+          }
+          stats.outboxPublished(published);
+          relayLater(published == batchSize ? 0 : config.kafka().relayIntervalMillis());
+        })
+        .onFailure(failure -> {
+          stats.outboxRelayFailed();
+          if (backoffMillis == 0) {
+            log.warn("outbox relay could not publish ({}); the events wait in the outbox and the relay retries "
+                + "with backoff up to {} ms", failure.toString(), MAX_BACKOFF_MILLIS);
+          }
+          backoffMillis = Math.min(MAX_BACKOFF_MILLIS, Math.max(config.kafka().relayIntervalMillis(), backoffMillis * 2));
+          relayLater(backoffMillis);
+        });
+  }
+
+  private Future<Void> publish(List<OutboxEvent> events) {
+    String topic = config.kafka().eventsTopic();
+    return Future.all(events.stream()
+            .map(event -> producer.send(KafkaProducerRecord.create(topic, Long.toString(event.orderId()), event.payload())
+                .addHeader(EVENT_ID_HEADER, Long.toString(event.eventId()))
+                .addHeader(EVENT_TYPE_HEADER, event.type())))
+            .toList())
+        .mapEmpty();
+  }
+}
