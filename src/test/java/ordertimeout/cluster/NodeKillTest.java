@@ -1,0 +1,303 @@
+package ordertimeout.cluster;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Api;
+import ordertimeout.support.ClusterSettings;
+import ordertimeout.support.EventsTopic;
+import ordertimeout.support.Invariants;
+import ordertimeout.support.KafkaBroker;
+import ordertimeout.support.NodeProcess;
+import ordertimeout.support.Sql;
+import ordertimeout.support.TestDatabase;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Three nodes as separate processes share the database and a real broker. 20,000 orders go in
+ * through all of them (some paid, some cancelled); one node is killed with SIGKILL while deadlines
+ * fall due. Every unpaid order must still close exactly once, never early, with the stock right; the
+ * close log and the events topic must agree; and the killed node's shards must close no later than
+ * the group's session timeout plus the time to load them on their new owner.
+ */
+class NodeKillTest {
+  private static final int ORDERS = 20_000;
+  private static final int SKUS = 1_000;
+  private static final int SESSION_TIMEOUT_MILLIS = 6_000;
+  /** A survivor notices the rebalance at its next heartbeat (a quarter of the session) and rejoins: a few round trips. */
+  private static final long REBALANCE_MARGIN_MILLIS = SESSION_TIMEOUT_MILLIS / 4 + 1_500;
+  private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+  @Test
+  void killingANodeWhileDeadlinesFallDueLosesNoOrderAndClosesNoneTwice() throws Exception {
+    TestDatabase.reset();
+    ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
+    List<NodeProcess> nodes = new ArrayList<>();
+    try {
+      for (int nodeId = 1; nodeId <= 3; nodeId++) {
+        Map<String, String> settings = new HashMap<>(cluster.forNode(40 + nodeId));
+        settings.put("OT_KAFKA_SESSION_TIMEOUT_MILLIS", Integer.toString(SESSION_TIMEOUT_MILLIS));
+        settings.put("OT_ORDERS_MAX_UNPAID_PER_USER", "100000");
+        settings.put("OT_SWEEP_INTERVAL_SECONDS", "2");
+        settings.put("OT_DATABASE_POOL_SIZE", "6");
+        settings.put("OT_HTTP_INSTANCES", "1");
+        settings.put("OT_LOGGING_LEVELS", "{io.netty: WARN, io.zonky: WARN, org.flywaydb: WARN, org.apache.kafka: WARN, access: OFF}");
+        nodes.add(NodeProcess.start(40 + nodeId, settings));
+      }
+      waitFor("three nodes ready and owning every shard between them", Duration.ofSeconds(120),
+          () -> nodes.stream().allMatch(NodeProcess::ready) && ownedByAll(nodes).size() == TestDatabase.SHARDS
+              && nodes.stream().allMatch(node -> !owned(node).isEmpty()));
+      NodeProcess victim = nodes.get(2);
+      List<NodeProcess> survivors = nodes.subList(0, 2);
+
+      Sql.execute("INSERT INTO inventory (sku, available, reserved) SELECT 'SKU-' || n, 1000000, 0 FROM generate_series(0, ?) n", SKUS - 1);
+      Load load = new Load(nodes);
+      Thread loadThread = new Thread(load, "node-kill-test-load");
+      loadThread.start();
+      // Kill once the load is well under way and deadlines are falling due; the load goes on through the survivors.
+      waitFor("orders going in and deadlines passing", Duration.ofSeconds(300), () -> load.created.get() >= ORDERS * 2 / 5
+          && Sql.count("SELECT count(*) FROM orders WHERE close_at <= now()") >= 500);
+      Set<Integer> victimShards = owned(victim);
+      long dueBeforeKill = Sql.count("SELECT count(*) FROM orders WHERE close_at <= now()");
+      Instant killedAt = Instant.now();
+      victim.kill();
+      System.out.printf("NodeKillTest: killed node %d (shards %s) with %d orders created and %d deadlines passed%n",
+          victim.nodeId(), victimShards, load.created.get(), dueBeforeKill);
+      waitFor("the survivors own every shard", Duration.ofSeconds(60), () -> ownedByAll(survivors).size() == TestDatabase.SHARDS
+          && survivors.stream().allMatch(NodeProcess::ready));
+      long takeoverMillis = Duration.between(killedAt, Instant.now()).toMillis();
+      long reloadMillis = survivors.stream().mapToLong(node -> node.stats().getLong("lastReloadMillis")).max().orElseThrow();
+      loadThread.join(Duration.ofSeconds(600).toMillis());
+      assertThat(load.failure).as("the load").isNull();
+      assertThat(load.created.get()).isEqualTo(ORDERS);
+      System.out.printf("NodeKillTest: %d orders created through 3 nodes, then 2, in %d ms (%d requests retried on another node "
+              + "after the kill); %d paid, %d cancelled%n", ORDERS, load.millis, load.retried.get(), load.paid.size(), load.cancelled.size());
+      Set<String> paid = load.paid;
+      Set<String> cancelled = load.cancelled;
+      assertThat(Sql.count("SELECT count(*) FROM orders WHERE close_at > ?", java.sql.Timestamp.from(killedAt)))
+          .as("deadlines falling due after the kill").isGreaterThan(ORDERS / 10);
+
+
+      Instant lastDeadline = Sql.rows("SELECT max(close_at) AS last FROM orders").get(0).get("last") instanceof java.sql.Timestamp last
+          ? last.toInstant() : Instant.now();
+      waitFor("every unpaid order closed", Duration.between(Instant.now(), lastDeadline).plusSeconds(60),
+          () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
+
+      // every order ended once, as its requests said
+      assertThat(Sql.count("SELECT count(*) FROM orders")).isEqualTo(ORDERS);
+      for (String id : paid) {
+        assertThat(Sql.rows("SELECT status FROM orders WHERE id = ?", Long.parseLong(id)).get(0).get("status")).isEqualTo("PAID");
+      }
+      assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID'")).isEqualTo(paid.size());
+      assertThat(Sql.count("SELECT count(*) FROM orders WHERE close_reason = 'USER_CANCELLED'")).isEqualTo(cancelled.size());
+      long timedOut = Sql.count("SELECT count(*) FROM orders WHERE close_reason = 'TIMEOUT'");
+      assertThat(timedOut).isEqualTo(ORDERS - paid.size() - cancelled.size());
+      Invariants.assertHold(); // one close log line per closed order, none early, stock = unpaid items, events agree
+
+      // the events topic, read from the beginning like a downstream consumer, agrees with the close log
+      waitFor("the outbox relayed", Duration.ofSeconds(60),
+          () -> Sql.count("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0);
+      List<EventsTopic.Event> events = EventsTopic.readAll(cluster.bootstrapServers(), cluster.eventsTopic());
+      Map<Long, EventsTopic.Event> byEventId = new HashMap<>();
+      events.forEach(event -> byEventId.putIfAbsent(event.eventId(), event));
+      int duplicates = events.size() - byEventId.size();
+      Map<String, Long> closedEventsPerOrder = byEventId.values().stream()
+          .filter(event -> event.type().equals("ORDER_CLOSED"))
+          .collect(Collectors.groupingBy(EventsTopic.Event::orderId, Collectors.counting()));
+      Set<String> closedInLog = Sql.rows("SELECT order_id::text AS id FROM order_log WHERE event = 'CLOSED'").stream()
+          .map(row -> (String) row.get("id")).collect(Collectors.toSet());
+      assertThat(closedEventsPerOrder.values()).as("one ORDER_CLOSED per order after de-duplication").allMatch(count -> count == 1);
+      assertThat(closedEventsPerOrder.keySet()).as("the topic and the close log name the same orders").isEqualTo(closedInLog);
+      assertThat(byEventId).hasSize((int) Sql.count("SELECT count(*) FROM outbox"));
+      System.out.printf("NodeKillTest: %d events read, %d distinct, %d duplicates dropped; %d ORDER_CLOSED for %d closed orders%n",
+          events.size(), byEventId.size(), duplicates, closedEventsPerOrder.size(), closedInLog.size());
+
+      // lateness: the killed node's shards against the bound, the others for comparison
+      String lostShards = victimShards.stream().map(String::valueOf).collect(Collectors.joining(","));
+      long worstLostMillis = latenessMillis("shard IN (" + lostShards + ")", killedAt);
+      long worstOtherMillis = latenessMillis("shard NOT IN (" + lostShards + ")", killedAt);
+      long bound = SESSION_TIMEOUT_MILLIS + reloadMillis + REBALANCE_MARGIN_MILLIS;
+      System.out.printf("NodeKillTest: worst lateness on the killed node's shards %d ms (other shards %d ms); "
+              + "survivors owned every shard %d ms after the kill; bound = session timeout %d + reload %d + rebalance margin %d = %d ms%n",
+          worstLostMillis, worstOtherMillis, takeoverMillis, SESSION_TIMEOUT_MILLIS, reloadMillis, REBALANCE_MARGIN_MILLIS, bound);
+      assertThat(worstLostMillis).isLessThanOrEqualTo(bound);
+    } finally {
+      nodes.forEach(NodeProcess::close);
+    }
+  }
+
+  /** The worst lateness of the timeout closes due after {@code after} on the shards {@code shardCondition} selects. */
+  private static long latenessMillis(String shardCondition, Instant after) {
+    Object worst = Sql.rows("SELECT coalesce(max(extract(epoch FROM closed_at - close_at) * 1000), 0)::bigint AS worst FROM orders "
+        + "WHERE close_reason = 'TIMEOUT' AND close_at >= ? AND " + shardCondition, java.sql.Timestamp.from(after)).get(0).get("worst");
+    return ((Number) worst).longValue();
+  }
+
+  /**
+   * Creates the orders from 32 threads, round robin over the nodes still alive, and pays every fifth
+   * and cancels every tenth (another one) right after its create, through the next node. A request
+   * that fails on a dead node is sent again to a live one with the same idempotency key, so each
+   * order is created once whether or not the dead node had committed it.
+   */
+  private static final class Load implements Runnable {
+    final AtomicInteger created = new AtomicInteger();
+    final AtomicInteger retried = new AtomicInteger();
+    final Set<String> paid = ConcurrentHashMap.newKeySet();
+    final Set<String> cancelled = ConcurrentHashMap.newKeySet();
+    volatile Throwable failure;
+    volatile long millis;
+    private final List<NodeProcess> nodes;
+    private final AtomicInteger next = new AtomicInteger();
+    private final long started = System.nanoTime();
+
+    Load(List<NodeProcess> nodes) {
+      this.nodes = nodes;
+    }
+
+    @Override
+    public void run() {
+      ExecutorService workers = Executors.newFixedThreadPool(32);
+      List<Future<?>> done = new ArrayList<>();
+      for (int worker = 0; worker < 32; worker++) {
+        done.add(workers.submit(() -> {
+          for (int i = next.getAndIncrement(); i < ORDERS; i = next.getAndIncrement()) {
+            orderLifecycle(i);
+          }
+          return null;
+        }));
+      }
+      try {
+        for (Future<?> worker : done) {
+          worker.get();
+        }
+      } catch (Exception e) {
+        failure = e;
+      } finally {
+        workers.shutdownNow();
+        millis = (System.nanoTime() - started) / 1_000_000;
+      }
+    }
+
+    private void orderLifecycle(int i) throws Exception {
+      Random random = new Random(i);
+      JsonArray items = new JsonArray();
+      int firstSku = random.nextInt(SKUS);
+      for (int item = 0, count = 1 + random.nextInt(3); item < count; item++) {
+        items.add(new JsonObject().put("sku", "SKU-" + (firstSku + item * 331) % SKUS).put("qty", 1 + random.nextInt(2)));
+      }
+      JsonObject body = new JsonObject().put("userId", "u-" + random.nextInt(2_000)).put("items", items)
+          .put("timeoutSeconds", 8 + random.nextInt(12));
+      HttpResponse<String> response = send(i, "/v1/orders", body.encode(), UUID.randomUUID().toString());
+      assertThat(response.statusCode()).as(response.body()).isEqualTo(201);
+      String id = new JsonObject(response.body()).getString("id");
+      created.incrementAndGet();
+      if (i % 5 == 0) {
+        HttpResponse<String> pay = send(i + 1, "/v1/orders/" + id + "/pay", null, null);
+        if (succeeded(pay)) {
+          paid.add(id);
+        }
+      } else if (i % 10 == 1) {
+        HttpResponse<String> cancel = send(i + 1, "/v1/orders/" + id + "/cancel", null, null);
+        // a cancel after the deadline answers the order as the timeout closed it
+        if (succeeded(cancel) && new JsonObject(cancel.body()).getString("closeReason").equals("USER_CANCELLED")) {
+          cancelled.add(id);
+        }
+      }
+    }
+
+    /** POSTs to node {@code nodeIndex} (modulo the live ones), moving on to the next live node when one is unreachable. */
+    private HttpResponse<String> send(int nodeIndex, String path, String json, String idempotencyKey) throws Exception {
+      for (int attempt = 0; ; attempt++) {
+        List<NodeProcess> live = nodes.stream().filter(NodeProcess::isAlive).toList();
+        NodeProcess node = live.get(Math.floorMod(nodeIndex + attempt, live.size()));
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri(node, path))
+            .timeout(Duration.ofSeconds(60))
+            .header("Authorization", "Bearer " + Api.USER_KEY)
+            .POST(json == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(json));
+        if (json != null) {
+          request.header("Content-Type", "application/json");
+        }
+        if (idempotencyKey != null) {
+          request.header("Idempotency-Key", idempotencyKey);
+        }
+        try {
+          HttpResponse<String> response = HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
+          if (response.statusCode() == 409 && response.body().contains("request_in_progress")) {
+            retried.incrementAndGet(); // the same key is still held by a transaction of the killed node
+            Thread.sleep(100);
+            continue;
+          }
+          return response;
+        } catch (IOException unreachable) {
+          assertThat(attempt).as("attempts for %s", path).isLessThan(10);
+          retried.incrementAndGet();
+          Thread.sleep(50);
+        }
+      }
+    }
+  }
+
+  private static boolean succeeded(HttpResponse<String> response) {
+    if (response.statusCode() == 409) {
+      assertThat(new JsonObject(response.body()).getString("code")).isEqualTo("order_closed");
+      return false;
+    }
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+    return true;
+  }
+
+  private static URI uri(NodeProcess node, String path) {
+    return URI.create("http://127.0.0.1:" + node.port() + path);
+  }
+
+  private static Set<Integer> owned(NodeProcess node) {
+    return node.stats().getJsonArray("ownedShards").stream().map(shard -> ((Number) shard).intValue()).collect(Collectors.toSet());
+  }
+
+  private static Set<Integer> ownedByAll(List<NodeProcess> nodes) {
+    Set<Integer> all = new HashSet<>();
+    for (NodeProcess node : nodes) {
+      if (!node.ready() && !node.isAlive()) {
+        continue;
+      }
+      try {
+        all.addAll(owned(node));
+      } catch (RuntimeException notUpYet) {
+        return Set.of();
+      }
+    }
+    return all;
+  }
+
+  private static void waitFor(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!condition.getAsBoolean()) {
+      assertThat(System.nanoTime()).as("timed out after %s waiting until %s", timeout, what).isLessThan(deadline);
+      Thread.sleep(200);
+    }
+  }
+}

@@ -1,0 +1,138 @@
+package ordertimeout.support;
+
+import io.vertx.core.json.JsonObject;
+import io.vertx.pgclient.PgConnectOptions;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One service node as a separate process ({@code java ordertimeout.Main} on the test class path)
+ * against the shared test database, with OT_* overrides; its output goes to {@code target/nodes/}.
+ */
+public final class NodeProcess implements AutoCloseable {
+  private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(5)).build();
+
+  private final int nodeId;
+  private final int port;
+  private final Process process;
+  private final Path log;
+
+  private NodeProcess(int nodeId, int port, Process process, Path log) {
+    this.nodeId = nodeId;
+    this.port = port;
+    this.process = process;
+    this.log = log;
+  }
+
+  public static NodeProcess start(int nodeId, Map<String, String> overrides) {
+    int port = KafkaBroker.freePort();
+    try {
+      Path folder = Files.createDirectories(Path.of("target", "nodes"));
+      Path log = folder.resolve("node-" + nodeId + ".log");
+      ProcessBuilder builder = new ProcessBuilder(List.of(
+          Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+          "-Xms256m", "-Xmx768m", "-XX:+UseSerialGC",
+          "-cp", KafkaBroker.testClassPath(), "ordertimeout.Main"))
+          .redirectErrorStream(true)
+          .redirectOutput(log.toFile());
+      Map<String, String> environment = builder.environment();
+      environment.keySet().removeIf(name -> name.startsWith("OT_"));
+      environment.put("OT_NODE_ID", Integer.toString(nodeId));
+      environment.put("OT_HTTP_PORT", Integer.toString(port));
+      environment.put("OT_DATABASE_URL", databaseUrl(TestDatabase.connectOptions()));
+      environment.put("OT_LOGGING_FORMAT", "text");
+      environment.putAll(overrides);
+      return new NodeProcess(nodeId, port, builder.start(), log);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static String databaseUrl(PgConnectOptions options) {
+    return "postgresql://" + options.getUser() + ":" + options.getPassword() + "@" + options.getHost() + ":"
+        + options.getPort() + "/" + options.getDatabase();
+  }
+
+  public int nodeId() {
+    return nodeId;
+  }
+
+  public int port() {
+    return port;
+  }
+
+  public Path log() {
+    return log;
+  }
+
+  public boolean isAlive() {
+    return process.isAlive();
+  }
+
+  /** GET /health/ready answers 200. */
+  public boolean ready() {
+    try {
+      HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health/ready"))
+          .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+      return response.statusCode() == 200;
+    } catch (IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /** GET /v1/admin/stats with the admin key. */
+  public JsonObject stats() {
+    try {
+      HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/admin/stats"))
+              .header("Authorization", "Bearer " + Api.ADMIN_KEY).timeout(Duration.ofSeconds(10)).build(),
+          HttpResponse.BodyHandlers.ofString());
+      return new JsonObject(response.body());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** SIGKILL: no drain, no leaving the group, no flushing. */
+  public void kill() {
+    process.destroyForcibly();
+    try {
+      process.waitFor(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** SIGTERM, then SIGKILL after 30 s. */
+  @Override
+  public void close() {
+    if (!process.isAlive()) {
+      return;
+    }
+    process.destroy();
+    try {
+      if (!process.waitFor(30, TimeUnit.SECONDS)) {
+        kill();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
