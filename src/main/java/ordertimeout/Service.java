@@ -17,6 +17,7 @@ import ordertimeout.ops.MonitorVerticle;
 import ordertimeout.ops.Operations;
 import ordertimeout.ops.Telemetry;
 import ordertimeout.order.OrderIds;
+import ordertimeout.redis.RedisHealth;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.sweep.ReconciliationVerticle;
 import ordertimeout.sweep.RetentionVerticle;
@@ -43,6 +44,8 @@ public final class Service {
   private final Operations operations;
   private final Alarms alarms;
   private final CloseVerticle close;
+  /** Null when Redis is off. */
+  private final RedisHealth redisHealth;
   private String timerDeployment;
   private String sweepDeployment;
 
@@ -54,6 +57,7 @@ public final class Service {
     this.operations = new Operations(registry, database, latestMigration);
     this.alarms = new Alarms(config.alarms(), Duration.ofSeconds(config.metrics().windowSeconds()), registry);
     this.close = new CloseVerticle(config, database, stats);
+    this.redisHealth = config.redis().enabled() ? new RedisHealth(registry, config.redis()) : null;
   }
 
   /**
@@ -79,7 +83,7 @@ public final class Service {
     OrderIds orderIds = new OrderIds(config.nodeId());
     return vertx.executeBlocking(Migrations::latestOnClassPath)
         .map(latest -> new Service(vertx, config, database, registry, latest))
-        .compose(service -> vertx.deployVerticle(new LimiterVerticle(config.limits()))
+        .compose(service -> vertx.deployVerticle(new LimiterVerticle(config.limits(), service.redisHealth))
             .compose(id -> vertx.deployVerticle(service.close))
             .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, service.stats)))
             .compose(id -> {
@@ -107,6 +111,11 @@ public final class Service {
 
   public Alarms alarms() {
     return alarms;
+  }
+
+  /** Null when Redis is off. */
+  public RedisHealth redisHealth() {
+    return redisHealth;
   }
 
   public Vertx vertx() {
