@@ -92,9 +92,9 @@ public final class Service {
             })
             .compose(id -> {
               service.sweepDeployment = id;
-              return vertx.deployVerticle(new ReconciliationVerticle(config, database, service.stats));
+              return vertx.deployVerticle(new ReconciliationVerticle(config, database, service.stats, service.redisHealth));
             })
-            .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, service.stats)))
+            .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, service.stats, service.redisHealth)))
             .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, service.operations, service.stats, service.alarms)))
             .compose(id -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, service.stats, orderIds, service.operations),
                 new DeploymentOptions().setInstances(config.http().instances())))
