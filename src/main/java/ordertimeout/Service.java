@@ -22,6 +22,7 @@ import ordertimeout.ops.MonitorVerticle;
 import ordertimeout.ops.Operations;
 import ordertimeout.ops.Telemetry;
 import ordertimeout.order.OrderIds;
+import ordertimeout.redis.RedisHealth;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.sweep.ReconciliationVerticle;
 import ordertimeout.sweep.RetentionVerticle;
@@ -46,6 +47,8 @@ public final class Service {
   private final CloseVerticle close;
   private final OwnedShards owned;
   private String ownershipDeployment;
+  /** Null when Redis is off. */
+  private final RedisHealth redisHealth;
   private String timerDeployment;
   private String sweepDeployment;
 
@@ -61,6 +64,7 @@ public final class Service {
     this.owned = config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards);
     stats.shardsOwned(owned.list());
     stats.trackWheelLoaded(owned::allLoaded);
+    this.redisHealth = config.redis().enabled() ? new RedisHealth(registry, config.redis()) : null;
   }
 
   /**
@@ -97,7 +101,7 @@ public final class Service {
   private Future<Service> deploy(PgConnectOptions database, OrderIds orderIds) {
     boolean clustered = config.kafka().enabled();
     return (clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
-        .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits())))
+        .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), redisHealth)))
         .compose(id -> vertx.deployVerticle(close))
         .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, stats, owned)))
         .compose(id -> {
@@ -111,9 +115,9 @@ public final class Service {
         .compose(id -> vertx.deployVerticle(new SweepVerticle(config, database, owned)))
         .compose(id -> {
           sweepDeployment = id;
-          return vertx.deployVerticle(new ReconciliationVerticle(config, database, stats));
+          return vertx.deployVerticle(new ReconciliationVerticle(config, database, stats, redisHealth));
         })
-        .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats)))
+        .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, operations, stats, alarms)))
         .compose(id -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, orderIds, operations),
             new DeploymentOptions().setInstances(config.http().instances())))
@@ -130,6 +134,11 @@ public final class Service {
 
   public Alarms alarms() {
     return alarms;
+  }
+
+  /** Null when Redis is off. */
+  public RedisHealth redisHealth() {
+    return redisHealth;
   }
 
   public Vertx vertx() {

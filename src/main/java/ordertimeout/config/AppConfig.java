@@ -1,6 +1,8 @@
 package ordertimeout.config;
 
 import java.net.InetAddress;
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.net.UnknownHostException;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -28,7 +30,8 @@ public record AppConfig(
     Alarms alarms,
     Drain drain,
     Logging logging,
-    Kafka kafka) {
+    Kafka kafka,
+    Redis redis) {
 
   public record Http(String host, int port, int instances, int maxBodyBytes) {}
 
@@ -124,6 +127,22 @@ public record AppConfig(
 
   public enum LogFormat { JSON, TEXT }
 
+  /**
+   * Redis, shared by the nodes of a cluster for the cluster-wide token buckets and the singleton-job
+   * locks; off while {@code url} is empty. {@code timeoutMillis}: a call that takes longer counts as
+   * Redis being unreachable; {@code whenUnreachable}: what the limiter does then; {@code lockTtlSeconds}:
+   * the lease of a job lock while its run goes on (renewed every third of it); {@code keyPrefix}: the
+   * first part of every key this service writes ({@code <keyPrefix>:bucket:closes}).
+   */
+  public record Redis(String url, String keyPrefix, int timeoutMillis, WhenUnreachable whenUnreachable, int lockTtlSeconds) {
+    public boolean enabled() {
+      return !url.isBlank();
+    }
+  }
+
+  /** {@code LOCAL}: this node's own bucket decides (the default); {@code DENY}: no permits until Redis answers. */
+  public enum WhenUnreachable { LOCAL, DENY }
+
   /** The level names logback accepts; anything else is refused rather than silently read as DEBUG. */
   static final Set<String> LOG_LEVELS = Set.of("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF");
   private static final String LOG_LEVEL_NAMES = "TRACE, DEBUG, INFO, WARN, ERROR, OFF";
@@ -194,7 +213,8 @@ public record AppConfig(
             source.integer("kafka.sessionTimeoutMillis", 10_000, 1000, 300_000),
             source.integer("kafka.relayIntervalMillis", 100, 1, 60_000),
             source.integer("kafka.relayBatchSize", 1000, 1, 100_000),
-            source.integer("kafka.deliveryTimeoutMillis", 15_000, 1000, 300_000)));
+            source.integer("kafka.deliveryTimeoutMillis", 15_000, 1000, 300_000)),
+        redis(source));
     config.refuseDevKeysOffLoopback();
     return config;
   }
@@ -287,6 +307,43 @@ public record AppConfig(
       levels.put(logger, logLevel(key, level.toString()));
     });
     return new Logging(logFormat, root, Collections.unmodifiableMap(levels));
+  }
+
+  private static Redis redis(ConfigSource source) {
+    String url = source.string("redis.url", "").trim();
+    if (!url.isEmpty()) {
+      URI uri;
+      try {
+        uri = new URI(url);
+      } catch (URISyntaxException e) {
+        throw new ConfigException("redis.url", "not a URL: " + e.getMessage());
+      }
+      String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+      if (!scheme.equals("redis") && !scheme.equals("rediss") && !scheme.equals("unix")) {
+        throw new ConfigException("redis.url", "expected redis://[user:password@]host[:port][/db], rediss://... or unix://..., "
+            + "found a URL of scheme '" + scheme + "'");
+      }
+      if (!scheme.equals("unix") && (uri.getHost() == null || uri.getHost().isBlank())) {
+        throw new ConfigException("redis.url", "a host is required, as in redis://127.0.0.1:6379");
+      }
+    }
+    String prefix = source.string("redis.keyPrefix", "ot");
+    if (!prefix.matches("[A-Za-z0-9_.:-]{1,64}")) {
+      throw new ConfigException("redis.keyPrefix", "1 to 64 letters, digits or _ . : -, found '" + prefix + "'");
+    }
+    String policy = source.string("redis.whenUnreachable", "local").trim().toUpperCase(Locale.ROOT);
+    WhenUnreachable whenUnreachable;
+    try {
+      whenUnreachable = WhenUnreachable.valueOf(policy);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("redis.whenUnreachable", "expected local or deny, found '" + source.string("redis.whenUnreachable", "") + "'");
+    }
+    return new Redis(
+        url,
+        prefix,
+        source.integer("redis.timeoutMillis", 100, 1, 60_000),
+        whenUnreachable,
+        source.integer("redis.lockTtlSeconds", 30, 1, 24 * 3600));
   }
 
   private static String logLevel(String key, String value) {

@@ -3,67 +3,101 @@ package ordertimeout.limit;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.Message;
+import io.vertx.redis.client.Redis;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.PermitGrant;
 import ordertimeout.bus.PermitRequest;
 import ordertimeout.config.AppConfig;
+import ordertimeout.redis.RedisClients;
+import ordertimeout.redis.RedisHealth;
 
 import java.util.HashMap;
 import java.util.Map;
 
 /**
- * Token buckets of this node: {@value #CLOSES} caps closes per second, {@value #CREATES_PREFIX}client
- * caps each API client's creates. A bucket whose rate is 0 grants everything.
+ * Token buckets: {@value #CLOSES} caps closes per second, {@value #CREATES_PREFIX}client caps each API
+ * client's creates. A bucket whose rate is 0 grants everything. With Redis on, the buckets are
+ * cluster-wide ({@link ClusterBuckets}); while Redis is unreachable ({@link RedisHealth}) the policy
+ * {@code redis.whenUnreachable} decides: {@code local} takes from this node's own bucket, {@code deny}
+ * grants nothing and says when Redis will be tried again.
  */
 public final class LimiterVerticle extends VerticleBase {
   public static final String CLOSES = "closes";
   public static final String CREATES_PREFIX = "creates:";
 
   private final AppConfig.Limits limits;
+  private final RedisHealth redisHealth;
   private final Map<String, TokenBucket> buckets = new HashMap<>();
+  private Redis redis;
+  private ClusterBuckets cluster;
 
-  public LimiterVerticle(AppConfig.Limits limits) {
+  /** {@code redisHealth} is null when Redis is off: the buckets are this node's only. */
+  public LimiterVerticle(AppConfig.Limits limits, RedisHealth redisHealth) {
     this.limits = limits;
+    this.redisHealth = redisHealth;
   }
 
   @Override
   public Future<?> start() {
+    if (redisHealth != null) {
+      redis = RedisClients.create(vertx, redisHealth.config());
+      cluster = new ClusterBuckets(redis, redisHealth.config());
+    }
     return vertx.eventBus().<PermitRequest>consumer(Addresses.LIMITER_ACQUIRE, this::acquire).completion();
   }
 
-  /** Grants what the bucket has; for the rest, says when enough will have refilled (not just one token). */
+  @Override
+  public Future<?> stop() {
+    return redis == null ? Future.succeededFuture() : redis.close();
+  }
+
   private void acquire(Message<PermitRequest> message) {
     PermitRequest request = message.body();
-    if (!request.bucket().equals(CLOSES) && !request.bucket().startsWith(CREATES_PREFIX)) {
-      message.fail(400, "unknown bucket " + request.bucket());
+    String name = request.bucket();
+    if (!name.equals(CLOSES) && !name.startsWith(CREATES_PREFIX)) {
+      message.fail(400, "unknown bucket " + name);
       return;
     }
-    TokenBucket bucket = bucketFor(request.bucket());
-    if (bucket == null) {
+    int rate = name.equals(CLOSES) ? limits.closesPerSecond() : limits.createsPerSecondPerClient();
+    int burst = name.equals(CLOSES) ? limits.closesBurst() : limits.createsBurst();
+    if (rate <= 0) {
       message.reply(new PermitGrant(request.permits(), 0));
       return;
     }
-    long now = System.nanoTime();
-    int granted = bucket.take(request.permits(), now);
-    int missing = request.permits() - granted;
-    long retryAfterMillis = missing > 0 ? Math.max(1, bucket.nanosUntil(missing, now) / 1_000_000) : 0;
-    message.reply(new PermitGrant(granted, retryAfterMillis));
+    if (cluster == null) {
+      message.reply(takeLocally(name, rate, burst, request.permits()));
+      return;
+    }
+    String operation = name.equals(CLOSES) ? RedisHealth.CLOSES : RedisHealth.CREATES;
+    if (!redisHealth.shouldTry()) {
+      message.reply(fallBack(operation, name, rate, burst, request.permits()));
+      return;
+    }
+    cluster.take(name, rate, burst, request.permits()).onComplete(taken -> {
+      if (taken.succeeded()) {
+        redisHealth.succeeded();
+        message.reply(taken.result());
+      } else {
+        redisHealth.failed(operation, taken.cause());
+        message.reply(fallBack(operation, name, rate, burst, request.permits()));
+      }
+    });
   }
 
-  /** The named bucket, or null when its rate is 0 (no cap). */
-  private TokenBucket bucketFor(String name) {
-    int rate;
-    int burst;
-    if (name.equals(CLOSES)) {
-      rate = limits.closesPerSecond();
-      burst = limits.closesBurst();
-    } else {
-      rate = limits.createsPerSecondPerClient();
-      burst = limits.createsBurst();
-    }
-    if (rate <= 0) {
-      return null;
-    }
-    return buckets.computeIfAbsent(name, n -> new TokenBucket(rate, burst, System.nanoTime()));
+  private PermitGrant fallBack(String operation, String name, int rate, int burst, int permits) {
+    redisHealth.fellBack(operation);
+    return redisHealth.config().whenUnreachable() == AppConfig.WhenUnreachable.LOCAL
+        ? takeLocally(name, rate, burst, permits)
+        : new PermitGrant(0, redisHealth.millisToNextProbe());
+  }
+
+  /** Grants what this node's bucket has; for the rest, says when enough will have refilled (not just one token). */
+  private PermitGrant takeLocally(String name, int rate, int burst, int permits) {
+    TokenBucket bucket = buckets.computeIfAbsent(name, n -> new TokenBucket(rate, burst, System.nanoTime()));
+    long now = System.nanoTime();
+    int granted = bucket.take(permits, now);
+    int missing = permits - granted;
+    long retryAfterMillis = missing > 0 ? Math.max(1, bucket.nanosUntil(missing, now) / 1_000_000) : 0;
+    return new PermitGrant(granted, retryAfterMillis);
   }
 }

@@ -8,6 +8,8 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.Addresses;
 import ordertimeout.config.AppConfig;
+import ordertimeout.lock.SingletonJob;
+import ordertimeout.redis.RedisHealth;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.store.MaintenanceStore;
 import ordertimeout.store.MaintenanceStore.Change;
@@ -25,9 +27,13 @@ import java.util.List;
  * and interval (the sweep closes them; this only reports that it has not). Differences go to a WARN
  * line each (the first {@value #LOGGED}), to the gauges of {@link ServiceStats} and to the reply. With
  * repair, the reserved counts are set right in one transaction and every change is logged. Runs one at
- * a time: a request while one runs waits for it.
+ * a time: a request while one runs waits for it. With Redis on, the periodic run happens on one node of
+ * the cluster per interval ({@link SingletonJob}); a request runs on the node it reached, whatever the
+ * lock (an operator asked for it, and a check or repair running on two nodes at once is safe: the repair
+ * is one transaction that locks the inventory rows in SKU order).
  */
 public final class ReconciliationVerticle extends VerticleBase {
+  public static final String JOB = "reconciliation";
   private static final Logger log = LoggerFactory.getLogger(ReconciliationVerticle.class);
   private static final int LOGGED = 100;
   private static final int LISTED = 1000;
@@ -35,22 +41,26 @@ public final class ReconciliationVerticle extends VerticleBase {
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final ServiceStats stats;
+  private final RedisHealth redisHealth;
   private MaintenanceStore store;
+  private SingletonJob periodic;
   private long timer = -1;
   private Future<JsonObject> last = Future.succeededFuture();
 
-  public ReconciliationVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats) {
+  /** {@code redisHealth} is null when Redis is off: then every node runs the periodic reconciliation. */
+  public ReconciliationVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats, RedisHealth redisHealth) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
+    this.redisHealth = redisHealth;
   }
 
   @Override
   public Future<?> start() {
     store = MaintenanceStore.shared(vertx, connectOptions);
     long intervalMillis = config.reconciliation().intervalHours() * 3_600_000L;
-    // In a cluster, the periodic run takes the Redis singleton-job lock here first (Redis is another issue).
-    timer = vertx.setPeriodic(intervalMillis, id -> reconcile(false)
+    periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.nodeId(), redisHealth, stats.registry());
+    timer = vertx.setPeriodic(intervalMillis, id -> periodic.run(() -> reconcile(false))
         .onFailure(failure -> log.warn("reconciliation failed, the next run tries again: {}", failure.toString())));
     return vertx.eventBus().<Boolean>consumer(Addresses.RECONCILE, this::onRequest).completion();
   }
@@ -58,7 +68,7 @@ public final class ReconciliationVerticle extends VerticleBase {
   @Override
   public Future<?> stop() {
     vertx.cancelTimer(timer);
-    return Future.succeededFuture();
+    return periodic == null ? Future.succeededFuture() : periodic.close();
   }
 
   private void onRequest(Message<Boolean> request) {

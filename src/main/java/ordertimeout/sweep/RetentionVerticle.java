@@ -4,6 +4,8 @@ import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.config.AppConfig;
+import ordertimeout.lock.SingletonJob;
+import ordertimeout.redis.RedisHealth;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.store.MaintenanceStore;
 import org.slf4j.Logger;
@@ -17,25 +19,31 @@ import java.util.function.BiFunction;
  * ago (never an unpublished one) and idempotency keys older than {@code retention.idempotencyKeyHours}.
  * Each delete takes at most {@code retention.batchSize} rows in a transaction of its own, and the next
  * batch follows only while the last one was full, so no lock is held for long and closes interleave.
+ * With Redis on, one node of the cluster runs it per interval ({@link SingletonJob}).
  */
 public final class RetentionVerticle extends VerticleBase {
   public static final String ORDER_LOG = "order_log";
   public static final String OUTBOX = "outbox";
   public static final String IDEMPOTENCY_KEYS = "idempotency_keys";
+  public static final String JOB = "retention";
   private static final Logger log = LoggerFactory.getLogger(RetentionVerticle.class);
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final ServiceStats stats;
+  private final RedisHealth redisHealth;
   private MaintenanceStore store;
+  private SingletonJob periodic;
   private long timer = -1;
   private boolean running;
   private boolean stopped;
 
-  public RetentionVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats) {
+  /** {@code redisHealth} is null when Redis is off: then every node runs retention. */
+  public RetentionVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats, RedisHealth redisHealth) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
+    this.redisHealth = redisHealth;
   }
 
   @Override
@@ -44,7 +52,9 @@ public final class RetentionVerticle extends VerticleBase {
     for (String table : new String[] {ORDER_LOG, OUTBOX, IDEMPOTENCY_KEYS}) {
       stats.retentionDeleted(table, 0);
     }
-    timer = vertx.setPeriodic(config.retention().intervalSeconds() * 1000L, id -> runOnce());
+    long intervalMillis = config.retention().intervalSeconds() * 1000L;
+    periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.nodeId(), redisHealth, stats.registry());
+    timer = vertx.setPeriodic(intervalMillis, id -> runOnce());
     return Future.succeededFuture();
   }
 
@@ -52,7 +62,7 @@ public final class RetentionVerticle extends VerticleBase {
   public Future<?> stop() {
     stopped = true;
     vertx.cancelTimer(timer);
-    return Future.succeededFuture();
+    return periodic == null ? Future.succeededFuture() : periodic.close();
   }
 
   /** A run still going when the next is due makes that one skip. */
@@ -62,9 +72,9 @@ public final class RetentionVerticle extends VerticleBase {
     }
     running = true;
     AppConfig.Retention retention = config.retention();
-    purge(ORDER_LOG, retention.orderLogHours(), store::deleteOldOrderLog)
-        .compose(none -> purge(OUTBOX, retention.publishedOutboxHours(), store::deletePublishedOutbox))
-        .compose(none -> purge(IDEMPOTENCY_KEYS, retention.idempotencyKeyHours(), store::deleteOldIdempotencyKeys))
+    periodic.run(() -> purge(ORDER_LOG, retention.orderLogHours(), store::deleteOldOrderLog)
+            .compose(none -> purge(OUTBOX, retention.publishedOutboxHours(), store::deletePublishedOutbox))
+            .compose(none -> purge(IDEMPOTENCY_KEYS, retention.idempotencyKeyHours(), store::deleteOldIdempotencyKeys)))
         .onComplete(done -> running = false);
   }
 

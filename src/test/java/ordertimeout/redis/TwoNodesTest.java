@@ -1,0 +1,120 @@
+package ordertimeout.redis;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Api;
+import ordertimeout.support.Invariants;
+import ordertimeout.support.Metrics;
+import ordertimeout.support.TestDatabase;
+import ordertimeout.support.TestRedis;
+import ordertimeout.support.TestService;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Two nodes of the service (node ids 1 and 2, each on its own Vert.x with its own limiter and job
+ * timers) on the same database and the same real Redis: one create rate per client for the cluster,
+ * and the retention job run by one node per interval.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class TwoNodesTest {
+  private TestRedis redis;
+  private List<TestService> nodes;
+
+  @BeforeAll
+  void start() {
+    TestDatabase.reset();
+    redis = TestRedis.start();
+    Map<String, String> common = Map.of(
+        "OT_REDIS_URL", redis.url(),
+        "OT_LIMITS_CREATES_PER_SECOND_PER_CLIENT", "1",
+        "OT_LIMITS_CREATES_BURST", "10",
+        "OT_RETENTION_INTERVAL_SECONDS", "1");
+    nodes = List.of(TestService.start(with(common, "OT_NODE_ID", "1")), TestService.start(with(common, "OT_NODE_ID", "2")));
+  }
+
+  @AfterAll
+  void stop() {
+    if (nodes != null) {
+      nodes.forEach(TestService::close);
+    }
+    redis.close();
+    Invariants.assertHold();
+  }
+
+  private static Map<String, String> with(Map<String, String> common, String key, String value) {
+    Map<String, String> all = new HashMap<>(common);
+    all.put(key, value);
+    return all;
+  }
+
+  @Test
+  void aClientsCreatesShareOneRateAcrossTheNodes() {
+    nodes.get(0).api().setStock("SKU-1", 1000);
+    int[] created = new int[2];
+    int[] limited = new int[2];
+    long start = System.nanoTime();
+    for (int i = 0; i < 30; i++) {
+      Api api = nodes.get(i % 2).api();
+      JsonObject body = new JsonObject().put("userId", "u-" + i).put("timeoutSeconds", 3600)
+          .put("items", new JsonArray().add(new JsonObject().put("sku", "SKU-1").put("qty", 1)));
+      Api.Response response = api.createOrder(UUID.randomUUID().toString(), body);
+      assertThat(response.status()).as(response.body()).isIn(201, 429);
+      if (response.status() == 201) {
+        created[i % 2]++;
+      } else {
+        limited[i % 2]++;
+      }
+    }
+    double elapsedSeconds = (System.nanoTime() - start) / 1e9;
+    int total = created[0] + created[1];
+    assertThat(total).as("one burst of 10 for the cluster, plus 1 per second (%.1f s); each node alone would allow 10", elapsedSeconds)
+        .isGreaterThanOrEqualTo(10)
+        .isLessThanOrEqualTo(10 + (int) Math.ceil(elapsedSeconds));
+    assertThat(created).as("both nodes created some").doesNotContain(0);
+    assertThat(limited).as("and both refused some").doesNotContain(0);
+  }
+
+  @Test
+  void retentionRunsOnOneNodePerInterval() {
+    String ran = "ordertimeout_job_runs_total{job=\"retention\",outcome=\"ran\"}";
+    String skipped = "ordertimeout_job_runs_total{job=\"retention\",outcome=\"skipped\"}";
+    double ranBefore = sum(ran);
+    double skippedBefore = sum(skipped);
+    long start = System.nanoTime();
+    sleep(6_000);
+    double ranAfter = sum(ran);
+    double skippedAfter = sum(skipped);
+    double elapsedMillis = (System.nanoTime() - start) / 1e6;
+    // Every node ticks once a second; a run keeps the lock until 900 ms after it started. A run that began
+    // before the window may end inside it: one more.
+    double runs = ranAfter - ranBefore;
+    assertThat(runs).as("runs of both nodes in %.0f ms", elapsedMillis)
+        .isGreaterThanOrEqualTo(1)
+        .isLessThanOrEqualTo(Math.floor(elapsedMillis / 900) + 2);
+    assertThat(skippedAfter - skippedBefore).as("the other node's ticks skipped").isGreaterThanOrEqualTo(1);
+    assertThat(sum("ordertimeout_job_runs_total{job=\"retention\",outcome=\"ran_without_lock\"}")).isZero();
+  }
+
+  private double sum(String series) {
+    return nodes.stream().mapToDouble(node -> Metrics.value(node.api(), series)).sum();
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
+}
