@@ -1,5 +1,6 @@
 package ordertimeout.cluster;
 
+import io.micrometer.core.instrument.binder.kafka.KafkaClientMetrics;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.DeliveryOptions;
@@ -34,6 +35,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private final OwnedShards owned;
   private final ServiceStats stats;
   private KafkaConsumer<String, String> consumer;
+  private KafkaClientMetrics consumerMetrics;
 
   public ShardOwnershipVerticle(AppConfig config, OwnedShards owned, ServiceStats stats) {
     this.config = config;
@@ -48,12 +50,15 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     consumer.partitionsAssignedHandler(this::onAssigned);
     consumer.partitionsRevokedHandler(this::onRevoked);
     consumer.exceptionHandler(failure -> log.warn("timer consumer: {}", failure.toString()));
+    consumerMetrics = new KafkaClientMetrics(consumer.unwrap()); // lag per partition, fetch rates: read from the client's own metrics
+    consumerMetrics.bindTo(stats.registry());
     return consumer.subscribe(config.kafka().timersTopic());
   }
 
   /** Leaving the group lets the others take this node's shards at once instead of after the session timeout. */
   @Override
   public Future<?> stop() {
+    consumerMetrics.close();
     return consumer.close();
   }
 

@@ -10,6 +10,7 @@ import ordertimeout.support.KafkaBroker;
 import ordertimeout.support.NodeProcess;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
+import ordertimeout.support.TestRedis;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -38,7 +39,7 @@ import java.util.stream.Collectors;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Three nodes as separate processes share the database and a real broker. 20,000 orders go in
+ * Three nodes as separate processes share the database, a real broker and a real Redis. 20,000 orders go in
  * through all of them (some paid, some cancelled); one node is killed with SIGKILL while deadlines
  * fall due. Every unpaid order must still close exactly once, never early, with the stock right; the
  * close log and the events topic must agree; and the killed node's shards must close no later than
@@ -57,10 +58,11 @@ class NodeKillTest {
     TestDatabase.reset();
     ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
     List<NodeProcess> nodes = new ArrayList<>();
-    try {
+    try (TestRedis redis = TestRedis.start()) {
       for (int nodeId = 1; nodeId <= 3; nodeId++) {
         Map<String, String> settings = new HashMap<>(cluster.forNode(40 + nodeId));
         settings.put("OT_KAFKA_SESSION_TIMEOUT_MILLIS", Integer.toString(SESSION_TIMEOUT_MILLIS));
+        settings.put("OT_REDIS_URL", redis.url());
         settings.put("OT_ORDERS_MAX_UNPAID_PER_USER", "100000");
         settings.put("OT_SWEEP_INTERVAL_SECONDS", "2");
         settings.put("OT_DATABASE_POOL_SIZE", "6");

@@ -58,6 +58,24 @@ public final class KafkaBroker implements AutoCloseable {
     }
   }
 
+  /**
+   * A broker on the given ports keeping its data in {@code folder} across runs (for the local stack):
+   * formatted on first use, started as it is afterwards.
+   */
+  public static KafkaBroker startAt(Path folder, int port, int controllerPort) {
+    try {
+      Files.createDirectories(folder);
+      KafkaBroker broker = new KafkaBroker(folder.toAbsolutePath(), port, controllerPort);
+      if (!Files.exists(broker.properties())) {
+        broker.format();
+      }
+      broker.start();
+      return broker;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   public String bootstrapServers() {
     return "127.0.0.1:" + port;
   }

@@ -53,6 +53,17 @@ public final class TestRedis implements AutoCloseable {
     }
   }
 
+  /** One on the given port, keeping its files in {@code dir} (for the local stack). */
+  public static TestRedis startOn(int port, Path dir) {
+    try {
+      TestRedis redis = new TestRedis(port, Files.createDirectories(dir), List.of());
+      redis.restart();
+      return redis;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   public int port() {
     return port;
   }
