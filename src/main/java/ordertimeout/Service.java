@@ -9,6 +9,7 @@ import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.LocalCodec;
 import ordertimeout.close.CloseVerticle;
 import ordertimeout.config.AppConfig;
+import ordertimeout.intake.ApiContract;
 import ordertimeout.intake.IntakeVerticle;
 import ordertimeout.limit.LimiterVerticle;
 import ordertimeout.ops.Alarms;
@@ -77,6 +78,7 @@ public final class Service {
   private static Future<Service> start(Vertx vertx, PrometheusMeterRegistry registry, AppConfig config, PgConnectOptions database) {
     LocalCodec.registerAll(vertx);
     OrderIds orderIds = new OrderIds(config.nodeId());
+    Future<ApiContract> contract = ApiContract.load(vertx, config);
     return vertx.executeBlocking(Migrations::latestOnClassPath)
         .map(latest -> new Service(vertx, config, database, registry, latest))
         .compose(service -> vertx.deployVerticle(new LimiterVerticle(config.limits()))
@@ -92,7 +94,8 @@ public final class Service {
             })
             .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, service.stats)))
             .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, service.operations, service.stats, service.alarms)))
-            .compose(id -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, service.stats, orderIds, service.operations),
+            .compose(id -> contract)
+            .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, service.stats, orderIds, service.operations, api),
                 new DeploymentOptions().setInstances(config.http().instances())))
             .map(id -> service));
   }
