@@ -14,6 +14,7 @@ import ordertimeout.cluster.ShardOwnershipVerticle;
 import ordertimeout.cluster.TimerFanoutVerticle;
 import ordertimeout.config.AppConfig;
 import ordertimeout.events.OutboxRelayVerticle;
+import ordertimeout.intake.ApiContract;
 import ordertimeout.intake.IntakeVerticle;
 import ordertimeout.limit.LimiterVerticle;
 import ordertimeout.ops.Alarms;
@@ -88,9 +89,10 @@ public final class Service {
   private static Future<Service> start(Vertx vertx, PrometheusMeterRegistry registry, AppConfig config, PgConnectOptions database) {
     LocalCodec.registerAll(vertx);
     OrderIds orderIds = new OrderIds(config.nodeId());
+    Future<ApiContract> contract = ApiContract.load(vertx, config);
     return vertx.executeBlocking(Migrations::latestOnClassPath)
         .map(latest -> new Service(vertx, config, database, registry, latest))
-        .compose(service -> service.deploy(database, orderIds));
+        .compose(service -> service.deploy(database, orderIds, contract));
   }
 
   /**
@@ -98,7 +100,7 @@ public final class Service {
    * the timer loads every shard before it finishes starting; in a cluster the timer fan-out and the
    * shard ownership come next (the group then assigns shards, loaded as they come); intake last.
    */
-  private Future<Service> deploy(PgConnectOptions database, OrderIds orderIds) {
+  private Future<Service> deploy(PgConnectOptions database, OrderIds orderIds, Future<ApiContract> contract) {
     boolean clustered = config.kafka().enabled();
     return (clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), redisHealth)))
@@ -119,7 +121,8 @@ public final class Service {
         })
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, operations, stats, alarms)))
-        .compose(id -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, orderIds, operations),
+        .compose(id -> contract)
+        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, orderIds, operations, api),
             new DeploymentOptions().setInstances(config.http().instances())))
         .map(id -> this);
   }

@@ -1,8 +1,6 @@
 package ordertimeout.intake;
 
 import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.core.json.DecodeException;
-import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
@@ -27,13 +25,13 @@ final class AdminRoutes {
     this.stats = stats;
   }
 
-  void mount(Router router) {
-    router.get("/v1/admin/inventory/:sku").handler(ctx -> store.stock(sku(ctx))
+  void mount(Router router, ApiContract contract) {
+    router.get("/v1/admin/inventory/:sku").handler(contract.validate("getInventory")).handler(ctx -> store.stock(sku(ctx))
         .onSuccess(stock -> OrderRoutes.json(ctx, 200, toJson(stock)))
         .onFailure(ctx::fail));
-    router.put("/v1/admin/inventory/:sku").handler(this::setAvailable);
-    router.get("/v1/admin/stats").handler(ctx -> OrderRoutes.json(ctx, 200, stats.toJson()));
-    router.post("/v1/admin/reconcile").handler(this::reconcile);
+    router.put("/v1/admin/inventory/:sku").handler(contract.validate("setInventory")).handler(this::setAvailable);
+    router.get("/v1/admin/stats").handler(contract.validate("getStats")).handler(ctx -> OrderRoutes.json(ctx, 200, stats.toJson()));
+    router.post("/v1/admin/reconcile").handler(contract.validate("reconcile")).handler(this::reconcile);
   }
 
   private void reconcile(RoutingContext ctx) {
@@ -45,7 +43,7 @@ final class AdminRoutes {
 
   /** The optional body {@code {"repair": true|false}}; no body means false. */
   private static boolean repair(RoutingContext ctx) {
-    if (noBody(ctx)) {
+    if (ApiContract.body(ctx) == null) {
       return false;
     }
     JsonObject body = object(ctx, "{\"repair\": true}", Set.of("repair"));
@@ -56,20 +54,12 @@ final class AdminRoutes {
     return repair;
   }
 
-  /** Without a body, or with an empty one, {@code body().buffer()} is null and {@code length()} -1 or 0. */
-  private static boolean noBody(RoutingContext ctx) {
-    return ctx.body().buffer() == null || ctx.body().length() <= 0;
-  }
-
-  /** The body as a JSON object with only {@code fields}, or 400 {@code malformed_json} / {@code unknown_field}. */
+  /**
+   * The body (decoded by the contract's check, which refuses what is not JSON) as a JSON object with only
+   * {@code fields}, or 400 {@code malformed_json} / {@code unknown_field}.
+   */
   private static JsonObject object(RoutingContext ctx, String shape, Set<String> fields) {
-    Object parsed;
-    try {
-      parsed = noBody(ctx) ? null : Json.decodeValue(ctx.body().buffer());
-    } catch (DecodeException e) {
-      throw ApiException.badRequest("malformed_json", "the request body is not valid JSON");
-    }
-    if (!(parsed instanceof JsonObject body)) {
+    if (!(ApiContract.body(ctx) instanceof JsonObject body)) {
       throw ApiException.badRequest("malformed_json", "the request body must be a JSON object " + shape);
     }
     for (String field : body.fieldNames()) {
@@ -90,12 +80,11 @@ final class AdminRoutes {
 
   private static long available(RoutingContext ctx) {
     JsonObject body = object(ctx, "{\"available\": n}", Set.of("available"));
-    Object value = body.getValue("available");
-    if (!(value instanceof Integer || value instanceof Long)
-        || ((Number) value).longValue() < 0 || ((Number) value).longValue() > MAX_AVAILABLE) {
+    Long value = CreateOrderRequest.wholeNumber(body.getValue("available"));
+    if (value == null || value < 0 || value > MAX_AVAILABLE) {
       throw ApiException.badRequest("invalid_field", "'available' must be a whole number from 0 to " + MAX_AVAILABLE);
     }
-    return ((Number) value).longValue();
+    return value;
   }
 
   private static String sku(RoutingContext ctx) {

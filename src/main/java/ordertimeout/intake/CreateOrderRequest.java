@@ -1,7 +1,5 @@
 package ordertimeout.intake;
 
-import io.vertx.core.buffer.Buffer;
-import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.config.AppConfig;
@@ -9,6 +7,8 @@ import ordertimeout.order.Digests;
 import ordertimeout.order.OrderItem;
 import ordertimeout.order.TimeoutPolicy;
 
+import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -20,7 +20,9 @@ import java.util.regex.Pattern;
 
 /**
  * The body of POST /v1/orders, strictly validated: unknown fields, wrong types, empty or oversized
- * item lists, bad quantities and timeouts outside the policy all answer 400 with a stable code.
+ * item lists, bad quantities and timeouts outside the policy all answer 400 with a stable code. The
+ * contract's check (openapi.yaml) has refused most of these already; what it cannot say (a SKU listed
+ * twice) and the configured limits are checked here again, so this class alone still guards the store.
  */
 record CreateOrderRequest(String userId, String category, List<OrderItem> items, Optional<Integer> timeoutSeconds) {
   private static final Set<String> FIELDS = Set.of("userId", "category", "items", "timeoutSeconds");
@@ -28,7 +30,8 @@ record CreateOrderRequest(String userId, String category, List<OrderItem> items,
   /** User ids and SKUs: 1 to 64 characters, letters, digits and . _ - : @ */
   static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z0-9._:@-]{1,64}");
 
-  static CreateOrderRequest parse(Buffer body, TimeoutPolicy policy, AppConfig.Orders limits) {
+  /** {@code body}: the request body decoded from JSON (null when there was none). */
+  static CreateOrderRequest parse(Object body, TimeoutPolicy policy, AppConfig.Orders limits) {
     JsonObject json = object(body);
     rejectUnknown(json, FIELDS, "");
     String userId = identifier(json.getValue("userId"), "userId");
@@ -47,16 +50,7 @@ record CreateOrderRequest(String userId, String category, List<OrderItem> items,
     return HexFormat.of().formatHex(Digests.sha256(canonical.toString()));
   }
 
-  private static JsonObject object(Buffer body) {
-    if (body == null || body.length() == 0) {
-      throw ApiException.badRequest("malformed_json", "the request body must be a JSON object");
-    }
-    Object parsed;
-    try {
-      parsed = io.vertx.core.json.Json.decodeValue(body);
-    } catch (DecodeException e) {
-      throw ApiException.badRequest("malformed_json", "the request body is not valid JSON");
-    }
+  private static JsonObject object(Object parsed) {
     if (!(parsed instanceof JsonObject object)) {
       throw ApiException.badRequest("malformed_json", "the request body must be a JSON object");
     }
@@ -130,9 +124,28 @@ record CreateOrderRequest(String userId, String category, List<OrderItem> items,
   }
 
   private static long wholeNumber(Object value, String field) {
+    Long whole = wholeNumber(value);
+    if (whole == null) {
+      throw ApiException.badRequest("invalid_field", "'" + field + "' must be a whole number");
+    }
+    return whole;
+  }
+
+  /**
+   * A JSON number without a fractional part, within 64 bits; else null. {@code 2.0} is 2: JSON Schema's
+   * {@code integer}, which the contract uses, takes it too.
+   */
+  static Long wholeNumber(Object value) {
     if (value instanceof Integer || value instanceof Long) {
       return ((Number) value).longValue();
     }
-    throw ApiException.badRequest("invalid_field", "'" + field + "' must be a whole number");
+    if (value instanceof Double || value instanceof Float || value instanceof BigDecimal || value instanceof BigInteger) {
+      try {
+        return new BigDecimal(value.toString()).longValueExact();
+      } catch (ArithmeticException | NumberFormatException e) {
+        return null;
+      }
+    }
+    return null;
   }
 }

@@ -27,9 +27,9 @@ final class DashboardRoutes {
     this.store = store;
   }
 
-  void mount(Router router) {
-    router.get("/v1/admin/closes").handler(this::latestCloses);
-    router.get("/v1/admin/orders/:id/log").handler(this::orderLog);
+  void mount(Router router, ApiContract contract) {
+    router.get("/v1/admin/closes").handler(contract.validate("listCloses")).handler(this::latestCloses);
+    router.get("/v1/admin/orders/:id/log").handler(contract.validate("getOrderLog")).handler(this::orderLog);
     // the route "/dashboard" also matches "/dashboard/": only the bare one is redirected (relative links need the slash)
     router.get("/dashboard").handler(ctx -> {
       if ("/dashboard".equals(ctx.request().path())) {

@@ -18,21 +18,26 @@ import ordertimeout.store.OrderCreates;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
 
-/** The HTTP API: authentication, one failure handler, the order and admin routes, metrics and health. */
+/**
+ * The HTTP API: authentication, the contract's checks before each /v1 route (after the key check and the
+ * body limit), one failure handler, the order and admin routes, metrics, health and GET /openapi.yaml.
+ */
 public final class IntakeVerticle extends VerticleBase {
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final ServiceStats stats;
   private final OrderIds orderIds;
   private final Operations operations;
+  private final ApiContract contract;
 
   public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats, OrderIds orderIds,
-                        Operations operations) {
+                        Operations operations, ApiContract contract) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
     this.orderIds = orderIds;
     this.operations = operations;
+    this.contract = contract;
   }
 
   @Override
@@ -44,14 +49,15 @@ public final class IntakeVerticle extends VerticleBase {
     Router router = Router.router(vertx);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
     operations.mount(vertx, router, stats);
+    router.get("/openapi.yaml").handler(contract::serve);
     router.post("/v1/orders").handler(this::timeCreate);
     router.route("/v1/*").handler(auth::authenticate);
     router.route("/v1/admin/*").handler(auth::requireAdmin);
     router.post("/v1/orders").handler(this::refuseWhileDraining);
     router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
-    new OrderRoutes(vertx, config, store, creates, orderIds, stats).mount(router);
-    new AdminRoutes(store, stats).mount(router);
-    new DashboardRoutes(store).mount(router);
+    new OrderRoutes(vertx, config, store, creates, orderIds, stats).mount(router, contract);
+    new AdminRoutes(store, stats).mount(router, contract);
+    new DashboardRoutes(store).mount(router, contract);
     router.route().failureHandler(Problems::handle);
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));

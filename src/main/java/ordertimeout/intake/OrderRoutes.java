@@ -62,12 +62,15 @@ final class OrderRoutes {
     this.stats = stats;
   }
 
-  void mount(Router router) {
-    router.post("/v1/orders").handler(this::create);
-    router.get("/v1/orders/:id").handler(ctx -> respond(ctx, 200, store.find(orderId(ctx), clientScope(ctx))));
-    router.post("/v1/orders/:id/pay").handler(this::pay);
-    router.post("/v1/orders/:id/cancel").handler(ctx -> close(ctx, CloseReason.USER_CANCELLED));
-    router.post("/v1/admin/orders/:id/close").handler(ctx -> close(ctx, CloseReason.ADMIN));
+  void mount(Router router, ApiContract contract) {
+    router.post("/v1/orders").handler(contract.validate("createOrder")).handler(this::create);
+    router.get("/v1/orders/:id").handler(contract.validate("getOrder"))
+        .handler(ctx -> respond(ctx, 200, store.find(orderId(ctx), clientScope(ctx))));
+    router.post("/v1/orders/:id/pay").handler(contract.validate("payOrder")).handler(this::pay);
+    router.post("/v1/orders/:id/cancel").handler(contract.validate("cancelOrder"))
+        .handler(ctx -> close(ctx, CloseReason.USER_CANCELLED));
+    router.post("/v1/admin/orders/:id/close").handler(contract.validate("closeOrder"))
+        .handler(ctx -> close(ctx, CloseReason.ADMIN));
   }
 
   private void create(RoutingContext ctx) {
@@ -79,7 +82,7 @@ final class OrderRoutes {
     if (!IDEMPOTENCY_KEY.matcher(key).matches()) {
       throw ApiException.badRequest("invalid_idempotency_key", "the Idempotency-Key must be 1 to 255 visible ASCII characters");
     }
-    CreateOrderRequest request = CreateOrderRequest.parse(ctx.body().buffer(), policy, config.orders());
+    CreateOrderRequest request = CreateOrderRequest.parse(ApiContract.body(ctx), policy, config.orders());
     int timeoutSeconds = policy.timeoutSeconds(request.category(), request.timeoutSeconds());
     long id = orderIds.next();
     NewOrder order = new NewOrder(id, OrderIds.shardOf(id, config.database().shards()), request.userId(),
