@@ -8,13 +8,18 @@ import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.net.URISyntaxException;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 /**
  * A real Kafka broker (KRaft: broker and controller in one process, from the kafka_2.13 test
@@ -173,9 +178,28 @@ public final class KafkaBroker implements AutoCloseable {
     }
   }
 
-  /** Surefire runs the tests from a manifest-only jar and hands the real class path in this property. */
+  /**
+   * The class path this code runs with, for the JVMs it starts: Surefire runs the tests from a
+   * manifest-only jar and hands the real class path in a property; exec:java runs them in a class
+   * loader of its own.
+   */
   static String testClassPath() {
-    return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    String surefire = System.getProperty("surefire.test.class.path");
+    if (surefire != null) {
+      return surefire;
+    }
+    if (Thread.currentThread().getContextClassLoader() instanceof URLClassLoader loader && loader.getURLs().length > 0) {
+      return Arrays.stream(loader.getURLs()).map(KafkaBroker::toPath).collect(Collectors.joining(File.pathSeparator));
+    }
+    return System.getProperty("java.class.path");
+  }
+
+  private static String toPath(URL url) {
+    try {
+      return Path.of(url.toURI()).toString();
+    } catch (URISyntaxException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   private void awaitReady() {

@@ -26,8 +26,15 @@ public final class LocalStack {
         .setCleanDataDirectory(false)
         .setServerConfig("max_connections", "300")
         .start();
-    KafkaBroker kafka = KafkaBroker.startAt(home.resolve("kafka"), 9092, 9093);
-    TestRedis redis = TestRedis.startOn(6379, home.resolve("redis"));
+    KafkaBroker kafka;
+    TestRedis redis;
+    try {
+      kafka = KafkaBroker.startAt(home.resolve("kafka"), 9092, 9093);
+      redis = TestRedis.startOn(6379, home.resolve("redis"));
+    } catch (RuntimeException e) {
+      postgres.close();
+      throw e;
+    }
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       redis.close();

@@ -97,11 +97,20 @@ public final class NodeProcess implements AutoCloseable {
 
   /** GET /v1/admin/stats with the admin key. */
   public JsonObject stats() {
+    return new JsonObject(get("/v1/admin/stats"));
+  }
+
+  /** GET /metrics: Prometheus text. */
+  public String metrics() {
+    return get("/metrics");
+  }
+
+  private String get(String path) {
     try {
-      HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/admin/stats"))
+      HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
               .header("Authorization", "Bearer " + Api.ADMIN_KEY).timeout(Duration.ofSeconds(10)).build(),
           HttpResponse.BodyHandlers.ofString());
-      return new JsonObject(response.body());
+      return response.body();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } catch (InterruptedException e) {
