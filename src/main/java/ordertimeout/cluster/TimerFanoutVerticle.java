@@ -42,6 +42,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     producer = KafkaProducer.create(vertx, KafkaClients.producer(config, "timers"));
+    // each failed send also fails its future, which send() counts; without a handler Vert.x logs every one as an ERROR
+    producer.exceptionHandler(failure -> log.debug("timer send failed: {}", failure.toString()));
     EventBus bus = vertx.eventBus();
     return Future.join(
         bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> publishSchedule(message.body())).completion(),
