@@ -36,6 +36,8 @@ public final class OutboxRelayVerticle extends VerticleBase {
   private long timer = -1;
   private long backoffMillis;
   private boolean stopped;
+  /** The try under way, if any. */
+  private Future<Integer> current = Future.succeededFuture(0);
 
   public OutboxRelayVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats) {
     this.config = config;
@@ -53,11 +55,15 @@ public final class OutboxRelayVerticle extends VerticleBase {
     return Future.succeededFuture();
   }
 
+  /**
+   * Lets the try under way end first: stopped under it, its pool would close before the commit, and
+   * another node would publish again the events the broker had already acknowledged.
+   */
   @Override
   public Future<?> stop() {
     stopped = true;
     vertx.cancelTimer(timer);
-    return producer.close();
+    return current.transform(ended -> producer.close());
   }
 
   private void relayLater(long delayMillis) {
@@ -76,8 +82,9 @@ public final class OutboxRelayVerticle extends VerticleBase {
    */
   private void relay() {
     int batchSize = config.kafka().relayBatchSize();
-    producer.partitionsFor(config.kafka().eventsTopic())
-        .compose(partitions -> store.publishOldest(batchSize, this::publish))
+    current = producer.partitionsFor(config.kafka().eventsTopic())
+        .compose(partitions -> store.publishOldest(batchSize, this::publish));
+    current
         .onSuccess(published -> {
           if (backoffMillis > 0) {
             log.info("outbox relay publishes again");
