@@ -50,9 +50,21 @@ public final class TimerFanoutVerticle extends VerticleBase {
         bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> publishCancel(message.body())).completion());
   }
 
+  /**
+   * While no broker answers, each send waits up to {@code kafka.deliveryTimeoutMillis} for the topic's
+   * metadata, one after another, and the close waits behind them all; those messages would fail anyway
+   * (their orders are in the database), so the undeploy waits no longer than one delivery timeout.
+   */
   @Override
   public Future<?> stop() {
-    return producer.close();
+    int deliveryTimeoutMillis = config.kafka().deliveryTimeoutMillis();
+    return producer.close()
+        .timeout(deliveryTimeoutMillis, TimeUnit.MILLISECONDS)
+        .recover(failure -> {
+          log.warn("the timer producer had not closed after {} ms ({}); timer messages still queued are dropped",
+              deliveryTimeoutMillis, failure.toString());
+          return Future.succeededFuture();
+        });
   }
 
   private void publishSchedule(Deadlines deadlines) {
