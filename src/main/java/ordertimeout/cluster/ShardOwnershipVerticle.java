@@ -16,6 +16,7 @@ import org.slf4j.LoggerFactory;
 
 import java.util.Arrays;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 /**
  * This node's membership of the consumer group on the timer topic: the partitions the group assigns
@@ -55,11 +56,24 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     return consumer.subscribe(config.kafka().timersTopic());
   }
 
-  /** Leaving the group lets the others take this node's shards at once instead of after the session timeout. */
+  /**
+   * Leaving the group lets the others take this node's shards at once instead of after the session
+   * timeout. When no broker answers, the consumer's close waits 30 s (the Kafka client's default, which
+   * the Vert.x client does not let one change) to commit and leave; past the session timeout the group
+   * has dropped this member anyway, so the undeploy (and a drain) waits no longer than that and the close
+   * goes on in the background.
+   */
   @Override
   public Future<?> stop() {
     consumerMetrics.close();
-    return consumer.close();
+    int sessionTimeoutMillis = config.kafka().sessionTimeoutMillis();
+    return consumer.close()
+        .timeout(sessionTimeoutMillis, TimeUnit.MILLISECONDS)
+        .recover(failure -> {
+          log.warn("the timer consumer had not left the group after {} ms ({}); its shards move when the session expires",
+              sessionTimeoutMillis, failure.toString());
+          return Future.succeededFuture();
+        });
   }
 
   private void onAssigned(Set<TopicPartition> partitions) {

@@ -42,15 +42,29 @@ public final class TimerFanoutVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     producer = KafkaProducer.create(vertx, KafkaClients.producer(config, "timers"));
+    // each failed send also fails its future, which send() counts; without a handler Vert.x logs every one as an ERROR
+    producer.exceptionHandler(failure -> log.debug("timer send failed: {}", failure.toString()));
     EventBus bus = vertx.eventBus();
     return Future.join(
         bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> publishSchedule(message.body())).completion(),
         bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> publishCancel(message.body())).completion());
   }
 
+  /**
+   * While no broker answers, each send waits up to {@code kafka.deliveryTimeoutMillis} for the topic's
+   * metadata, one after another, and the close waits behind them all; those messages would fail anyway
+   * (their orders are in the database), so the undeploy waits no longer than one delivery timeout.
+   */
   @Override
   public Future<?> stop() {
-    return producer.close();
+    int deliveryTimeoutMillis = config.kafka().deliveryTimeoutMillis();
+    return producer.close()
+        .timeout(deliveryTimeoutMillis, TimeUnit.MILLISECONDS)
+        .recover(failure -> {
+          log.warn("the timer producer had not closed after {} ms ({}); timer messages still queued are dropped",
+              deliveryTimeoutMillis, failure.toString());
+          return Future.succeededFuture();
+        });
   }
 
   private void publishSchedule(Deadlines deadlines) {

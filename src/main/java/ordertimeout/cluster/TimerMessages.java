@@ -28,7 +28,11 @@ public final class TimerMessages {
   /** What one record asks for; a line that cannot be read is skipped and counted. */
   public record Decoded(Deadlines schedule, CancelTimers cancel, int unreadable) {}
 
+  /** {@code text} null (a record without a value, which no node writes) counts as one unreadable line. */
   public static Decoded decode(String text) {
+    if (text == null) {
+      return new Decoded(Deadlines.EMPTY, new CancelTimers(new long[0]), 1);
+    }
     List<long[]> schedules = new ArrayList<>();
     List<Long> cancels = new ArrayList<>();
     int unreadable = 0;

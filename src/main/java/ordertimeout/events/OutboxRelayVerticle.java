@@ -36,6 +36,8 @@ public final class OutboxRelayVerticle extends VerticleBase {
   private long timer = -1;
   private long backoffMillis;
   private boolean stopped;
+  /** The try under way, if any. */
+  private Future<Integer> current = Future.succeededFuture(0);
 
   public OutboxRelayVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats) {
     this.config = config;
@@ -47,15 +49,21 @@ public final class OutboxRelayVerticle extends VerticleBase {
   public Future<?> start() {
     store = OutboxStore.shared(vertx, connectOptions);
     producer = KafkaProducer.create(vertx, KafkaClients.producer(config, "outbox"));
+    // each failed send also fails its future, which relay() handles; without a handler Vert.x logs every one as an ERROR
+    producer.exceptionHandler(failure -> log.debug("outbox send failed: {}", failure.toString()));
     relayLater(0);
     return Future.succeededFuture();
   }
 
+  /**
+   * Lets the try under way end first: stopped under it, its pool would close before the commit, and
+   * another node would publish again the events the broker had already acknowledged.
+   */
   @Override
   public Future<?> stop() {
     stopped = true;
     vertx.cancelTimer(timer);
-    return producer.close();
+    return current.transform(ended -> producer.close());
   }
 
   private void relayLater(long delayMillis) {
@@ -64,10 +72,19 @@ public final class OutboxRelayVerticle extends VerticleBase {
     }
   }
 
-  /** A full batch is followed at once by the next; otherwise the relay waits {@code kafka.relayIntervalMillis}. */
+  /**
+   * A full batch is followed at once by the next; otherwise the relay waits {@code kafka.relayIntervalMillis}.
+   *
+   * <p>The topic's partitions are asked for first, outside the transaction: while no broker answers, the
+   * producer drops the topic from its metadata, and then every send waits up to
+   * {@code kafka.deliveryTimeoutMillis} for it, one after another on the producer's worker. Without the
+   * check each try would queue a whole batch of such sends and hold its rows locked meanwhile.
+   */
   private void relay() {
     int batchSize = config.kafka().relayBatchSize();
-    store.publishOldest(batchSize, this::publish)
+    current = producer.partitionsFor(config.kafka().eventsTopic())
+        .compose(partitions -> store.publishOldest(batchSize, this::publish));
+    current
         .onSuccess(published -> {
           if (backoffMillis > 0) {
             log.info("outbox relay publishes again");
@@ -87,9 +104,14 @@ public final class OutboxRelayVerticle extends VerticleBase {
         });
   }
 
+  /**
+   * Fails if any send failed, but only once every send has ended (join, not all): the transaction rolls
+   * back and the rows are tried again only when no send of theirs is still in flight, which would
+   * otherwise publish them a second time.
+   */
   private Future<Void> publish(List<OutboxEvent> events) {
     String topic = config.kafka().eventsTopic();
-    return Future.all(events.stream()
+    return Future.join(events.stream()
             .map(event -> producer.send(KafkaProducerRecord.create(topic, Long.toString(event.orderId()), event.payload())
                 .addHeader(EVENT_ID_HEADER, Long.toString(event.eventId()))
                 .addHeader(EVENT_TYPE_HEADER, event.type())))

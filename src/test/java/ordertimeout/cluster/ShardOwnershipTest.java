@@ -53,12 +53,17 @@ class ShardOwnershipTest {
         assertThat(both).as("no shard owned twice").isEmpty();
         waitFor("both nodes loaded their shards", Duration.ofSeconds(30), () -> ready(first) && ready(second));
 
-        ids.addAll(createOrders(first, 150, 3));
-        ids.addAll(createOrders(second, 150, 3));
-        for (int i = 0; i < ids.size(); i += 5) {
+        ids.addAll(createOrders(first, 120, 3));
+        ids.addAll(createOrders(second, 120, 3));
+        // the orders to pay get a long timeout: on a busy machine creating the others can take longer than 3 s,
+        // and a pay that came after the close would answer 409
+        List<String> toPay = new ArrayList<>(createOrders(first, 30, 600));
+        toPay.addAll(createOrders(second, 30, 600));
+        ids.addAll(toPay);
+        for (int i = 0; i < toPay.size(); i++) {
           TestService payer = i % 2 == 0 ? first : second;
-          assertThat(payer.api().pay(ids.get(i)).status()).isEqualTo(200);
-          paid.add(ids.get(i));
+          assertThat(payer.api().pay(toPay.get(i)).status()).isEqualTo(200);
+          paid.add(toPay.get(i));
         }
         waitFor("every unpaid order closed", Duration.ofSeconds(20),
             () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);

@@ -55,6 +55,55 @@ class AppConfigTest {
   }
 
   @Test
+  void kafkaIsOffByDefaultWithTheDocumentedSettings() {
+    AppConfig.Kafka kafka = load(Map.of()).kafka();
+    assertThat(kafka.enabled()).as("off while kafka.bootstrapServers is empty").isFalse();
+    assertThat(kafka.bootstrapServers()).isEmpty();
+    assertThat(kafka.timersTopic()).isEqualTo("order-timers");
+    assertThat(kafka.eventsTopic()).isEqualTo("order-events");
+    assertThat(kafka.groupId()).isEqualTo("order-timeout");
+    assertThat(kafka.replicationFactor()).isEqualTo(1);
+    assertThat(kafka.sessionTimeoutMillis()).isEqualTo(10_000);
+    assertThat(kafka.relayIntervalMillis()).isEqualTo(100);
+    assertThat(kafka.relayBatchSize()).isEqualTo(1000);
+    assertThat(kafka.deliveryTimeoutMillis()).isEqualTo(15_000);
+    assertThat(load(Map.of("OT_KAFKA_BOOTSTRAP_SERVERS", "  ")).kafka().enabled()).as("blank counts as empty").isFalse();
+  }
+
+  @Test
+  void everyKafkaKeyCanBeOverriddenFromTheEnvironment() {
+    assertThat(ConfigSource.environmentVariable("kafka.bootstrapServers")).isEqualTo("OT_KAFKA_BOOTSTRAP_SERVERS");
+    AppConfig.Kafka kafka = load(Map.of(
+        "OT_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093",
+        "OT_KAFKA_TIMERS_TOPIC", "timers-a",
+        "OT_KAFKA_EVENTS_TOPIC", "events-a",
+        "OT_KAFKA_GROUP_ID", "group-a",
+        "OT_KAFKA_REPLICATION_FACTOR", "3",
+        "OT_KAFKA_SESSION_TIMEOUT_MILLIS", "6000",
+        "OT_KAFKA_RELAY_INTERVAL_MILLIS", "50",
+        "OT_KAFKA_RELAY_BATCH_SIZE", "200",
+        "OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "3000")).kafka();
+    assertThat(kafka).isEqualTo(new AppConfig.Kafka("127.0.0.1:9092,127.0.0.1:9093", "timers-a", "events-a", "group-a",
+        3, 6000, 50, 200, 3000));
+    assertThat(kafka.enabled()).isTrue();
+  }
+
+  @Test
+  void anOutOfRangeKafkaValueStopsTheServiceNamingTheKey() {
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_SESSION_TIMEOUT_MILLIS", "999")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("kafka.sessionTimeoutMillis");
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_SESSION_TIMEOUT_MILLIS", "300001"))).hasMessageContaining("kafka.sessionTimeoutMillis");
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_REPLICATION_FACTOR", "0"))).hasMessageContaining("kafka.replicationFactor");
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_REPLICATION_FACTOR", "17"))).hasMessageContaining("kafka.replicationFactor");
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_RELAY_INTERVAL_MILLIS", "0"))).hasMessageContaining("kafka.relayIntervalMillis");
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_RELAY_BATCH_SIZE", "0"))).hasMessageContaining("kafka.relayBatchSize");
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_RELAY_BATCH_SIZE", "100001"))).hasMessageContaining("kafka.relayBatchSize");
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "999"))).hasMessageContaining("kafka.deliveryTimeoutMillis");
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "soon")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("kafka.deliveryTimeoutMillis");
+  }
+
+  @Test
   void devKeysAreRefusedOffLoopback() {
     assertThatThrownBy(() -> load(Map.of("OT_HTTP_HOST", "0.0.0.0"))).hasMessageContaining("http.host").hasMessageContaining("dev");
     AppConfig production = load(Map.of(
