@@ -111,7 +111,16 @@ public final class DeadlineStore {
 
   /** A page of one shard's unpaid orders overdue by more than {@code graceSeconds}. */
   public Future<OverduePage> overduePage(int shard, int graceSeconds, PageCursor after, int limit) {
-    return pool.preparedQuery(Sql.OVERDUE_PAGE)
+    return overdue(Sql.OVERDUE_PAGE, shard, graceSeconds, after, limit);
+  }
+
+  /** A page of one shard's reminders not sent {@code graceSeconds} after they fell due (their orders still before the deadline). */
+  public Future<OverduePage> overdueRemindersPage(int shard, int graceSeconds, PageCursor after, int limit) {
+    return overdue(Sql.OVERDUE_REMINDERS_PAGE, shard, graceSeconds, after, limit);
+  }
+
+  private Future<OverduePage> overdue(String sql, int shard, int graceSeconds, PageCursor after, int limit) {
+    return pool.preparedQuery(sql)
         .execute(Tuple.of(shard, graceSeconds, after.at(), after.id(), limit))
         .map(rows -> {
           long[] ids = new long[rows.size()];
@@ -119,14 +128,14 @@ public final class DeadlineStore {
           for (Row row : rows) {
             ids[i++] = row.getLong("id");
           }
-          return new OverduePage(ids, lastDeadline(rows, after));
+          return new OverduePage(ids, lastCursor(rows, after));
         });
   }
 
-  private static PageCursor lastDeadline(RowSet<Row> rows, PageCursor after) {
+  private static PageCursor lastCursor(RowSet<Row> rows, PageCursor after) {
     PageCursor last = after;
     for (Row row : rows) {
-      last = new PageCursor(row.getOffsetDateTime("close_at"), row.getLong("id"));
+      last = new PageCursor(row.getOffsetDateTime("due"), row.getLong("id"));
     }
     return last;
   }

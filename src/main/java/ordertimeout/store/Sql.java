@@ -194,10 +194,18 @@ final class Sql {
       ORDER BY remind_at, id LIMIT $4""";
 
   static final String OVERDUE_PAGE = """
-      SELECT id, close_at FROM orders
+      SELECT id, close_at AS due FROM orders
       WHERE shard = $1 AND status = 'UNPAID' AND close_at < now() - $2::int * interval '1 second'
         AND (close_at, id) > ($3, $4)
       ORDER BY close_at, id LIMIT $5""";
+
+  /** Reminders not sent more than {@code $2} seconds after they fell due, of orders whose deadline has not passed yet. */
+  static final String OVERDUE_REMINDERS_PAGE = """
+      SELECT id, remind_at AS due FROM orders
+      WHERE shard = $1 AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at IS NOT NULL
+        AND remind_at < now() - $2::int * interval '1 second' AND close_at > now()
+        AND (remind_at, id) > ($3, $4)
+      ORDER BY remind_at, id LIMIT $5""";
 
   // ---- the operator dashboard (admin)
 

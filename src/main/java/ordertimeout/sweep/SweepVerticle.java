@@ -9,6 +9,7 @@ import ordertimeout.bus.DueOrders;
 import ordertimeout.cluster.OwnedShards;
 import ordertimeout.config.AppConfig;
 import ordertimeout.store.DeadlineStore;
+import ordertimeout.store.DeadlineStore.OverduePage;
 import ordertimeout.store.DeadlineStore.PageCursor;
 import ordertimeout.store.Pools;
 import org.slf4j.Logger;
@@ -17,7 +18,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The compensation sweep: every {@code sweep.intervalSeconds}, pages through the unpaid orders of the
  * owned shards that are overdue by more than {@code sweep.graceSeconds} and feeds them to the same
- * close path as the wheel. On a healthy node it finds almost nothing; what it closes is counted as
+ * close path as the wheel, then likewise the reminders not sent in time (a timer message lost on its
+ * way to the shard's owner loses neither the close nor the reminder). On a healthy node it finds almost nothing; what it closes is counted as
  * timeout closes on the sweep path.
  */
 public final class SweepVerticle extends VerticleBase {
@@ -74,7 +76,9 @@ public final class SweepVerticle extends VerticleBase {
     if (!owned.owns(shard)) {
       return sweepShardsFrom(shard + 1, closedSoFar);
     }
-    return sweepShard(shard, PageCursor.START, 0)
+    return sweepShard(shard, PageCursor.START, 0, store::overduePage, Addresses.CLOSE_DUE)
+        .compose(closed -> sweepShard(shard, PageCursor.START, 0, store::overdueRemindersPage, Addresses.REMIND_DUE)
+            .map(reminded -> closed))
         .recover(failure -> {
           log.warn("sweep of shard {} failed, the next pass retries it: {}", shard, failure.toString());
           return Future.succeededFuture(0);
@@ -82,22 +86,27 @@ public final class SweepVerticle extends VerticleBase {
         .compose(closed -> sweepShardsFrom(shard + 1, closedSoFar + closed));
   }
 
-  private Future<Integer> sweepShard(int shard, PageCursor after, int closedSoFar) {
+  private interface OverdueQuery {
+    Future<OverduePage> page(int shard, int graceSeconds, PageCursor after, int limit);
+  }
+
+  /** Hands every page of the query's overdue orders of one shard to {@code address}; returns how many it handled. */
+  private Future<Integer> sweepShard(int shard, PageCursor after, int handledSoFar, OverdueQuery query, String address) {
     int pageSize = config.sweep().pageSize();
-    return store.overduePage(shard, config.sweep().graceSeconds(), after, pageSize).compose(page -> {
+    return query.page(shard, config.sweep().graceSeconds(), after, pageSize).compose(page -> {
       if (page.ids().length == 0) {
-        return Future.succeededFuture(closedSoFar);
+        return Future.succeededFuture(handledSoFar);
       }
       return vertx.eventBus()
-          .<Integer>request(Addresses.CLOSE_DUE, new DueOrders(page.ids(), DueOrders.Path.SWEEP), CLOSE_REQUEST)
+          .<Integer>request(address, new DueOrders(page.ids(), DueOrders.Path.SWEEP), CLOSE_REQUEST)
           .map(reply -> reply.body())
           .recover(failure -> {
-            log.warn("sweep could not close a page of shard {}, going on past it: {}", shard, failure.toString());
+            log.warn("sweep could not hand a page of shard {} to {}, going on past it: {}", shard, address, failure.toString());
             return Future.succeededFuture(0);
           })
-          .compose(closed -> page.ids().length < pageSize
-              ? Future.succeededFuture(closedSoFar + closed)
-              : sweepShard(shard, page.next(), closedSoFar + closed));
+          .compose(handled -> page.ids().length < pageSize
+              ? Future.succeededFuture(handledSoFar + handled)
+              : sweepShard(shard, page.next(), handledSoFar + handled, query, address));
     });
   }
 }
