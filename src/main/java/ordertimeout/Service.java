@@ -108,7 +108,7 @@ public final class Service {
         .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, stats, owned)))
         .compose(id -> {
           timerDeployment = id;
-          return clustered ? vertx.deployVerticle(new TimerFanoutVerticle(config, stats))
+          return clustered ? vertx.deployVerticle(new TimerFanoutVerticle(config, stats, owned))
               .compose(fanout -> vertx.deployVerticle(new ShardOwnershipVerticle(config, owned, stats)))
               .onSuccess(ownership -> ownershipDeployment = ownership)
               .compose(ownership -> vertx.deployVerticle(new OutboxRelayVerticle(config, database, stats)))

@@ -11,9 +11,12 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.order.Deadlines;
 import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -21,7 +24,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * In a cluster, takes the timers this node's intake and close verticles hand out (which any node may
  * own) and publishes them to the timer topic, on the partition numbered like the order's shard: its
- * owner's consumer puts them into that node's wheel. They leave after the database commit, so a
+ * owner's consumer puts them into that node's wheel (this node's own shards' timers stay here). They leave after the database commit, so a
  * message that is lost costs only speed: the sweep of the owner (or the next owner's reload) finds
  * the order in the database.
  */
@@ -31,17 +34,23 @@ public final class TimerFanoutVerticle extends VerticleBase {
 
   private final AppConfig config;
   private final ServiceStats stats;
+  private final OwnedShards owned;
   private KafkaProducer<String, String> producer;
   private long lastWarning = System.nanoTime() - WARN_EVERY_NANOS;
 
-  public TimerFanoutVerticle(AppConfig config, ServiceStats stats) {
+  public TimerFanoutVerticle(AppConfig config, ServiceStats stats, OwnedShards owned) {
     this.config = config;
     this.stats = stats;
+    this.owned = owned;
   }
 
   @Override
   public Future<?> start() {
-    producer = KafkaProducer.create(vertx, KafkaClients.producer(config, "timers"));
+    Map<String, String> settings = KafkaClients.producer(config, "timers");
+    // With no broker to ask for the topic's partitions, a send fails after a second instead of queueing
+    // behind the others for a delivery timeout each: its order is in the database, and the sweep closes it.
+    settings.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "1000");
+    producer = KafkaProducer.create(vertx, settings);
     // each failed send also fails its future, which send() counts; without a handler Vert.x logs every one as an ERROR
     producer.exceptionHandler(failure -> log.debug("timer send failed: {}", failure.toString()));
     EventBus bus = vertx.eventBus();
@@ -67,13 +76,30 @@ public final class TimerFanoutVerticle extends VerticleBase {
         });
   }
 
+  /**
+   * Timers of shards this node owns go straight into its wheel; the others to Kafka. Skipping Kafka for
+   * an owned shard is as safe as the topic: if the shard moves later, its next owner loads the order
+   * from the database, where it was committed before this.
+   */
   private void publishSchedule(Deadlines deadlines) {
     int shards = config.database().shards();
     Map<Integer, StringBuilder> byShard = new TreeMap<>();
+    List<Integer> local = new ArrayList<>();
     for (int i = 0; i < deadlines.size(); i++) {
       long id = deadlines.orderIds()[i];
-      TimerMessages.appendSchedule(byShard.computeIfAbsent(OrderIds.shardOf(id, shards), shard -> new StringBuilder()),
-          id, deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]);
+      int shard = OrderIds.shardOf(id, shards);
+      if (owned.owns(shard)) {
+        local.add(i);
+      } else {
+        TimerMessages.appendSchedule(byShard.computeIfAbsent(shard, s -> new StringBuilder()),
+            id, deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]);
+      }
+    }
+    if (!local.isEmpty()) {
+      vertx.eventBus().send(Addresses.TIMER_OWNED_SCHEDULE, local.size() == deadlines.size() ? deadlines : new Deadlines(
+          local.stream().mapToLong(i -> deadlines.orderIds()[i]).toArray(),
+          local.stream().mapToLong(i -> deadlines.closeAtMillis()[i]).toArray(),
+          local.stream().mapToLong(i -> deadlines.remindAtMillis()[i]).toArray()));
     }
     byShard.forEach(this::send);
   }
@@ -81,8 +107,17 @@ public final class TimerFanoutVerticle extends VerticleBase {
   private void publishCancel(CancelTimers cancel) {
     int shards = config.database().shards();
     Map<Integer, StringBuilder> byShard = new TreeMap<>();
+    List<Long> local = new ArrayList<>();
     for (long id : cancel.orderIds()) {
-      TimerMessages.appendCancel(byShard.computeIfAbsent(OrderIds.shardOf(id, shards), shard -> new StringBuilder()), id);
+      int shard = OrderIds.shardOf(id, shards);
+      if (owned.owns(shard)) {
+        local.add(id);
+      } else {
+        TimerMessages.appendCancel(byShard.computeIfAbsent(shard, s -> new StringBuilder()), id);
+      }
+    }
+    if (!local.isEmpty()) {
+      vertx.eventBus().send(Addresses.TIMER_OWNED_CANCEL, new CancelTimers(local.stream().mapToLong(Long::longValue).toArray()));
     }
     byShard.forEach(this::send);
   }
