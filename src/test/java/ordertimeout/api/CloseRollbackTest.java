@@ -1,6 +1,7 @@
 package ordertimeout.api;
 
 import io.vertx.core.Vertx;
+import ordertimeout.support.Await;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
 import ordertimeout.support.ServiceTestBase;
@@ -77,7 +78,7 @@ class CloseRollbackTest extends ServiceTestBase {
     // Now overdue past the sweep's grace: the service's own close path meets the failure.
     Sql.execute("UPDATE orders SET close_at = now() - interval '6 seconds' WHERE id = ANY(?)",
         (Object) ids.toArray(Long[]::new));
-    waitUntil("the service to give up a batch after its retries", Duration.ofSeconds(10),
+    Await.until("the service to give up a batch after its retries", Duration.ofSeconds(10),
         () -> service.service().stats().closeBatchesGivenUp() > givenUpBefore);
     assertThat(api.stats().getLong("closeRetries")).isGreaterThanOrEqualTo(2);
     long poisoned = ids.get(5);
@@ -86,7 +87,7 @@ class CloseRollbackTest extends ServiceTestBase {
     assertThat(api.stock("POISON").getLong("reserved")).isEqualTo(1);
 
     dropInjectedFailure();
-    waitUntil("the sweep to close every overdue order", Duration.ofSeconds(10),
+    Await.until("the sweep to close every overdue order", Duration.ofSeconds(10),
         () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
     assertThat(api.stats().getJsonObject("timeoutClosesByPath").getLong("sweep")).isGreaterThanOrEqualTo(6);
     assertThat(api.stock("FINE").getLong("available")).isEqualTo(100);

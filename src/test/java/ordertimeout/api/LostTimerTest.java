@@ -1,6 +1,7 @@
 package ordertimeout.api;
 
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.support.ServiceTestBase;
@@ -30,11 +31,11 @@ class LostTimerTest extends ServiceTestBase {
     long id = Long.parseLong(order.getString("id"));
     service.vertx().eventBus().send(Addresses.TIMER_CANCEL, CancelTimers.one(id));
 
-    waitUntil("the reminder sent by the sweep", Duration.ofSeconds(8),
+    Await.until("the reminder sent by the sweep", Duration.ofSeconds(8),
         () -> Sql.count("SELECT count(*) FROM outbox WHERE type = 'ORDER_CLOSE_REMINDER' AND order_id = ?", id) == 1);
     assertThat(statusOf(order.getString("id"))).isEqualTo("UNPAID");
 
-    waitUntil("the order closed by the sweep", Duration.ofSeconds(12), () -> statusOf(order.getString("id")).equals("CLOSED"));
+    Await.until("the order closed by the sweep", Duration.ofSeconds(12), () -> statusOf(order.getString("id")).equals("CLOSED"));
     assertThat(service.service().stats().toJson().getJsonObject("timeoutClosesByPath").getLong("sweep")).isEqualTo(1);
     assertThat(api.stock("SKU-L").getLong("reserved")).isZero();
   }

@@ -1,6 +1,7 @@
 package ordertimeout.api;
 
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import org.junit.jupiter.api.Test;
@@ -25,11 +26,11 @@ class OrderLifecycleTest extends ServiceTestBase {
     assertThat(api.stock("SKU-1").getLong("reserved")).isEqualTo(2);
     assertThat(api.stock("SKU-2").getLong("available")).isZero();
 
-    waitUntil("the reminder", Duration.ofSeconds(5),
+    Await.until("the reminder", Duration.ofSeconds(5),
         () -> Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_CLOSE_REMINDER'", Long.parseLong(id)) == 1);
     assertThat(statusOf(id)).as("reminded, still open").isEqualTo("UNPAID");
 
-    waitUntil("the timeout close", Duration.ofSeconds(5), () -> statusOf(id).equals("CLOSED"));
+    Await.until("the timeout close", Duration.ofSeconds(5), () -> statusOf(id).equals("CLOSED"));
     JsonObject closed = api.order(id).json();
     assertThat(closed.getString("closeReason")).isEqualTo("TIMEOUT");
     Instant closeAt = Instant.parse(closed.getString("closeAt"));

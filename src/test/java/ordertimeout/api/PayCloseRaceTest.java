@@ -1,5 +1,6 @@
 package ordertimeout.api;
 
+import ordertimeout.support.Await;
 import ordertimeout.support.Api;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
@@ -37,7 +38,7 @@ class PayCloseRaceTest extends ServiceTestBase {
       }
       pays.add(api.postAsync("/v1/orders/" + id + "/pay", Api.USER_KEY));
     }
-    waitUntil("every order settled", Duration.ofSeconds(10),
+    Await.until("every order settled", Duration.ofSeconds(10),
         () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
 
     int paid = 0;

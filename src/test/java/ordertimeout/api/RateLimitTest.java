@@ -1,5 +1,6 @@
 package ordertimeout.api;
 
+import ordertimeout.support.Await;
 import ordertimeout.support.Api;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
@@ -55,7 +56,7 @@ class RateLimitTest extends ServiceTestBase {
     }
     Sql.execute("UPDATE inventory SET available = available - 20, reserved = reserved + 20 WHERE sku = 'SKU-2'");
     // These orders were written behind the wheel's back: the sweep finds them.
-    waitUntil("all closed", Duration.ofSeconds(15), () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
+    Await.until("all closed", Duration.ofSeconds(15), () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
     Duration took = Duration.ofMillis(Sql.count("SELECT (extract(epoch FROM max(closed_at) - min(closed_at)) * 1000)::bigint FROM orders"));
     assertThat(took).as("15 closes past the burst at 10 per second").isGreaterThanOrEqualTo(Duration.ofMillis(1000));
   }

@@ -1,6 +1,7 @@
 package ordertimeout.api;
 
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.support.Invariants;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
@@ -42,7 +43,7 @@ class RestartTest {
           .as("the 8 s orders' deadlines and reminders are back in the wheel (the overdue ones may already be gone)")
           .isGreaterThanOrEqualTo(2L * longerOnes.size());
 
-      waitFor(Duration.ofSeconds(3), () -> shortOnes.stream().allMatch(id -> status(second, id).equals("CLOSED")));
+      Await.until("the overdue orders closed", Duration.ofSeconds(3), () -> shortOnes.stream().allMatch(id -> status(second, id).equals("CLOSED")));
       for (String id : shortOnes) {
         JsonObject order = second.api().order(id).json();
         assertThat(order.getString("closeReason")).isEqualTo("TIMEOUT");
@@ -51,7 +52,7 @@ class RestartTest {
       }
       assertThat(longerOnes).allSatisfy(id -> assertThat(status(second, id)).isEqualTo("UNPAID"));
 
-      waitFor(Duration.ofSeconds(10), () -> longerOnes.stream().allMatch(id -> status(second, id).equals("CLOSED")));
+      Await.until("the reloaded orders closed", Duration.ofSeconds(10), () -> longerOnes.stream().allMatch(id -> status(second, id).equals("CLOSED")));
       for (String id : longerOnes) {
         JsonObject order = second.api().order(id).json();
         Duration lateness = Duration.between(Instant.parse(order.getString("closeAt")), Instant.parse(order.getString("closedAt")));
@@ -78,11 +79,4 @@ class RestartTest {
     return service.api().order(id).json().getString("status");
   }
 
-  private static void waitFor(Duration timeout, java.util.function.BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      assertThat(System.nanoTime()).as("timed out after " + timeout).isLessThan(deadline);
-      Thread.sleep(25);
-    }
-  }
 }

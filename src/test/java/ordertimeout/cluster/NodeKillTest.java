@@ -2,6 +2,7 @@ package ordertimeout.cluster;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.support.Api;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.EventsTopic;
@@ -33,7 +34,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -73,7 +73,7 @@ class NodeKillTest {
         settings.put("OT_LOGGING_LEVELS", "{io.netty: WARN, io.zonky: WARN, org.flywaydb: WARN, org.apache.kafka: WARN, access: OFF}");
         nodes.add(NodeProcess.start(40 + nodeId, settings));
       }
-      waitFor("three nodes ready and owning every shard between them", Duration.ofSeconds(120),
+      Await.until("three nodes ready and owning every shard between them", Duration.ofSeconds(120),
           () -> nodes.stream().allMatch(NodeProcess::ready) && ownedByAll(nodes).size() == TestDatabase.SHARDS
               && nodes.stream().allMatch(node -> !owned(node).isEmpty()));
       NodeProcess victim = nodes.get(2);
@@ -84,7 +84,7 @@ class NodeKillTest {
       Thread loadThread = new Thread(load, "node-kill-test-load");
       loadThread.start();
       // Kill once the load is well under way and deadlines are falling due; the load goes on through the survivors.
-      waitFor("orders going in and deadlines passing", Duration.ofSeconds(300), () -> load.created.get() >= ORDERS * 2 / 5
+      Await.until("orders going in and deadlines passing", Duration.ofSeconds(300), () -> load.created.get() >= ORDERS * 2 / 5
           && Sql.count("SELECT count(*) FROM orders WHERE close_at <= now()") >= 500);
       Set<Integer> victimShards = owned(victim);
       long dueBeforeKill = Sql.count("SELECT count(*) FROM orders WHERE close_at <= now()");
@@ -92,7 +92,7 @@ class NodeKillTest {
       victim.kill();
       System.out.printf("NodeKillTest: killed node %d (shards %s) with %d orders created and %d deadlines passed%n",
           victim.nodeId(), victimShards, load.created.get(), dueBeforeKill);
-      waitFor("the survivors own every shard", Duration.ofSeconds(60), () -> ownedByAll(survivors).size() == TestDatabase.SHARDS
+      Await.until("the survivors own every shard", Duration.ofSeconds(60), () -> ownedByAll(survivors).size() == TestDatabase.SHARDS
           && survivors.stream().allMatch(NodeProcess::ready));
       long takeoverMillis = Duration.between(killedAt, Instant.now()).toMillis();
       for (NodeProcess survivor : survivors) {
@@ -114,7 +114,7 @@ class NodeKillTest {
 
       Instant lastDeadline = Sql.rows("SELECT max(close_at) AS last FROM orders").get(0).get("last") instanceof java.sql.Timestamp last
           ? last.toInstant() : Instant.now();
-      waitFor("every unpaid order closed", Duration.between(Instant.now(), lastDeadline).plusSeconds(60),
+      Await.until("every unpaid order closed", Duration.between(Instant.now(), lastDeadline).plusSeconds(60),
           () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
 
       // every order ended once, as its requests said
@@ -129,7 +129,7 @@ class NodeKillTest {
       Invariants.assertHold(); // one close log line per closed order, none early, stock = unpaid items, events agree
 
       // the events topic, read from the beginning like a downstream consumer, agrees with the close log
-      waitFor("the outbox relayed", Duration.ofSeconds(60),
+      Await.until("the outbox relayed", Duration.ofSeconds(60),
           () -> Sql.count("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0);
       List<EventsTopic.Event> events = EventsTopic.readAll(cluster.bootstrapServers(), cluster.eventsTopic());
       Map<Long, EventsTopic.Event> byEventId = new HashMap<>();
@@ -303,11 +303,4 @@ class NodeKillTest {
     return all;
   }
 
-  private static void waitFor(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      assertThat(System.nanoTime()).as("timed out after %s waiting until %s", timeout, what).isLessThan(deadline);
-      Thread.sleep(200);
-    }
-  }
 }

@@ -2,8 +2,8 @@ package ordertimeout.cluster;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.stats.ServiceStats;
-import ordertimeout.support.Api;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.EventsTopic;
 import ordertimeout.support.Invariants;
@@ -20,9 +20,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -49,14 +47,14 @@ class OutboxOutageTest {
       // a publish the broker does not acknowledge fails after 3 s instead of 15 s
       settings.put("OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "3000");
       try (TestService node = TestService.start(settings)) {
-        waitFor("the node owns and loaded every shard", Duration.ofSeconds(30),
+        Await.until("the node owns and loaded every shard", Duration.ofSeconds(30),
             () -> owned(node) == TestDatabase.SHARDS && node.service().stats().isWheelLoaded());
         node.api().setStock(SKU, 1_000_000);
 
         // before the outage: published as they happen
-        List<String> before = createOrders(node, 20, 2);
-        waitFor("the first orders closed", Duration.ofSeconds(20), () -> unpaid(before) == 0);
-        waitFor("the first events published", Duration.ofSeconds(20), () -> unpublished() == 0);
+        List<String> before = node.api().createOrders(20, 2, SKU);
+        Await.until("the first orders closed", Duration.ofSeconds(20), () -> unpaid(before) == 0);
+        Await.until("the first events published", Duration.ofSeconds(20), () -> unpublished() == 0);
         long publishedBefore = Sql.count("SELECT count(*) FROM outbox");
         assertThat(publishedBefore).isGreaterThanOrEqualTo(2L * before.size());
 
@@ -66,19 +64,19 @@ class OutboxOutageTest {
         long stopping = System.nanoTime();
         broker.stop();
         long outageStarted = System.nanoTime();
-        List<String> toClose = createOrders(node, 30, 2);
-        List<String> toPay = createOrders(node, 10, 600);
+        List<String> toClose = node.api().createOrders(30, 2, SKU);
+        List<String> toPay = node.api().createOrders(10, 600, SKU);
         for (String id : toPay) {
           assertThat(node.api().pay(id).status()).isEqualTo(200);
         }
-        waitFor("the orders created during the outage closed", Duration.ofSeconds(25), () -> unpaid(toClose) == 0);
+        Await.until("the orders created during the outage closed", Duration.ofSeconds(25), () -> unpaid(toClose) == 0);
         long closedAfterMillis = (System.nanoTime() - outageStarted) / 1_000_000;
         assertThat(closesByPath(node, "wheel") - wheelBefore)
             .as("the node owns every shard, so its new timers stay in its own wheel, broker or not")
             .isEqualTo(toClose.size());
         Map<String, Object> lateness = Sql.rows("SELECT max(extract(epoch FROM closed_at - close_at)) AS worst, "
             + "avg(extract(epoch FROM closed_at - close_at)) AS mean FROM orders WHERE id IN (" + String.join(",", toClose) + ")").get(0);
-        waitFor("the relay counted a failed try", Duration.ofSeconds(20), () -> relayFailures(node) > failuresBefore);
+        Await.until("the relay counted a failed try", Duration.ofSeconds(20), () -> relayFailures(node) > failuresBefore);
 
         List<String> during = new ArrayList<>(toClose);
         during.addAll(toPay);
@@ -103,7 +101,7 @@ class OutboxOutageTest {
         long restarting = System.nanoTime();
         broker.start();
         long restarted = System.nanoTime();
-        waitFor("every outbox row published", Duration.ofSeconds(40), () -> unpublished() == 0);
+        Await.until("every outbox row published", Duration.ofSeconds(40), () -> unpublished() == 0);
         long drainedMillis = (System.nanoTime() - restarted) / 1_000_000;
 
         List<EventsTopic.Event> events = EventsTopic.readAll(cluster.bootstrapServers(), cluster.eventsTopic());
@@ -146,18 +144,18 @@ class OutboxOutageTest {
     first.put("OT_KAFKA_RELAY_BATCH_SIZE", "10");
     second.put("OT_KAFKA_RELAY_BATCH_SIZE", "10");
     try (TestService one = TestService.start(first); TestService two = TestService.start(second)) {
-      waitFor("the shards are split between the two nodes", Duration.ofSeconds(30),
+      Await.until("the shards are split between the two nodes", Duration.ofSeconds(30),
           () -> owned(one) > 0 && owned(two) > 0 && owned(one) + owned(two) == TestDatabase.SHARDS);
       one.api().setStock(SKU, 1_000_000);
 
-      CompletableFuture<List<String>> onOne = CompletableFuture.supplyAsync(() -> createOrders(one, 150, 600));
-      CompletableFuture<List<String>> onTwo = CompletableFuture.supplyAsync(() -> createOrders(two, 150, 600));
+      CompletableFuture<List<String>> onOne = CompletableFuture.supplyAsync(() -> one.api().createOrders(150, 600, SKU));
+      CompletableFuture<List<String>> onTwo = CompletableFuture.supplyAsync(() -> two.api().createOrders(150, 600, SKU));
       List<String> ids = new ArrayList<>(onOne.join());
       ids.addAll(onTwo.join());
       for (int i = 0; i < ids.size(); i += 3) {
         assertThat((i % 2 == 0 ? one : two).api().pay(ids.get(i)).status()).isEqualTo(200);
       }
-      waitFor("every outbox row published", Duration.ofSeconds(30), () -> unpublished() == 0);
+      Await.until("every outbox row published", Duration.ofSeconds(30), () -> unpublished() == 0);
 
       List<EventsTopic.Event> events = EventsTopic.readAll(cluster.bootstrapServers(), cluster.eventsTopic());
       Map<Long, Long> perEventId = events.stream().collect(Collectors.groupingBy(EventsTopic.Event::eventId, Collectors.counting()));
@@ -193,23 +191,6 @@ class OutboxOutageTest {
     return false;
   }
 
-  private static List<String> createOrders(TestService node, int count, int timeoutSeconds) {
-    List<String> ids = new ArrayList<>();
-    for (int chunk = 0; chunk < count; chunk += 50) {
-      List<CompletableFuture<Api.Response>> creates = new ArrayList<>();
-      for (int i = chunk; i < Math.min(count, chunk + 50); i++) {
-        JsonObject body = new JsonObject().put("userId", "u-" + (i % 40)).put("timeoutSeconds", timeoutSeconds)
-            .put("items", new JsonArray().add(new JsonObject().put("sku", SKU).put("qty", 1)));
-        creates.add(node.api().createOrderAsync(UUID.randomUUID().toString(), body));
-      }
-      for (CompletableFuture<Api.Response> create : creates) {
-        Api.Response response = create.join();
-        assertThat(response.status()).as(response.body()).isEqualTo(201);
-        ids.add(response.json().getString("id"));
-      }
-    }
-    return ids;
-  }
 
   private static long unpaid(List<String> ids) {
     return Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID' AND id IN (" + String.join(",", ids) + ")");
@@ -243,11 +224,4 @@ class OutboxOutageTest {
     return (long) node.service().stats().registry().get(name).counter().count();
   }
 
-  private static void waitFor(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      assertThat(System.nanoTime()).as("timed out after %s waiting until %s", timeout, what).isLessThan(deadline);
-      Thread.sleep(50);
-    }
-  }
 }

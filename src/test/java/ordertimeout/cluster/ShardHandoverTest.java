@@ -1,6 +1,7 @@
 package ordertimeout.cluster;
 
 import io.vertx.core.json.JsonArray;
+import ordertimeout.support.Await;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.KafkaBroker;
 import ordertimeout.support.TestDatabase;
@@ -10,7 +11,6 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
@@ -32,7 +32,7 @@ class ShardHandoverTest {
     TestDatabase.reset();
     ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
     try (TestService first = TestService.start(cluster.forNode(41))) {
-      waitFor("the first node owns every shard", Duration.ofSeconds(30), () -> owned(first).size() == TestDatabase.SHARDS);
+      Await.until("the first node owns every shard", Duration.ofSeconds(30), () -> owned(first).size() == TestDatabase.SHARDS);
       long byStop = handOver("stop()", first, cluster.forNode(42), node -> TestService.await(node.service().stop()));
       long byDrain = handOver("drain()", first, cluster.forNode(43), node -> TestService.await(node.service().drain()));
       assertThat(byStop).as("ms from stop() until the other node owned every shard").isLessThan(LEFT_THE_GROUP_MILLIS);
@@ -45,7 +45,7 @@ class ShardHandoverTest {
       throws InterruptedException {
     TestService second = TestService.start(settings);
     try {
-      waitFor("the shards are split between the two nodes", Duration.ofSeconds(30),
+      Await.until("the shards are split between the two nodes", Duration.ofSeconds(30),
           () -> !owned(second).isEmpty() && owned(first).size() + owned(second).size() == TestDatabase.SHARDS);
     } catch (AssertionError | RuntimeException e) {
       second.close();
@@ -54,9 +54,9 @@ class ShardHandoverTest {
     long started = System.nanoTime();
     stopping.accept(second);
     long stopped = System.nanoTime();
-    waitFor("the first node took back every shard", Duration.ofSeconds(20), () -> owned(first).size() == TestDatabase.SHARDS);
+    Await.until("the first node took back every shard", Duration.ofSeconds(20), () -> owned(first).size() == TestDatabase.SHARDS);
     long handover = (System.nanoTime() - started) / 1_000_000;
-    waitFor("the first node loaded them", Duration.ofSeconds(30), () -> first.service().stats().isWheelLoaded());
+    Await.until("the first node loaded them", Duration.ofSeconds(30), () -> first.service().stats().isWheelLoaded());
     long loaded = (System.nanoTime() - started) / 1_000_000;
     System.out.printf("ShardHandoverTest: %s took %d ms; the other node owned every shard %d ms and had loaded them %d ms "
         + "after it began (session timeout %d ms)%n", how, (stopped - started) / 1_000_000, handover, loaded, SESSION_TIMEOUT_MILLIS);
@@ -68,11 +68,4 @@ class ShardHandoverTest {
     return shards.stream().map(shard -> ((Number) shard).intValue()).collect(Collectors.toSet());
   }
 
-  private static void waitFor(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      assertThat(System.nanoTime()).as("timed out after %s waiting until %s", timeout, what).isLessThan(deadline);
-      Thread.sleep(20);
-    }
-  }
 }

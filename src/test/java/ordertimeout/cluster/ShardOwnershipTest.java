@@ -2,7 +2,7 @@ package ordertimeout.cluster;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import ordertimeout.support.Api;
+import ordertimeout.support.Await;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.EventsTopic;
 import ordertimeout.support.Invariants;
@@ -19,9 +19,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.UUID;
-import java.util.concurrent.CompletableFuture;
-import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -40,32 +37,32 @@ class ShardOwnershipTest {
     KafkaBroker broker = KafkaBroker.shared();
     ClusterSettings cluster = new ClusterSettings(broker.bootstrapServers());
     try (TestService first = TestService.start(cluster.forNode(21))) {
-      waitFor("the first node owns every shard", Duration.ofSeconds(30), () -> owned(first).size() == TestDatabase.SHARDS);
+      Await.until("the first node owns every shard", Duration.ofSeconds(30), () -> owned(first).size() == TestDatabase.SHARDS);
       first.api().setStock("SKU-K", 1_000_000);
 
       List<String> ids = new ArrayList<>();
       Set<String> paid = new HashSet<>();
       try (TestService second = TestService.start(cluster.forNode(22))) {
-        waitFor("the shards are split between the two nodes", Duration.ofSeconds(30),
+        Await.until("the shards are split between the two nodes", Duration.ofSeconds(30),
             () -> !owned(second).isEmpty() && owned(first).size() + owned(second).size() == TestDatabase.SHARDS);
         Set<Integer> both = new HashSet<>(owned(first));
         both.retainAll(owned(second));
         assertThat(both).as("no shard owned twice").isEmpty();
-        waitFor("both nodes loaded their shards", Duration.ofSeconds(30), () -> ready(first) && ready(second));
+        Await.until("both nodes loaded their shards", Duration.ofSeconds(30), () -> ready(first) && ready(second));
 
-        ids.addAll(createOrders(first, 120, 3));
-        ids.addAll(createOrders(second, 120, 3));
+        ids.addAll(first.api().createOrders(120, 3, "SKU-K"));
+        ids.addAll(second.api().createOrders(120, 3, "SKU-K"));
         // the orders to pay get a long timeout: on a busy machine creating the others can take longer than 3 s,
         // and a pay that came after the close would answer 409
-        List<String> toPay = new ArrayList<>(createOrders(first, 30, 600));
-        toPay.addAll(createOrders(second, 30, 600));
+        List<String> toPay = new ArrayList<>(first.api().createOrders(30, 600, "SKU-K"));
+        toPay.addAll(second.api().createOrders(30, 600, "SKU-K"));
         ids.addAll(toPay);
         for (int i = 0; i < toPay.size(); i++) {
           TestService payer = i % 2 == 0 ? first : second;
           assertThat(payer.api().pay(toPay.get(i)).status()).isEqualTo(200);
           paid.add(toPay.get(i));
         }
-        waitFor("every unpaid order closed", Duration.ofSeconds(20),
+        Await.until("every unpaid order closed", Duration.ofSeconds(20),
             () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
         long closed = ids.size() - paid.size();
         assertThat(wheelCloses(first) + wheelCloses(second)).as("closed by the owners' wheels, none by the sweep").isEqualTo(closed);
@@ -74,15 +71,15 @@ class ShardOwnershipTest {
         assertThat(Sql.count("SELECT count(*) FROM orders WHERE closed_at - close_at > interval '1 second'")).isZero();
       }
 
-      waitFor("the first node took back every shard of the node that left", Duration.ofSeconds(30),
+      Await.until("the first node took back every shard of the node that left", Duration.ofSeconds(30),
           () -> owned(first).size() == TestDatabase.SHARDS && ready(first));
-      List<String> later = createOrders(first, 100, 2);
-      waitFor("the later orders closed", Duration.ofSeconds(15),
+      List<String> later = first.api().createOrders(100, 2, "SKU-K");
+      Await.until("the later orders closed", Duration.ofSeconds(15),
           () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE closed_at - close_at > interval '1 second'")).isZero();
       Invariants.assertHold();
 
-      waitFor("the outbox relayed", Duration.ofSeconds(20),
+      Await.until("the outbox relayed", Duration.ofSeconds(20),
           () -> Sql.count("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0);
       List<EventsTopic.Event> events = EventsTopic.readAll(cluster.bootstrapServers(), cluster.eventsTopic());
       Map<Long, EventsTopic.Event> byEventId = new HashMap<>();
@@ -99,23 +96,6 @@ class ShardOwnershipTest {
     }
   }
 
-  private static List<String> createOrders(TestService node, int count, int timeoutSeconds) {
-    List<String> ids = new ArrayList<>();
-    for (int chunk = 0; chunk < count; chunk += 50) {
-      List<CompletableFuture<Api.Response>> creates = new ArrayList<>();
-      for (int i = chunk; i < Math.min(count, chunk + 50); i++) {
-        JsonObject body = new JsonObject().put("userId", "u-" + (i % 40)).put("timeoutSeconds", timeoutSeconds)
-            .put("items", new JsonArray().add(new JsonObject().put("sku", "SKU-K").put("qty", 1)));
-        creates.add(node.api().createOrderAsync(UUID.randomUUID().toString(), body));
-      }
-      for (CompletableFuture<Api.Response> create : creates) {
-        Api.Response response = create.join();
-        assertThat(response.status()).as(response.body()).isEqualTo(201);
-        ids.add(response.json().getString("id"));
-      }
-    }
-    return ids;
-  }
 
   private static Set<Integer> owned(TestService node) {
     JsonArray shards = node.service().stats().toJson().getJsonArray("ownedShards");
@@ -130,11 +110,4 @@ class ShardOwnershipTest {
     return node.service().stats().toJson().getJsonObject("timeoutClosesByPath").getLong("wheel");
   }
 
-  private static void waitFor(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      assertThat(System.nanoTime()).as("timed out after %s waiting until %s", timeout, what).isLessThan(deadline);
-      Thread.sleep(50);
-    }
-  }
 }

@@ -2,6 +2,7 @@ package ordertimeout.cluster;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.DueOrders;
 import ordertimeout.support.Api;
@@ -58,7 +59,7 @@ class StaleOwnerTest {
             paid.add(ids.get(i));
           }
         }
-        waitFor(Duration.ofSeconds(20), () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
+        Await.until("every unpaid order closed", Duration.ofSeconds(20), () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
 
         long closed = Sql.count("SELECT count(*) FROM orders WHERE status = 'CLOSED' AND close_reason = 'TIMEOUT'");
         assertThat(closed).isEqualTo(ids.size() - paid.size());
@@ -81,11 +82,4 @@ class StaleOwnerTest {
     }
   }
 
-  private static void waitFor(Duration timeout, java.util.function.BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      assertThat(System.nanoTime()).as("timed out after " + timeout).isLessThan(deadline);
-      Thread.sleep(50);
-    }
-  }
 }

@@ -2,7 +2,9 @@ package ordertimeout.dashboard;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.support.Api;
+import ordertimeout.support.Apt;
 import ordertimeout.support.ServiceTestBase;
 import org.junit.jupiter.api.Test;
 
@@ -47,7 +49,7 @@ class DashboardTest extends ServiceTestBase {
     assertThat(api.cancel(cancelled).status()).isEqualTo(200);
     List<String> pending = List.of(create("u-p", 600, "SKU-D", 1).getString("id"), create("u-q", 900, "SKU-D", 3).getString("id"));
     for (String id : timedOut) {
-      waitUntil("order " + id + " closed by timeout", Duration.ofSeconds(30), () -> "CLOSED".equals(statusOf(id)));
+      Await.until("order " + id + " closed by timeout", Duration.ofSeconds(30), () -> "CLOSED".equals(statusOf(id)));
     }
     return Map.of("timedOut", timedOut, "cancelled", List.of(cancelled), "pending", pending);
   }
@@ -145,7 +147,7 @@ class DashboardTest extends ServiceTestBase {
     Map<String, List<String>> ids = someCloses();
     String searched = ids.get("timedOut").get(1);
     // let every counter settle: all closes counted, pending timers stable
-    waitUntil("three timeout closes counted", Duration.ofSeconds(30),
+    Await.until("three timeout closes counted", Duration.ofSeconds(30),
         () -> api.stats().getJsonObject("closesByReason").getLong("TIMEOUT") >= 3);
     Thread.sleep(500);
 
@@ -282,45 +284,11 @@ class DashboardTest extends ServiceTestBase {
   }
 
   /** Debian's chromium: there already, or installed with apt-get (apt-get update first if the install fails). */
-  private static Path ensureChromium() throws Exception {
-    if (Files.isExecutable(CHROMIUM)) {
-      return CHROMIUM;
-    }
-    StringBuilder log = new StringBuilder();
-    if (apt(log, "install", "-y", "chromium") != 0 || !Files.isExecutable(CHROMIUM)) {
-      apt(log, "update");
-      apt(log, "install", "-y", "chromium");
-    }
+  private static Path ensureChromium() {
     if (!Files.isExecutable(CHROMIUM)) {
-      fail("the dashboard test needs Debian's chromium at " + CHROMIUM + " and could not install it "
-          + "(run as root: apt-get update && apt-get install -y chromium). apt-get said:\n" + log);
+      Apt.install("chromium");
     }
+    assertThat(CHROMIUM).as("Debian's chromium, installed by apt-get").isExecutable();
     return CHROMIUM;
-  }
-
-  private static int apt(StringBuilder log, String... arguments) throws Exception {
-    List<String> command = new ArrayList<>(List.of("apt-get", "-q"));
-    command.addAll(List.of(arguments));
-    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-    builder.environment().put("DEBIAN_FRONTEND", "noninteractive");
-    Path output = Files.createTempFile("ot-apt", ".log");
-    builder.redirectOutput(output.toFile());
-    Process process;
-    try {
-      process = builder.start();
-    } catch (IOException e) {
-      log.append(String.join(" ", command)).append(": ").append(e).append('\n');
-      return -1;
-    }
-    if (!process.waitFor(15, TimeUnit.MINUTES)) {
-      process.destroyForcibly();
-      log.append(String.join(" ", command)).append(": timed out\n");
-      return -1;
-    }
-    String out = Files.readString(output);
-    Files.deleteIfExists(output);
-    log.append("$ ").append(String.join(" ", command)).append(" -> ").append(process.exitValue()).append('\n')
-        .append(out.length() > 4000 ? out.substring(out.length() - 4000) : out);
-    return process.exitValue();
   }
 }

@@ -6,6 +6,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.encoder.Encoder;
 import ch.qos.logback.core.read.ListAppender;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.config.AppConfig.LogFormat;
 import ordertimeout.ops.AccessLog;
 import ordertimeout.ops.LogSetup;
@@ -134,7 +135,7 @@ class RequestLoggingTest extends ServiceTestBase {
   /** The first event of {@code logger} with that request id, as the JSON line the service would write. */
   private JsonObject awaitLine(ListAppender<ILoggingEvent> appender, String requestId, String logger) {
     JsonObject[] found = new JsonObject[1];
-    waitUntil("a " + logger + " line with requestId " + requestId, Duration.ofSeconds(5), () -> {
+    Await.until("a " + logger + " line with requestId " + requestId, Duration.ofSeconds(5), () -> {
       List<ILoggingEvent> events;
       synchronized (appender) {
         events = new ArrayList<>(appender.list);

@@ -1,6 +1,7 @@
 package ordertimeout.maintenance;
 
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.support.Api;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
@@ -44,7 +45,7 @@ class RetentionTest extends ServiceTestBase {
     Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE order_id = ANY(?)", (Object) oldIds);
     Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '23 hours' WHERE order_id = ?", recent);
 
-    waitUntil("the old rows deleted", Duration.ofSeconds(30), () ->
+    Await.until("the old rows deleted", Duration.ofSeconds(30), () ->
         Sql.count("SELECT count(*) FROM order_log WHERE order_id = ANY(?)", (Object) oldIds) == 0
             && Sql.count("SELECT count(*) FROM outbox WHERE order_id = ANY(?)", (Object) oldIds) == 0
             && Sql.count("SELECT count(*) FROM idempotency_keys WHERE order_id = ANY(?)", (Object) oldIds) == 0);
@@ -55,7 +56,7 @@ class RetentionTest extends ServiceTestBase {
       assertThat(Sql.count("SELECT count(*) FROM idempotency_keys WHERE order_id = ?", kept)).isEqualTo(1);
     }
     assertThat(Sql.count("SELECT count(*) FROM orders")).as("orders themselves are kept").isEqualTo(7);
-    waitUntil("the counters", Duration.ofSeconds(10), () -> deleted("order_log") - deletedBefore >= 5
+    Await.until("the counters", Duration.ofSeconds(10), () -> deleted("order_log") - deletedBefore >= 5
         && deleted("outbox") >= 5 && deleted("idempotency_keys") >= 5);
     assertThat(api.get("/metrics", null).body()).contains("ordertimeout_retention_deleted_total{table=\"order_log\"}");
   }
@@ -70,7 +71,7 @@ class RetentionTest extends ServiceTestBase {
     assertThat(replay.json().getString("id")).as("within the window: the stored answer").isEqualTo(first);
 
     Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = ?", key);
-    waitUntil("the key expired", Duration.ofSeconds(30), () -> Sql.count("SELECT count(*) FROM idempotency_keys WHERE key = ?", key) == 0);
+    Await.until("the key expired", Duration.ofSeconds(30), () -> Sql.count("SELECT count(*) FROM idempotency_keys WHERE key = ?", key) == 0);
 
     Api.Response after = api.createOrder(key, body);
     assertThat(after.status()).isEqualTo(201);

@@ -3,6 +3,7 @@ package ordertimeout.ops;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import org.junit.jupiter.api.AfterAll;
@@ -60,10 +61,10 @@ class AlarmServiceTest extends ServiceTestBase {
     String id = create("u-1", 600, "SKU-1", 1).getString("id");
     // Its deadline passed 5 s ago as far as the database knows: the wheel still waits, the sweep closes it 5 s late.
     Sql.execute("UPDATE orders SET close_at = now() - interval '5 seconds' WHERE id = ?", Long.parseLong(id));
-    waitUntil("the sweep to close it", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
+    Await.until("the sweep to close it", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
 
-    waitUntil("LATENESS_P99 to fire", Duration.ofSeconds(30), () -> alarm(Alarms.Code.LATENESS_P99) == 1);
-    waitUntil("SWEEP_CATCHES to fire", Duration.ofSeconds(30), () -> alarm(Alarms.Code.SWEEP_CATCHES) == 1);
+    Await.until("LATENESS_P99 to fire", Duration.ofSeconds(30), () -> alarm(Alarms.Code.LATENESS_P99) == 1);
+    Await.until("SWEEP_CATCHES to fire", Duration.ofSeconds(30), () -> alarm(Alarms.Code.SWEEP_CATCHES) == 1);
     assertThat(lines(Alarms.Code.LATENESS_P99)).hasSize(1);
     String fired = lines(Alarms.Code.LATENESS_P99).get(0);
     assertThat(fired).startsWith("alarm=LATENESS_P99 state=FIRING value=").endsWith(" threshold=1000 unit=ms window=3s");
@@ -71,8 +72,8 @@ class AlarmServiceTest extends ServiceTestBase {
     assertThat(value).as("about 5 s late").isGreaterThan(1000);
     assertThat(lines(Alarms.Code.SWEEP_CATCHES)).singleElement().asString().startsWith("alarm=SWEEP_CATCHES state=FIRING");
 
-    waitUntil("LATENESS_P99 to clear", Duration.ofSeconds(60), () -> alarm(Alarms.Code.LATENESS_P99) == 0);
-    waitUntil("SWEEP_CATCHES to clear", Duration.ofSeconds(60), () -> alarm(Alarms.Code.SWEEP_CATCHES) == 0);
+    Await.until("LATENESS_P99 to clear", Duration.ofSeconds(60), () -> alarm(Alarms.Code.LATENESS_P99) == 0);
+    Await.until("SWEEP_CATCHES to clear", Duration.ofSeconds(60), () -> alarm(Alarms.Code.SWEEP_CATCHES) == 0);
     assertThat(lines(Alarms.Code.LATENESS_P99)).hasSize(2).last().asString().startsWith("alarm=LATENESS_P99 state=CLEARED value=");
     assertThat(lines(Alarms.Code.SWEEP_CATCHES)).hasSize(2).last().asString().startsWith("alarm=SWEEP_CATCHES state=CLEARED value=0 ");
     assertThat(lines(Alarms.Code.CLOSE_BATCHES_GIVEN_UP)).isEmpty();

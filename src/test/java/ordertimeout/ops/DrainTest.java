@@ -3,6 +3,7 @@ package ordertimeout.ops;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.support.Api;
 import ordertimeout.support.Invariants;
 import ordertimeout.support.Sql;
@@ -15,7 +16,6 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
-import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -48,7 +48,7 @@ class DrainTest {
         try (Statement statement = lock.createStatement()) {
           statement.execute("SELECT * FROM inventory WHERE sku = 'DRAIN' FOR UPDATE");
         }
-        waitUntil("the close batch to wait for the stock row", Duration.ofSeconds(30),
+        Await.until("the close batch to wait for the stock row", Duration.ofSeconds(30),
             () -> Sql.count("SELECT count(*) FROM pg_locks WHERE NOT granted") > 0);
 
         drained = node.service().drain();
@@ -101,11 +101,4 @@ class DrainTest {
     return byId;
   }
 
-  private static void waitUntil(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.getAsBoolean()) {
-      assertThat(System.nanoTime()).as("timed out after " + timeout + " waiting for: " + what).isLessThan(deadline);
-      Thread.sleep(20);
-    }
-  }
 }

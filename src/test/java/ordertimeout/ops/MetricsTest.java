@@ -1,6 +1,7 @@
 package ordertimeout.ops;
 
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.support.Api;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
@@ -38,7 +39,7 @@ class MetricsTest extends ServiceTestBase {
     Prometheus before = scrape();
     api.setStock("SKU-1", 10);
     String id = create("u-1", 1, "SKU-1", 1).getString("id");
-    waitUntil("the timeout close", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
+    Await.until("the timeout close", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
 
     Prometheus after = scrape();
     assertThat(after.sum("ordertimeout_close_lateness_seconds_count") - before.sum("ordertimeout_close_lateness_seconds_count"))
@@ -88,7 +89,7 @@ class MetricsTest extends ServiceTestBase {
     assertThat(limited).as("the greedy client's bucket ran dry").isEqualTo(1);
 
     // A create's latency is recorded once its response is written, which can be a moment after the client read it.
-    waitUntil("the last create's latency to be recorded", Duration.ofSeconds(5),
+    Await.until("the last create's latency to be recorded", Duration.ofSeconds(5),
         () -> delta(before, scrape(), "ordertimeout_order_create_seconds_count", "status", "429") >= 1);
     Prometheus after = scrape();
     assertThat(delta(before, after, "ordertimeout_created_orders_total")).isGreaterThanOrEqualTo(1);
@@ -117,7 +118,7 @@ class MetricsTest extends ServiceTestBase {
 
     long unpublished = Sql.count("SELECT count(*) FROM outbox WHERE published_at IS NULL");
     assertThat(unpublished).as("ORDER_CREATED events, no relay publishes them yet").isEqualTo(2);
-    waitUntil("the outbox gauge to be read again", Duration.ofSeconds(30),
+    Await.until("the outbox gauge to be read again", Duration.ofSeconds(30),
         () -> scrape().sum("ordertimeout_outbox_backlog") == unpublished);
     assertThat(scrape().sum("ordertimeout_outbox_oldest_age_seconds")).isGreaterThanOrEqualTo(0);
   }

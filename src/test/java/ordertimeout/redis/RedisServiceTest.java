@@ -1,5 +1,6 @@
 package ordertimeout.redis;
 
+import ordertimeout.support.Await;
 import ordertimeout.support.Api;
 import ordertimeout.support.Metrics;
 import ordertimeout.support.ServiceTestBase;
@@ -45,7 +46,7 @@ class RedisServiceTest extends ServiceTestBase {
   @Test
   void createsUseTheRedisBucketAndTheNodesOwnWhileRedisIsAway() {
     api.setStock("SKU-1", 1000);
-    waitUntil("Redis up", Duration.ofSeconds(20), () -> {
+    Await.until("Redis up", Duration.ofSeconds(20), () -> {
       createOne();
       return Metrics.value(api, UP) == 1.0;
     });
@@ -69,7 +70,7 @@ class RedisServiceTest extends ServiceTestBase {
 
     redis.restart();
     // Whichever call finds Redis first (a create's permit or the retention job's lock) marks it up for the node.
-    waitUntil("Redis up again", Duration.ofSeconds(20), () -> {
+    Await.until("Redis up again", Duration.ofSeconds(20), () -> {
       createOne();
       return Metrics.value(api, UP) == 1.0;
     });
@@ -81,7 +82,7 @@ class RedisServiceTest extends ServiceTestBase {
   void retentionTakesItsLockInRedis() {
     String ran = "ordertimeout_job_runs_total{job=\"retention\",outcome=\"ran\"}";
     double before = Metrics.value(api, ran);
-    waitUntil("a retention run", Duration.ofSeconds(20), () -> Metrics.value(api, ran) > before);
+    Await.until("a retention run", Duration.ofSeconds(20), () -> Metrics.value(api, ran) > before);
     assertThat(redis.command("GET ot:lock:retention")).as("kept for the rest of the interval").startsWith("node-1-");
     assertThat(Metrics.value(api, "ordertimeout_job_runs_total{job=\"retention\",outcome=\"skipped\"}"))
         .as("one node: it never finds another holder").isZero();

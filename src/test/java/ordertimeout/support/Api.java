@@ -1,5 +1,6 @@
 package ordertimeout.support;
 
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
 import java.io.IOException;
@@ -8,6 +9,9 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 
 /** A blocking (or async) HTTP client for the service's API, as a shop's backend would call it. */
@@ -53,6 +57,30 @@ public final class Api {
 
   public CompletableFuture<Response> createOrderAsync(String idempotencyKey, JsonObject body) {
     return sendAsync(request("POST", "/v1/orders", userKey, body.encode()).header("Idempotency-Key", idempotencyKey));
+  }
+
+  /**
+   * Creates {@code count} orders of one unit of {@code sku} each (40 users, fresh idempotency keys), 50
+   * requests in flight at a time; returns their ids, failing unless every one answers 201.
+   */
+  public List<String> createOrders(int count, int timeoutSeconds, String sku) {
+    List<String> ids = new ArrayList<>();
+    for (int chunk = 0; chunk < count; chunk += 50) {
+      List<CompletableFuture<Response>> creates = new ArrayList<>();
+      for (int i = chunk; i < Math.min(count, chunk + 50); i++) {
+        JsonObject body = new JsonObject().put("userId", "u-" + (i % 40)).put("timeoutSeconds", timeoutSeconds)
+            .put("items", new JsonArray().add(new JsonObject().put("sku", sku).put("qty", 1)));
+        creates.add(createOrderAsync(UUID.randomUUID().toString(), body));
+      }
+      for (CompletableFuture<Response> create : creates) {
+        Response response = create.join();
+        if (response.status() != 201) {
+          throw new AssertionError("create answered " + response.status() + ": " + response.body());
+        }
+        ids.add(response.json().getString("id"));
+      }
+    }
+    return ids;
   }
 
   public Response get(String path, String key) {

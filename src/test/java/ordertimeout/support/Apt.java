@@ -8,10 +8,10 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** Installs a Debian package for a test that needs a program (apt-get update first if the install fails). */
-final class Apt {
+public final class Apt {
   private Apt() {}
 
-  static void install(String pkg) {
+  public static void install(String pkg) {
     StringBuilder log = new StringBuilder();
     if (run(log, "install", "-y", pkg) != 0) {
       run(log, "update");
