@@ -57,6 +57,8 @@ public final class KafkaClients {
     settings.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, Integer.toString(kafka.sessionTimeoutMillis()));
     // Survivors learn of a rebalance at their next heartbeat: frequent ones take a dead node's shards sooner.
     settings.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, Integer.toString(heartbeatIntervalMillis(kafka)));
+    // A stuck event loop stops the polls while the heartbeat thread keeps the session: leave the group soon.
+    settings.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "30000");
     settings.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
     settings.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, "1000");
     settings.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "latest");
@@ -89,8 +91,12 @@ public final class KafkaClients {
     return admin.listTopics()
         .compose(existing -> {
           // A timer message matters for seconds to hours: older ones would only be replayed for nothing.
-          NewTopic timers = new NewTopic(kafka.timersTopic(), shards, replication).setConfig(Map.of("retention.ms", "86400000"));
-          List<NewTopic> missing = List.of(timers, new NewTopic(kafka.eventsTopic(), shards, replication)).stream()
+          // acks=all is durable only with a second in-sync replica to wait for.
+          String minInSync = Integer.toString(Math.min(2, kafka.replicationFactor()));
+          NewTopic timers = new NewTopic(kafka.timersTopic(), shards, replication)
+              .setConfig(Map.of("retention.ms", "86400000", "min.insync.replicas", minInSync));
+          NewTopic events = new NewTopic(kafka.eventsTopic(), shards, replication).setConfig(Map.of("min.insync.replicas", minInSync));
+          List<NewTopic> missing = List.of(timers, events).stream()
               .filter(topic -> !existing.contains(topic.getName()))
               .toList();
           return missing.isEmpty() ? Future.<Void>succeededFuture() : admin.createTopics(missing)

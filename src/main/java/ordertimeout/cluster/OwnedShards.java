@@ -11,20 +11,23 @@ public final class OwnedShards {
   private final int shards;
   private volatile BitSet owned;
   private volatile BitSet loaded = new BitSet();
+  /** False in a cluster until the group's first assignment: owning nothing then means "not told yet". */
+  private volatile boolean assigned;
 
-  private OwnedShards(int shards, BitSet owned) {
+  private OwnedShards(int shards, BitSet owned, boolean assigned) {
     this.shards = shards;
     this.owned = owned;
+    this.assigned = assigned;
   }
 
   public static OwnedShards all(int shards) {
     BitSet owned = new BitSet(shards);
     owned.set(0, shards);
-    return new OwnedShards(shards, owned);
+    return new OwnedShards(shards, owned, true);
   }
 
   public static OwnedShards none(int shards) {
-    return new OwnedShards(shards, new BitSet(shards));
+    return new OwnedShards(shards, new BitSet(shards), false);
   }
 
   public int shardCount() {
@@ -43,11 +46,16 @@ public final class OwnedShards {
   public synchronized void add(int[] gained) {
     owned = with(owned, gained, true);
     loaded = with(loaded, gained, false);
+    assigned = true;
   }
 
   public synchronized void remove(int[] lost) {
     owned = with(owned, lost, false);
     loaded = with(loaded, lost, false);
+  }
+
+  public boolean isLoaded(int shard) {
+    return loaded.get(shard);
   }
 
   /** The wheel holds these shards' pending deadlines (those it still owns). */
@@ -62,8 +70,11 @@ public final class OwnedShards {
     loaded = new BitSet();
   }
 
-  /** What readiness asks: the wheel holds the deadlines of every shard this node owns. */
+  /** What readiness asks: the node has been given its shards and the wheel holds the deadlines of every one. */
   public boolean allLoaded() {
+    if (!assigned) {
+      return false;
+    }
     BitSet notLoaded = (BitSet) owned.clone();
     notLoaded.andNot(loaded);
     return notLoaded.isEmpty();

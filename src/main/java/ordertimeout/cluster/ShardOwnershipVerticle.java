@@ -4,6 +4,8 @@ import io.micrometer.core.instrument.binder.kafka.KafkaClientMetrics;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
 import io.vertx.kafka.client.common.TopicPartition;
 import io.vertx.kafka.client.consumer.KafkaConsumer;
 import io.vertx.kafka.client.consumer.KafkaConsumerRecord;
@@ -24,9 +26,11 @@ import java.util.concurrent.TimeUnit;
  * revocation it drops them. Records are timers of owned shards, handed to the local wheel.
  *
  * <p>Why nothing falls between the two: a new owner reads a partition from the offset the previous
- * owner committed. A timer after that offset is delivered again; one before it was polled by the
- * previous owner before the partition moved, so its order was committed to the database before the
- * move, and the new owner's load, which starts after the move, reads it.
+ * owner committed (every second, and when the partition is revoked), or from its end when nobody did,
+ * settled before the load starts. A timer after that offset is delivered; one before it was polled by
+ * the previous owner, or published before the end was fixed, so its order was committed to the
+ * database before the load, which reads it. Records fetched after the last commit are delivered
+ * again to the new owner; the timer takes a repeated timer as a replacement, not a second one.
  */
 public final class ShardOwnershipVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(ShardOwnershipVerticle.class);
@@ -81,7 +85,8 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     owned.add(shards);
     stats.shardsOwned(owned.list());
     long started = System.nanoTime();
-    vertx.eventBus().request(Addresses.SHARDS_ASSIGNED, new ShardChange(shards), RELOAD)
+    positionsOf(partitions)
+        .compose(positioned -> vertx.eventBus().request(Addresses.SHARDS_ASSIGNED, new ShardChange(shards), RELOAD))
         .onSuccess(loaded -> {
           if (shards.length > 0) {
             log.info("took shards {} in {} ms; this node owns {} shards now", Arrays.toString(shards),
@@ -90,6 +95,24 @@ public final class ShardOwnershipVerticle extends VerticleBase {
         })
         .onFailure(failure -> log.error("taking shards {} failed; their sweep still closes their orders",
             Arrays.toString(shards), failure));
+  }
+
+  /**
+   * Where the consumer starts on each gained partition, settled before the load reads the database: a
+   * partition nobody committed an offset for starts at its end, and that end must be fixed before the
+   * load begins for the argument above to hold. Bounded, since a partition revoked meanwhile never answers.
+   */
+  private Future<Void> positionsOf(Set<TopicPartition> partitions) {
+    if (partitions.isEmpty()) {
+      return Future.succeededFuture();
+    }
+    return Future.join(partitions.stream().map(consumer::position).toList())
+        .timeout(config.kafka().sessionTimeoutMillis(), TimeUnit.MILLISECONDS)
+        .<Void>mapEmpty()
+        .recover(failure -> {
+          log.warn("could not settle the positions of {} before loading them ({}); loading anyway", partitions, failure.toString());
+          return Future.succeededFuture();
+        });
   }
 
   private void onRevoked(Set<TopicPartition> partitions) {
@@ -101,7 +124,14 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     stats.shardsOwned(owned.list());
     vertx.eventBus().request(Addresses.SHARDS_REVOKED, new ShardChange(shards))
         .onSuccess(dropped -> log.info("gave up shards {}; this node owns {} shards now", Arrays.toString(shards),
-            owned.list().length));
+            owned.list().length))
+        .onFailure(failure -> {
+          if (failure instanceof ReplyException reply && reply.failureType() == ReplyFailure.NO_HANDLERS) {
+            log.debug("shards {} revoked while the node stops: the timer is gone already", Arrays.toString(shards));
+          } else {
+            log.error("dropping the timers of shards {} failed; they fire here too, harmlessly", Arrays.toString(shards), failure);
+          }
+        });
   }
 
   private void onRecord(KafkaConsumerRecord<String, String> record) {

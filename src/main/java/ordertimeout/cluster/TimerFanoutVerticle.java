@@ -24,19 +24,21 @@ import java.util.concurrent.TimeUnit;
 /**
  * In a cluster, takes the timers this node's intake and close verticles hand out (which any node may
  * own) and publishes them to the timer topic, on the partition numbered like the order's shard: its
- * owner's consumer puts them into that node's wheel (this node's own shards' timers stay here). They leave after the database commit, so a
+ * owner's consumer puts them into that node's wheel (this node's own shards' timers go into its wheel at once too). They leave after the database commit, so a
  * message that is lost costs only speed: the sweep of the owner (or the next owner's reload) finds
  * the order in the database.
  */
 public final class TimerFanoutVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(TimerFanoutVerticle.class);
   private static final long WARN_EVERY_NANOS = TimeUnit.SECONDS.toNanos(30);
+  private static final int MAX_SENDS_IN_FLIGHT = 10_000;
 
   private final AppConfig config;
   private final ServiceStats stats;
   private final OwnedShards owned;
   private KafkaProducer<String, String> producer;
   private long lastWarning = System.nanoTime() - WARN_EVERY_NANOS;
+  private int sendsInFlight;
 
   public TimerFanoutVerticle(AppConfig config, ServiceStats stats, OwnedShards owned) {
     this.config = config;
@@ -77,9 +79,10 @@ public final class TimerFanoutVerticle extends VerticleBase {
   }
 
   /**
-   * Timers of shards this node owns go straight into its wheel; the others to Kafka. Skipping Kafka for
-   * an owned shard is as safe as the topic: if the shard moves later, its next owner loads the order
-   * from the database, where it was committed before this.
+   * Every timer goes to Kafka; those of shards this node owns also go straight into its wheel, so that
+   * they do not wait for (or on) the broker. The Kafka copy still matters for them: this node may have
+   * lost the shard in a rebalance it has not heard of yet, and the copy reaches the new owner. The
+   * wheel takes the second copy as a replacement, not a second timer.
    */
   private void publishSchedule(Deadlines deadlines) {
     int shards = config.database().shards();
@@ -90,10 +93,9 @@ public final class TimerFanoutVerticle extends VerticleBase {
       int shard = OrderIds.shardOf(id, shards);
       if (owned.owns(shard)) {
         local.add(i);
-      } else {
-        TimerMessages.appendSchedule(byShard.computeIfAbsent(shard, s -> new StringBuilder()),
-            id, deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]);
       }
+      TimerMessages.appendSchedule(byShard.computeIfAbsent(shard, s -> new StringBuilder()),
+          id, deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]);
     }
     if (!local.isEmpty()) {
       vertx.eventBus().send(Addresses.TIMER_OWNED_SCHEDULE, local.size() == deadlines.size() ? deadlines : new Deadlines(
@@ -112,9 +114,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
       int shard = OrderIds.shardOf(id, shards);
       if (owned.owns(shard)) {
         local.add(id);
-      } else {
-        TimerMessages.appendCancel(byShard.computeIfAbsent(shard, s -> new StringBuilder()), id);
       }
+      TimerMessages.appendCancel(byShard.computeIfAbsent(shard, s -> new StringBuilder()), id);
     }
     if (!local.isEmpty()) {
       vertx.eventBus().send(Addresses.TIMER_OWNED_CANCEL, new CancelTimers(local.stream().mapToLong(Long::longValue).toArray()));
@@ -122,17 +123,30 @@ public final class TimerFanoutVerticle extends VerticleBase {
     byShard.forEach(this::send);
   }
 
+  /**
+   * While no broker answers, sends wait their turn on the producer's worker for up to a second each;
+   * past {@value #MAX_SENDS_IN_FLIGHT} waiting, new timers are not queued behind them but counted as not
+   * published (their orders are in the database: the sweep, or the owner's next load, finds them).
+   */
   private void send(int shard, StringBuilder text) {
+    if (sendsInFlight >= MAX_SENDS_IN_FLIGHT) {
+      failed(shard, new IllegalStateException(sendsInFlight + " timer messages already waiting for the broker"));
+      return;
+    }
+    sendsInFlight++;
     producer.send(KafkaProducerRecord.create(config.kafka().timersTopic(), Integer.toString(shard), text.toString(), shard))
-        .onFailure(failure -> {
-          stats.timerPublishFailed(1);
-          long now = System.nanoTime();
-          if (now - lastWarning >= WARN_EVERY_NANOS) {
-            lastWarning = now;
-            log.warn("a timer message for shard {} did not reach Kafka ({}); its orders are closed by the sweep "
-                + "of the shard's owner instead (this warning repeats at most every 30 s; see {})",
-                shard, failure.toString(), ServiceStats.TIMER_PUBLISH_FAILURES);
-          }
-        });
+        .onComplete(sent -> sendsInFlight--)
+        .onFailure(failure -> failed(shard, failure));
+  }
+
+  private void failed(int shard, Throwable failure) {
+    stats.timerPublishFailed(1);
+    long now = System.nanoTime();
+    if (now - lastWarning >= WARN_EVERY_NANOS) {
+      lastWarning = now;
+      log.warn("a timer message for shard {} did not reach Kafka ({}); unless this node owns the shard, its orders "
+          + "are closed by the sweep of the shard's owner instead (this warning repeats at most every 30 s; see {})",
+          shard, failure.toString(), ServiceStats.TIMER_PUBLISH_FAILURES);
+    }
   }
 }

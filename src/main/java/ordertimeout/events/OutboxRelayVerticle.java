@@ -14,6 +14,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Publishes the outbox to the events topic: the order id as the key, the event id and type in the
@@ -63,7 +64,14 @@ public final class OutboxRelayVerticle extends VerticleBase {
   public Future<?> stop() {
     stopped = true;
     vertx.cancelTimer(timer);
-    return current.transform(ended -> producer.close());
+    long limitMillis = 2L * config.kafka().deliveryTimeoutMillis();
+    return current.transform(ended -> producer.close())
+        .timeout(limitMillis, TimeUnit.MILLISECONDS)
+        .recover(failure -> {
+          log.warn("the outbox relay had not stopped after {} ms ({}); a try still running rolls back when the pool closes",
+              limitMillis, failure.toString());
+          return Future.succeededFuture();
+        });
   }
 
   private void relayLater(long delayMillis) {

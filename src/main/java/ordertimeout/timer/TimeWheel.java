@@ -35,6 +35,7 @@ public final class TimeWheel {
 
   private static final byte CANCELLED = -1; // tombstone: still linked in a slot list, reclaimed when that is walked
   private static final byte FREE = -2;
+  private static final byte ANY_KIND = -3;
   private static final int NIL = -1;
   private static final int LEVELS = 5;
   private static final int[] SHIFT = {0, 8, 14, 20, 26};
@@ -104,12 +105,17 @@ public final class TimeWheel {
 
   /** Cancels every timer (of any kind) of the order; returns how many there were. O(1) expected. */
   public int cancel(long orderId) {
+    return cancel(orderId, ANY_KIND);
+  }
+
+  /** Cancels the order's timers of one kind ({@link #CLOSE}, {@link #REMIND}); returns how many there were. O(1) expected. */
+  public int cancel(long orderId, byte kind) {
     int bucket = bucketOf(orderId);
     int previous = NIL;
     int cancelled = 0;
     for (int cell = buckets[bucket]; cell != NIL; ) {
       int following = hashNext[cell];
-      if (ids[cell] == orderId) {
+      if (ids[cell] == orderId && (kind == ANY_KIND || kinds[cell] == kind)) {
         if (previous == NIL) buckets[bucket] = following; else hashNext[previous] = following;
         pending--;
         pendingByKind[kinds[cell]]--;

@@ -1,6 +1,7 @@
 package ordertimeout.timer;
 
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.eventbus.Message;
@@ -86,12 +87,22 @@ public final class TimerVerticle extends VerticleBase {
    */
   private void onAssigned(Message<ShardChange> message) {
     int[] shards = message.body().shards();
-    reload(shards, true)
-        .onSuccess(loaded -> message.reply(shards.length))
-        .onFailure(failure -> {
-          log.error("reloading shards {} failed; the sweep closes their overdue orders", Arrays.toString(shards), failure);
-          message.fail(500, failure.toString());
-        });
+    reloadUntilLoaded(shards).onComplete(loaded -> message.reply(shards.length));
+  }
+
+  /** A load that fails (the database away) is tried again every second, for the shards this node still owns. */
+  private Future<Void> reloadUntilLoaded(int[] shards) {
+    return reload(shards, true).recover(failure -> {
+      int[] stillOwned = Arrays.stream(shards).filter(shard -> owned.owns(shard) && !owned.isLoaded(shard)).toArray();
+      log.warn("loading shards {} failed ({}); the node is not ready until they are loaded, trying again in 1 s",
+          Arrays.toString(stillOwned), failure.toString());
+      if (stillOwned.length == 0) {
+        return Future.succeededFuture();
+      }
+      Promise<Void> retried = Promise.promise();
+      vertx.setTimer(1000, id -> reloadUntilLoaded(stillOwned).onComplete(retried));
+      return retried.future();
+    });
   }
 
   private void onRevoked(Message<ShardChange> message) {
@@ -122,19 +133,16 @@ public final class TimerVerticle extends VerticleBase {
     return Future.all(lanes)
         .map(done -> {
           int before = wheel.pending();
-          if (replaceExisting) {
-            // Timers of these shards that came through Kafka meanwhile: the database's copy replaces them.
-            // Not per page: an order's deadline and reminder come in different pages.
-            pages.forEach(this::dropTimersOf);
-          }
           for (Deadlines page : pages) {
-            schedule(page, false);
+            schedule(page, replaceExisting); // the database's copy replaces what came through Kafka meanwhile
           }
           owned.markLoaded(shards);
           long millis = (System.nanoTime() - started) / 1_000_000;
-          stats.shardsReloaded(millis);
-          log.info("wheel loaded: {} timers of {} shards in {} ms ({} pending in all)",
-              wheel.pending() - before, shards.length, millis, wheel.pending());
+          if (shards.length > 0) {
+            stats.shardsReloaded(millis);
+            log.info("wheel loaded: {} timers of {} shards in {} ms ({} pending in all)",
+                wheel.pending() - before, shards.length, millis, wheel.pending());
+          }
           return null;
         });
   }
@@ -163,8 +171,10 @@ public final class TimerVerticle extends VerticleBase {
   }
 
   /**
-   * {@code replaceExisting}: drop the order's timers already in the wheel first, for timers that can
-   * arrive twice (from Kafka and from a reload). A timer of a shard this node does not own is ignored.
+   * {@code replaceExisting}: for timers that can arrive twice (through Kafka, straight from this node,
+   * from a reload), each kind given replaces the order's timer of that kind; a kind not given
+   * ({@link Deadlines#NONE}) leaves the order's timer of that kind alone. A timer of a shard this node
+   * does not own is ignored.
    */
   private void schedule(Deadlines deadlines, boolean replaceExisting) {
     int shards = config.database().shards();
@@ -174,21 +184,17 @@ public final class TimerVerticle extends VerticleBase {
       if (!owned.owns(shard)) {
         continue;
       }
-      int added = replaceExisting ? -wheel.cancel(id) : 0;
+      int added = 0;
       if (deadlines.closeAtMillis()[i] != Deadlines.NONE) {
+        added += (replaceExisting ? -wheel.cancel(id, TimeWheel.CLOSE) : 0) + 1;
         wheel.schedule(id, deadlines.closeAtMillis()[i], TimeWheel.CLOSE);
-        added++;
       }
       if (deadlines.remindAtMillis()[i] != Deadlines.NONE) {
+        added += (replaceExisting ? -wheel.cancel(id, TimeWheel.REMIND) : 0) + 1;
         wheel.schedule(id, deadlines.remindAtMillis()[i], TimeWheel.REMIND);
-        added++;
       }
       stats.timersAdded(shard, added);
     }
-  }
-
-  private void dropTimersOf(Deadlines deadlines) {
-    cancel(new CancelTimers(deadlines.orderIds()));
   }
 
   private void cancel(CancelTimers cancel) {

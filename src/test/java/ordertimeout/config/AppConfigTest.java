@@ -62,7 +62,7 @@ class AppConfigTest {
     assertThat(kafka.timersTopic()).isEqualTo("order-timers");
     assertThat(kafka.eventsTopic()).isEqualTo("order-events");
     assertThat(kafka.groupId()).isEqualTo("order-timeout");
-    assertThat(kafka.replicationFactor()).isEqualTo(1);
+    assertThat(kafka.replicationFactor()).isEqualTo(3);
     assertThat(kafka.sessionTimeoutMillis()).isEqualTo(10_000);
     assertThat(kafka.relayIntervalMillis()).isEqualTo(100);
     assertThat(kafka.relayBatchSize()).isEqualTo(1000);
@@ -78,19 +78,19 @@ class AppConfigTest {
         "OT_KAFKA_TIMERS_TOPIC", "timers-a",
         "OT_KAFKA_EVENTS_TOPIC", "events-a",
         "OT_KAFKA_GROUP_ID", "group-a",
-        "OT_KAFKA_REPLICATION_FACTOR", "3",
+        "OT_KAFKA_REPLICATION_FACTOR", "2",
         "OT_KAFKA_SESSION_TIMEOUT_MILLIS", "6000",
         "OT_KAFKA_RELAY_INTERVAL_MILLIS", "50",
         "OT_KAFKA_RELAY_BATCH_SIZE", "200",
         "OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "3000")).kafka();
     assertThat(kafka).isEqualTo(new AppConfig.Kafka("127.0.0.1:9092,127.0.0.1:9093", "timers-a", "events-a", "group-a",
-        3, 6000, 50, 200, 3000));
+        2, 6000, 50, 200, 3000));
     assertThat(kafka.enabled()).isTrue();
   }
 
   @Test
   void anOutOfRangeKafkaValueStopsTheServiceNamingTheKey() {
-    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_SESSION_TIMEOUT_MILLIS", "999")))
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_SESSION_TIMEOUT_MILLIS", "5999")))
         .isInstanceOf(ConfigException.class).hasMessageContaining("kafka.sessionTimeoutMillis");
     assertThatThrownBy(() -> load(Map.of("OT_KAFKA_SESSION_TIMEOUT_MILLIS", "300001"))).hasMessageContaining("kafka.sessionTimeoutMillis");
     assertThatThrownBy(() -> load(Map.of("OT_KAFKA_REPLICATION_FACTOR", "0"))).hasMessageContaining("kafka.replicationFactor");

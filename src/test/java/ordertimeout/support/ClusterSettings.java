@@ -33,6 +33,7 @@ public final class ClusterSettings {
     settings.put("OT_KAFKA_EVENTS_TOPIC", eventsTopic());
     settings.put("OT_KAFKA_GROUP_ID", "order-timeout-" + suffix);
     settings.put("OT_KAFKA_SESSION_TIMEOUT_MILLIS", "6000");
+    settings.put("OT_KAFKA_REPLICATION_FACTOR", "1");
     settings.put("OT_KAFKA_RELAY_INTERVAL_MILLIS", "50");
     return settings;
   }

@@ -54,6 +54,21 @@ class TimeWheelTest {
   }
 
   @Test
+  void cancellingOneKindLeavesTheOrdersOtherTimer() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    wheel.schedule(7, START + 100, REMIND);
+    wheel.schedule(7, START + 500, CLOSE);
+
+    assertThat(wheel.cancel(7, REMIND)).isEqualTo(1);
+    assertThat(wheel.cancel(7, REMIND)).isZero();
+    assertThat(wheel.pending()).isEqualTo(1);
+    sink.advance(wheel, START + 1_000, BATCH);
+    assertThat(sink.reminds).isEmpty();
+    assertThat(sink.closes).containsExactly(7L);
+  }
+
+  @Test
   void cancelWhereDropsOnlyTheMatchingOrdersAtEveryLevelAndTheRestStillFire() {
     TimeWheel wheel = new TimeWheel(TICK, START, 16);
     Recorder sink = new Recorder();
