@@ -67,7 +67,7 @@ public final class KafkaClients {
     return settings;
   }
 
-  public static int heartbeatIntervalMillis(AppConfig.Kafka kafka) {
+  private static int heartbeatIntervalMillis(AppConfig.Kafka kafka) {
     return Math.max(100, kafka.sessionTimeoutMillis() / 10);
   }
 

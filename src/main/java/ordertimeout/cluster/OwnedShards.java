@@ -8,14 +8,12 @@ import java.util.BitSet;
  * consumer group. Read from several event loops; every change publishes new copies.
  */
 public final class OwnedShards {
-  private final int shards;
   private volatile BitSet owned;
   private volatile BitSet loaded = new BitSet();
   /** False in a cluster until the group's first assignment: owning nothing then means "not told yet". */
   private volatile boolean assigned;
 
-  private OwnedShards(int shards, BitSet owned, boolean assigned) {
-    this.shards = shards;
+  private OwnedShards(BitSet owned, boolean assigned) {
     this.owned = owned;
     this.assigned = assigned;
   }
@@ -23,15 +21,11 @@ public final class OwnedShards {
   public static OwnedShards all(int shards) {
     BitSet owned = new BitSet(shards);
     owned.set(0, shards);
-    return new OwnedShards(shards, owned, true);
+    return new OwnedShards(owned, true);
   }
 
   public static OwnedShards none(int shards) {
-    return new OwnedShards(shards, new BitSet(shards), false);
-  }
-
-  public int shardCount() {
-    return shards;
+    return new OwnedShards(new BitSet(shards), false);
   }
 
   public boolean owns(int shard) {
