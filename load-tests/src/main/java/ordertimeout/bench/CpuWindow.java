@@ -50,6 +50,12 @@ final class CpuWindow {
 
   record Split(double seconds, double machineCores, double jvmCores, double generatorCores, double postgresCores,
                double otherCores, double idleCores, long gcCount, long gcMillis) {
+    /** The same split with the load generator's CPU seconds over the window (it runs in this JVM). */
+    Split withGenerator(double generatorCpuSeconds) {
+      return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, postgresCores, otherCores, idleCores,
+          gcCount, gcMillis);
+    }
+
     JsonObject toJson() {
       return new JsonObject().put("seconds", Results.round(seconds)).put("machineBusyCores", Results.round(machineCores))
           .put("jvmCores", Results.round(jvmCores)).put("generatorCores", Results.round(generatorCores))

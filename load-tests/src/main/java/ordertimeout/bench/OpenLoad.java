@@ -35,6 +35,10 @@ import java.util.concurrent.TimeUnit;
  * they were due, whether for want of a free connection (all of them busy with slow responses) or because
  * the tick came late (the generator itself was starved of CPU; counted on its own too).
  *
+ * <p>A warm-up comes first: {@code warmupSeconds} at a quarter of the rate, the same kind of orders, so
+ * that the JIT has compiled the service's paths (and the generator's) before the measured schedule
+ * starts. Nothing of the warm-up is counted in the result; its orders still close or get paid meanwhile.
+ *
  * <p>It runs on a Vert.x instance of its own with one event loop, so all its state is confined to one
  * thread (plain HdrHistograms, no locks), in the JVM of the service under test: the generator thread's
  * own CPU time is measured and reported ({@link Result#cpuSeconds}).
@@ -45,14 +49,17 @@ final class OpenLoad {
   private static final long HIGHEST_MICROS = TimeUnit.MINUTES.toMicros(10);
 
   /** Rate, duration, pool size and pipelining; the shape of the orders is fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs). */
-  record Settings(String host, int port, int ratePerSecond, int seconds, int connections, int pipelining) {}
+  record Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining) {}
 
-  /** What one run saw. Latencies in microseconds, from the moment each request was due. */
+  /**
+   * What the measured schedule saw (the warm-up is counted nowhere). Latencies in microseconds, from the
+   * moment each request was due. {@code elapsedSeconds}: from the warm-up's start to the last answer.
+   */
   record Result(long planned, long sent, long created, long createErrors, Map<String, Long> createErrorsByKind,
                 long lateByScheduler, long lateSends,
                 long paysPlanned, long paid, long payRefusedClosed, long payErrors, Map<String, Long> payErrorsByKind,
                 Histogram createMicros, Histogram payMicros, Histogram sendDelayMicros,
-                double elapsedSeconds, double cpuSeconds) {
+                double elapsedSeconds, double cpuSeconds, long measuredFromMillis) {
 
     JsonObject toJson() {
       return new JsonObject()
@@ -65,8 +72,9 @@ final class OpenLoad {
           .put("payLatencyMs", percentiles(payMicros))
           .put("sendDelayMs", percentiles(sendDelayMicros))
           .put("elapsedSeconds", Results.round(elapsedSeconds))
+          .put("measuredFromMillis", measuredFromMillis)
           .put("generatorCpuSeconds", Results.round(cpuSeconds))
-          .put("generatorCpuShareOfOneCore", Results.round(cpuSeconds / elapsedSeconds));
+          .put("generatorCpuSecondsWhileScheduling", Results.round(cpuSeconds));
     }
 
     static JsonObject percentiles(Histogram h) {
@@ -92,7 +100,11 @@ final class OpenLoad {
   private final Map<String, Long> payErrorsByKind = new TreeMap<>();
   private final Promise<Void> finished = Promise.promise();
   private long planned;
+  private long warmupCount;
+  private long warmupNanos;
+  private long measuredFromMillis;
   private long sent;
+  private long warmedUp;
   private long created;
   private long createErrors;
   private long lateByScheduler;
@@ -106,6 +118,11 @@ final class OpenLoad {
   private long tick = -1;
   private boolean schedulingDone;
   private long threadId;
+  private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+  private Runnable atMeasuredStart;
+  private Runnable atScheduleEnd;
+  private long cpuAtMeasuredStart = -1;
+  private long cpuNanos;
 
   private OpenLoad(Settings settings) {
     this.settings = settings;
@@ -119,7 +136,19 @@ final class OpenLoad {
 
   /** Runs the schedule to its end and waits for every create and pay to be answered (a minute at most after the last one). */
   static Result run(Settings settings) throws Exception {
+    return run(settings, () -> {}, () -> {});
+  }
+
+  /**
+   * {@code atMeasuredStart} runs when the measured schedule starts (after the warm-up), {@code atScheduleEnd}
+   * when its last create has been sent (before the answers and the pays still to come): both on the
+   * generator's thread, so they must be quick. {@link Result#cpuSeconds} is the generator thread's CPU
+   * time between the two.
+   */
+  static Result run(Settings settings, Runnable atMeasuredStart, Runnable atScheduleEnd) throws Exception {
     OpenLoad load = new OpenLoad(settings);
+    load.atMeasuredStart = atMeasuredStart;
+    load.atScheduleEnd = atScheduleEnd;
     try {
       return load.runToEnd();
     } finally {
@@ -128,32 +157,50 @@ final class OpenLoad {
   }
 
   private Result runToEnd() throws Exception {
-    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     Context context = vertx.getOrCreateContext();
-    Promise<Long> started = Promise.promise();
+    Promise<Void> started = Promise.promise();
     context.runOnContext(go -> {
       threadId = Thread.currentThread().getId();
-      started.complete(threads.getThreadCpuTime(threadId));
+      started.complete();
       startNanos = System.nanoTime();
+      warmupNanos = TimeUnit.SECONDS.toNanos(settings.warmupSeconds());
+      warmupCount = (long) warmupRate() * settings.warmupSeconds();
+      measuredFromMillis = System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(warmupNanos);
       planned = (long) settings.ratePerSecond() * settings.seconds();
       tick = vertx.setPeriodic(1, id -> sendDue());
     });
-    long cpuAtStart = started.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    started.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     finished.future().toCompletionStage().toCompletableFuture().get(settings.seconds() + 120L, TimeUnit.SECONDS);
     Promise<Result> result = Promise.promise();
     context.runOnContext(done -> result.complete(new Result(planned, sent, created, createErrors, createErrorsByKind,
         lateByScheduler, lateSends, paysPlanned, paid, payRefusedClosed, payErrors, payErrorsByKind,
         createMicros, payMicros, sendDelayMicros, (System.nanoTime() - startNanos) / 1e9,
-        (threads.getThreadCpuTime(threadId) - cpuAtStart) / 1e9)));
+        cpuNanos / 1e9, measuredFromMillis)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
-  /** Every create due by now; the schedule is the clock's, not the responses'. */
+  private int warmupRate() {
+    return Math.max(1, settings.ratePerSecond() / 4);
+  }
+
+  /** Every create due by now, warm-up first; the schedule is the clock's, not the responses'. */
   private void sendDue() {
     long now = System.nanoTime();
-    long due = Math.min(planned, (now - startNanos) * settings.ratePerSecond() / 1_000_000_000L + 1);
+    long elapsed = now - startNanos;
+    while (warmedUp < warmupCount && warmedUp <= elapsed * warmupRate() / 1_000_000_000L) {
+      create(-1 - warmedUp, startNanos + warmedUp * 1_000_000_000L / warmupRate());
+      warmedUp++;
+    }
+    if (elapsed < warmupNanos) {
+      return;
+    }
+    if (cpuAtMeasuredStart < 0) {
+      cpuAtMeasuredStart = threads.getThreadCpuTime(threadId);
+      atMeasuredStart.run();
+    }
+    long due = Math.min(planned, (elapsed - warmupNanos) * settings.ratePerSecond() / 1_000_000_000L + 1);
     while (sent < due) {
-      long dueAt = startNanos + sent * 1_000_000_000L / settings.ratePerSecond();
+      long dueAt = startNanos + warmupNanos + sent * 1_000_000_000L / settings.ratePerSecond();
       if (now - dueAt > LATE_NANOS) {
         lateByScheduler++;
       }
@@ -162,12 +209,16 @@ final class OpenLoad {
     }
     if (sent == planned && !schedulingDone) {
       schedulingDone = true;
+      cpuNanos = threads.getThreadCpuTime(threadId) - cpuAtMeasuredStart;
+      atScheduleEnd.run();
       vertx.cancelTimer(tick);
       finishIfIdle();
     }
   }
 
+  /** {@code n} below 0: a warm-up order, sent and paid like the others but counted nowhere. */
   private void create(long n, long dueAt) {
+    boolean measured = n >= 0;
     int timeoutSeconds = 5 + random.nextInt(11);
     boolean pays = random.nextInt(100) < 60;
     long payAfterMillis = random.nextInt((timeoutSeconds - 1) * 1000);
@@ -178,17 +229,19 @@ final class OpenLoad {
         .putHeader("Authorization", "Bearer dev-user-key")
         .putHeader("Content-Type", "application/json")
         .putHeader("Idempotency-Key", keyPrefix + n);
-    send(options, Buffer.buffer(body), dueAt, true).onComplete(outcome -> {
-      createMicros.recordValue(Math.min(HIGHEST_MICROS, (System.nanoTime() - dueAt) / 1000));
+    send(options, Buffer.buffer(body), dueAt, measured).onComplete(outcome -> {
+      if (measured) {
+        createMicros.recordValue(Math.min(HIGHEST_MICROS, (System.nanoTime() - dueAt) / 1000));
+      }
       if (outcome.succeeded() && outcome.result().status == 201) {
-        created++;
+        created += measured ? 1 : 0;
         if (pays) {
           String id = new JsonObject(outcome.result().body).getString("id");
-          paysPlanned++;
+          paysPlanned += measured ? 1 : 0;
           outstanding++;
-          vertx.setTimer(Math.max(1, payAfterMillis), fire -> pay(id));
+          vertx.setTimer(Math.max(1, payAfterMillis), fire -> pay(id, measured));
         }
-      } else {
+      } else if (measured) {
         createErrors++;
         createErrorsByKind.merge(kind(outcome), 1L, Long::sum);
       }
@@ -197,11 +250,16 @@ final class OpenLoad {
     });
   }
 
-  private void pay(String id) {
+  private void pay(String id, boolean measured) {
     long dueAt = System.nanoTime();
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders/" + id + "/pay")
         .putHeader("Authorization", "Bearer dev-user-key");
     send(options, null, dueAt, false).onComplete(outcome -> {
+      if (!measured) {
+        outstanding--;
+        finishIfIdle();
+        return;
+      }
       payMicros.recordValue(Math.min(HIGHEST_MICROS, (System.nanoTime() - dueAt) / 1000));
       if (outcome.succeeded() && outcome.result().status == 200) {
         paid++;
@@ -218,10 +276,11 @@ final class OpenLoad {
 
   private record Answer(int status, Buffer body) {}
 
-  private Future<Answer> send(RequestOptions options, Buffer body, long dueAt, boolean isCreate) {
+  /** {@code measuredCreate}: a create of the measured schedule, whose delay before it was written is recorded. */
+  private Future<Answer> send(RequestOptions options, Buffer body, long dueAt, boolean measuredCreate) {
     return client.request(options).compose(request -> {
       long now = System.nanoTime();
-      if (isCreate) {
+      if (measuredCreate) {
         sendDelayMicros.recordValue(Math.min(HIGHEST_MICROS, (now - dueAt) / 1000));
         if (now - dueAt > LATE_NANOS) {
           lateSends++;

@@ -9,6 +9,7 @@ import ordertimeout.config.ConfigSource;
 
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -58,18 +59,24 @@ public final class SteadyStateBenchmark {
     boolean useGatling = "gatling".equals(System.getProperty("steady.load", "open"));
     int connections = Integer.getInteger("steady.connections", 64);
     int pipelining = Integer.getInteger("steady.pipelining", 1);
+    int warmupSeconds = useGatling ? 0 : Integer.getInteger("steady.warmupSeconds", 10);
     GatlingRun.Result gatling = null;
     OpenLoad.Result open = null;
-    CpuWindow cpu = CpuWindow.start(Path.of("target", "bench-db-steady", "postgres"));
+    Path postgresDir = Path.of("target", "bench-db-steady", "postgres");
+    AtomicReference<CpuWindow> cpu = new AtomicReference<>();
+    AtomicReference<CpuWindow.Split> cpuSplit = new AtomicReference<>();
     CpuWindow.Split split;
     try {
       if (useGatling) {
+        cpu.set(CpuWindow.start(postgresDir));
         gatling = GatlingRun.run("ordertimeout.bench.gatling.SteadyStateSimulation", Map.of(
             "baseUrl", "http://127.0.0.1:" + port, "rate", Integer.toString(rate), "duration", Integer.toString(seconds)));
       } else {
-        open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", port, rate, seconds, connections, pipelining));
+        // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent.
+        open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", port, rate, seconds, warmupSeconds, connections, pipelining),
+            () -> cpu.set(CpuWindow.start(postgresDir)), () -> cpuSplit.set(cpu.get().stop(0)));
       }
-      split = cpu.stop(open == null ? 0 : open.cpuSeconds());
+      split = useGatling ? cpu.get().stop(0) : cpuSplit.get().withGenerator(open.cpuSeconds());
       long waitUntil = System.currentTimeMillis() + 60_000;
       while (db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'") > 0 && System.currentTimeMillis() < waitUntil) {
         Thread.sleep(200);
@@ -77,12 +84,17 @@ public final class SteadyStateBenchmark {
     } finally {
       service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
     }
-    double created = db.number("SELECT count(*) FROM orders");
+    double inDatabase = db.number("SELECT count(*) FROM orders");
     double paid = db.number("SELECT count(*) FROM orders WHERE status = 'PAID'");
     double closed = db.number("SELECT count(*) FROM orders WHERE close_reason = 'TIMEOUT'");
     double early = db.number("SELECT count(*) FROM orders WHERE closed_at < close_at");
     double unpaid = db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'");
     long wrongStock = db.stockInvariantViolations();
+    // Lateness over the closes of the orders created by the measured schedule (the warm-up's are left out).
+    double measuredFrom = open == null ? 0 : open.measuredFromMillis() / 1000.0;
+    double created = open == null ? inDatabase : open.created();
+    long measuredClosed = (long) db.number("SELECT count(*) FROM orders WHERE close_reason = 'TIMEOUT' AND created_at >= to_timestamp(?)",
+        measuredFrom);
     // An order ends once: one PAID or CLOSED line in its log, never both, never twice.
     double endedTwice = db.number("""
         SELECT count(*) FROM (SELECT order_id FROM order_log WHERE event IN ('PAID', 'CLOSED')
@@ -100,6 +112,7 @@ public final class SteadyStateBenchmark {
     }
     result
         .put("created", (long) created)
+        .put("ordersInDatabase", (long) inDatabase)
         .put("paid", (long) paid)
         .put("closedOnTimeout", (long) closed)
         .put("closedBySweep", service.stats().timeoutCloses(DueOrders.Path.SWEEP))
@@ -107,10 +120,12 @@ public final class SteadyStateBenchmark {
         .put("closedEarly", (long) early)
         .put("endedMoreThanOnce", (long) endedTwice)
         .put("stockInvariantBroken", wrongStock)
-        .put("latenessP50Ms", lateness(db, 0.5))
-        .put("latenessP99Ms", lateness(db, 0.99))
-        .put("latenessP999Ms", lateness(db, 0.999))
-        .put("latenessMaxMs", lateness(db, 1.0));
+        .put("warmupSeconds", warmupSeconds)
+        .put("latenessOf", measuredClosed)
+        .put("latenessP50Ms", lateness(db, 0.5, measuredFrom))
+        .put("latenessP99Ms", lateness(db, 0.99, measuredFrom))
+        .put("latenessP999Ms", lateness(db, 0.999, measuredFrom))
+        .put("latenessMaxMs", lateness(db, 1.0, measuredFrom));
     Results.write("steady-state", result);
     String load = useGatling
         ? String.format("Gatling p99 %.0f ms, %d failed", gatling.p99Ms(), gatling.failed())
@@ -121,16 +136,17 @@ public final class SteadyStateBenchmark {
             OpenLoad.Result.ms(open.createMicros().getValueAtPercentile(99)),
             OpenLoad.Result.ms(open.createMicros().getMaxValue()),
             open.createErrors(), open.payRefusedClosed(), open.payErrors());
-    System.out.printf("steady-state: %d creates/s for %d s (%s); %d created of %d planned, %d paid, %d closed on timeout; "
-            + "lateness p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; closed early %d; left unpaid %d; stock %s; "
+    System.out.printf("steady-state: %d creates/s for %d s after a %d s warm-up (%s); %d created of %d planned; all orders: %d paid, "
+            + "%d closed on timeout; lateness (%d closes) "
+            + "p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; closed early %d; left unpaid %d; stock %s; "
             + "CPU (cores) JVM %.2f (generator %.2f), PostgreSQL %.2f, other processes %.2f; GC %d pauses, %d ms%n",
-        rate, seconds, load, (long) created, (long) rate * seconds, (long) paid, (long) closed,
+        rate, seconds, warmupSeconds, load, (long) created, (long) rate * seconds, (long) paid, (long) closed, measuredClosed,
         result.getDouble("latenessP50Ms"), result.getDouble("latenessP99Ms"), result.getDouble("latenessP999Ms"),
         result.getDouble("latenessMaxMs"), (long) early, (long) unpaid, wrongStock == 0 ? "consistent" : "BROKEN",
         split.jvmCores(), split.generatorCores(), split.postgresCores(), split.otherCores(), split.gcCount(), split.gcMillis());
     if (split.otherCores() > 0.1) {
-      System.out.printf("steady-state: WARNING: other processes used %.2f cores during the run; the figures are not the service's alone%n",
-          split.otherCores());
+      System.out.printf("steady-state: WARNING: other processes used %.2f cores during the run%s; the figures are not the service's alone%n",
+          split.otherCores(), useGatling ? " (Gatling's JVM among them)" : "");
     }
     boolean holds = early == 0 && unpaid == 0 && endedTwice == 0 && wrongStock == 0;
     if (!holds) {
@@ -140,9 +156,9 @@ public final class SteadyStateBenchmark {
     return holds;
   }
 
-  private static double lateness(BenchDatabase db, double fraction) {
+  private static double lateness(BenchDatabase db, double fraction, double createdFromEpochSeconds) {
     return Math.round(db.number("""
         SELECT coalesce(percentile_cont(?) WITHIN GROUP (ORDER BY extract(epoch FROM closed_at - close_at) * 1000), 0)
-        FROM orders WHERE close_reason = 'TIMEOUT'""", fraction) * 10) / 10.0;
+        FROM orders WHERE close_reason = 'TIMEOUT' AND created_at >= to_timestamp(?)""", fraction, createdFromEpochSeconds) * 10) / 10.0;
   }
 }
