@@ -92,10 +92,16 @@ final class Sql {
 
   // ---- pay and close
 
+  /**
+   * By primary key. The client check is written {@code IS NOT DISTINCT FROM} (the same as {@code =} here:
+   * client is never null) so that it cannot be an index condition: with {@code client = $2} the planner,
+   * on a table without statistics yet, took orders_unpaid_by_user and read every unpaid order of the
+   * client to find one (3 ms with 3,000 unpaid, most of PostgreSQL's time in the steady-state benchmark).
+   */
   static final String PAY = """
       WITH paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
-        WHERE id = $1 AND client = $2 AND status = 'UNPAID' AND close_at > now()
+        WHERE id = $1 AND client IS NOT DISTINCT FROM $2 AND status = 'UNPAID' AND close_at > now()
         RETURNING id, paid_at),
       logged AS (
         INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),

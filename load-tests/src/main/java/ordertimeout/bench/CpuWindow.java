@@ -1,0 +1,140 @@
+package ordertimeout.bench;
+
+import io.vertx.core.json.JsonObject;
+
+import java.io.IOException;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Where the CPU went over a window: this JVM (the service, and the load generator when it runs here),
+ * the benchmark's PostgreSQL (its postmaster and every backend, from /proc), everything else on the
+ * machine (from /proc/stat: anything above a few hundredths of a core means the machine was not quiet
+ * and the figures are suspect), and this JVM's garbage collections. In cores: CPU seconds per second of
+ * the window. Linux only; elsewhere the machine-wide figures read 0.
+ */
+final class CpuWindow {
+  private final long startNanos;
+  private final long machineBusyTicks;
+  private final long machineTotalTicks;
+  private final long jvmCpuNanos;
+  private final long gcCount;
+  private final long gcMillis;
+  private final long postmasterPid;
+  private final long postgresTicks;
+
+  private CpuWindow(long postmasterPid) {
+    this.postmasterPid = postmasterPid;
+    postgresTicks = postgresTicks(postmasterPid);
+    startNanos = System.nanoTime();
+    long[] machine = machineTicks();
+    machineBusyTicks = machine[0];
+    machineTotalTicks = machine[1];
+    jvmCpuNanos = jvmCpuNanos();
+    gcCount = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionCount).sum();
+    gcMillis = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionTime).sum();
+  }
+
+  /** {@code postgresDataDir}: the benchmark's PostgreSQL data directory (its postmaster.pid names the postmaster). */
+  static CpuWindow start(Path postgresDataDir) {
+    long pid = 0;
+    try {
+      pid = Long.parseLong(Files.readAllLines(postgresDataDir.resolve("postmaster.pid")).get(0).trim());
+    } catch (IOException | RuntimeException e) {
+      // no PostgreSQL figure then
+    }
+    return new CpuWindow(pid);
+  }
+
+  record Split(double seconds, double machineCores, double jvmCores, double generatorCores, double postgresCores,
+               double otherCores, double idleCores, long gcCount, long gcMillis) {
+    /** The same split with the load generator's CPU seconds over the window (it runs in this JVM). */
+    Split withGenerator(double generatorCpuSeconds) {
+      return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, postgresCores, otherCores, idleCores,
+          gcCount, gcMillis);
+    }
+
+    JsonObject toJson() {
+      return new JsonObject().put("seconds", Results.round(seconds)).put("machineBusyCores", Results.round(machineCores))
+          .put("jvmCores", Results.round(jvmCores)).put("generatorCores", Results.round(generatorCores))
+          .put("postgresCores", Results.round(postgresCores)).put("otherProcessesCores", Results.round(otherCores))
+          .put("idleCores", Results.round(idleCores)).put("gcCount", gcCount).put("gcMillis", gcMillis);
+    }
+  }
+
+  /** {@code generatorCpuSeconds}: the load generator's own CPU time, when it ran in this JVM (0 otherwise). */
+  Split stop(double generatorCpuSeconds) {
+    double seconds = (System.nanoTime() - startNanos) / 1e9;
+    long[] machine = machineTicks();
+    int cores = Runtime.getRuntime().availableProcessors();
+    double totalTicks = machine[1] - machineTotalTicks;
+    double busyShare = totalTicks <= 0 ? 0 : (machine[0] - machineBusyTicks) / totalTicks;
+    double machineCores = busyShare * cores;
+    double jvmCores = (jvmCpuNanos() - jvmCpuNanos) / 1e9 / seconds;
+    long gcCountNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionCount).sum();
+    long gcMillisNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionTime).sum();
+    double postgresCores = (postgresTicks(postmasterPid) - postgresTicks) / TICKS_PER_SECOND / seconds;
+    return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, postgresCores,
+        Math.max(0, machineCores - jvmCores - postgresCores), cores - machineCores, gcCountNow - gcCount, gcMillisNow - gcMillis);
+  }
+
+  /** USER_HZ: the unit of /proc's CPU times (100 on every common Linux). */
+  private static final double TICKS_PER_SECOND = 100;
+
+  /**
+   * utime + stime of the postmaster, of its children still running, and of those it has reaped
+   * (cutime + cstime): the whole PostgreSQL server's CPU so far.
+   */
+  private static long postgresTicks(long postmasterPid) {
+    if (postmasterPid <= 0) {
+      return 0;
+    }
+    long ticks = 0;
+    try (var processes = Files.list(Path.of("/proc"))) {
+      for (Path process : (Iterable<Path>) processes::iterator) {
+        String name = process.getFileName().toString();
+        if (!name.chars().allMatch(Character::isDigit)) {
+          continue;
+        }
+        try {
+          String stat = Files.readString(process.resolve("stat"));
+          // fields after "(comm)": state ppid ... utime(14) stime(15) cutime(16) cstime(17), numbered from pid = 1
+          String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+          long pid = Long.parseLong(name);
+          long ppid = Long.parseLong(fields[1]);
+          if (pid == postmasterPid) {
+            ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]) + Long.parseLong(fields[13]) + Long.parseLong(fields[14]);
+          } else if (ppid == postmasterPid) {
+            ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+          }
+        } catch (IOException | RuntimeException gone) {
+          // the process ended meanwhile
+        }
+      }
+    } catch (IOException e) {
+      return 0;
+    }
+    return ticks;
+  }
+
+  private static long jvmCpuNanos() {
+    return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os ? os.getProcessCpuTime() : 0;
+  }
+
+  /** {busy, total} jiffies of all CPUs from the first line of /proc/stat; {0, 0} where there is none. */
+  private static long[] machineTicks() {
+    try {
+      String[] fields = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+      long total = 0;
+      for (int i = 1; i < fields.length && i <= 8; i++) {
+        total += Long.parseLong(fields[i]);
+      }
+      long idle = Long.parseLong(fields[4]) + Long.parseLong(fields[5]);
+      return new long[] {total - idle, total};
+    } catch (IOException | RuntimeException e) {
+      return new long[] {0, 0};
+    }
+  }
+}

@@ -1,0 +1,306 @@
+package ordertimeout.bench;
+
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClientAgent;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
+import io.vertx.core.json.JsonObject;
+import org.HdrHistogram.Histogram;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A light open-model load generator for the steady-state benchmark: creates at a fixed rate scheduled by
+ * the clock, each order with a timeout of 5-15 s, and 60% of them paid at a random moment before their
+ * deadline (after the create's response, a pause of up to timeout - 1 s: what the Gatling simulation does).
+ *
+ * <p>Create {@code i} is due at {@code start + i / rate}. A 1 ms periodic timer sends every create that is
+ * due by then, whatever is still in flight: a slow response never slows the schedule. Every latency is
+ * taken from the moment the request was due (not from when it was written), so time spent waiting for the
+ * generator's tick or for a free connection counts against the service, as it would for a real client.
+ * Creates that could not be sent on time are counted: written more than {@value #LATE_MILLIS} ms after
+ * they were due, whether for want of a free connection (all of them busy with slow responses) or because
+ * the tick came late (the generator itself was starved of CPU; counted on its own too).
+ *
+ * <p>A warm-up comes first: {@code warmupSeconds} at a quarter of the rate, the same kind of orders, so
+ * that the JIT has compiled the service's paths (and the generator's) before the measured schedule
+ * starts. Nothing of the warm-up is counted in the result; its orders still close or get paid meanwhile.
+ *
+ * <p>It runs on a Vert.x instance of its own with one event loop, so all its state is confined to one
+ * thread (plain HdrHistograms, no locks), in the JVM of the service under test: the generator thread's
+ * own CPU time is measured and reported ({@link Result#cpuSeconds}): 0.16 cores at 500-700 creates/s
+ * (with their pays), 0.19-0.20 at 2,000/s, on 2026-11-30. A separate JVM was not built: it would do the
+ * same work plus a JIT and a GC of its own on the same two cores. Pipelining ({@code pipelining} above 1)
+ * was measured worse: at 600/s, 16 connections pipelining 4 gave a create p99 of 988 ms against 127-141 ms
+ * on 64 plain keep-alive connections (a slow create holds up the requests queued behind it), for the same CPU.
+ */
+final class OpenLoad {
+  static final int LATE_MILLIS = 10;
+  private static final long LATE_NANOS = TimeUnit.MILLISECONDS.toNanos(LATE_MILLIS);
+  private static final long HIGHEST_MICROS = TimeUnit.MINUTES.toMicros(10);
+
+  /** Rate, duration, pool size and pipelining; the shape of the orders is fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs). */
+  record Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining) {}
+
+  /**
+   * What the measured schedule saw (the warm-up is counted nowhere). Latencies in microseconds, from the
+   * moment each request was due. {@code elapsedSeconds}: from the warm-up's start to the last answer.
+   */
+  record Result(long planned, long sent, long created, long createErrors, Map<String, Long> createErrorsByKind,
+                long lateByScheduler, long lateSends,
+                long paysPlanned, long paid, long payRefusedClosed, long payErrors, Map<String, Long> payErrorsByKind,
+                Histogram createMicros, Histogram payMicros, Histogram sendDelayMicros,
+                double elapsedSeconds, double cpuSeconds, long measuredFromMillis) {
+
+    JsonObject toJson() {
+      return new JsonObject()
+          .put("planned", planned).put("sent", sent).put("created", created)
+          .put("createErrors", createErrors).put("createErrorsByKind", new JsonObject(Map.copyOf(createErrorsByKind)))
+          .put("lateByScheduler", lateByScheduler).put("lateSends", lateSends)
+          .put("paysPlanned", paysPlanned).put("paid", paid).put("payRefusedClosed", payRefusedClosed)
+          .put("payErrors", payErrors).put("payErrorsByKind", new JsonObject(Map.copyOf(payErrorsByKind)))
+          .put("createLatencyMs", percentiles(createMicros))
+          .put("payLatencyMs", percentiles(payMicros))
+          .put("sendDelayMs", percentiles(sendDelayMicros))
+          .put("elapsedSeconds", Results.round(elapsedSeconds))
+          .put("measuredFromMillis", measuredFromMillis)
+          .put("generatorCpuSeconds", Results.round(cpuSeconds))
+          .put("generatorCpuSecondsWhileScheduling", Results.round(cpuSeconds));
+    }
+
+    static JsonObject percentiles(Histogram h) {
+      return new JsonObject().put("count", h.getTotalCount())
+          .put("p50", ms(h.getValueAtPercentile(50))).put("p99", ms(h.getValueAtPercentile(99)))
+          .put("p999", ms(h.getValueAtPercentile(99.9))).put("max", ms(h.getMaxValue()));
+    }
+
+    static double ms(long micros) {
+      return Math.round(micros / 100.0) / 10.0;
+    }
+  }
+
+  private final Settings settings;
+  private final Vertx vertx;
+  private final HttpClientAgent client;
+  private final SplittableRandom random = new SplittableRandom();
+  private final String keyPrefix = "ss-" + Long.toHexString(System.nanoTime()) + "-";
+  private final Histogram createMicros = new Histogram(HIGHEST_MICROS, 3);
+  private final Histogram payMicros = new Histogram(HIGHEST_MICROS, 3);
+  private final Histogram sendDelayMicros = new Histogram(HIGHEST_MICROS, 3);
+  private final Map<String, Long> createErrorsByKind = new TreeMap<>();
+  private final Map<String, Long> payErrorsByKind = new TreeMap<>();
+  private final Promise<Void> finished = Promise.promise();
+  private long planned;
+  private long warmupCount;
+  private long warmupNanos;
+  private long measuredFromMillis;
+  private long sent;
+  private long warmedUp;
+  private long created;
+  private long createErrors;
+  private long lateByScheduler;
+  private long lateSends;
+  private long paysPlanned;
+  private long paid;
+  private long payRefusedClosed;
+  private long payErrors;
+  private long outstanding;
+  private long startNanos;
+  private long tick = -1;
+  private boolean schedulingDone;
+  private long threadId;
+  private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+  private Runnable atMeasuredStart;
+  private Runnable atScheduleEnd;
+  private long cpuAtMeasuredStart = -1;
+  private long cpuNanos;
+
+  private OpenLoad(Settings settings) {
+    this.settings = settings;
+    this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1).setInternalBlockingPoolSize(1));
+    this.client = vertx.createHttpClient(
+        new HttpClientOptions().setDefaultHost(settings.host()).setDefaultPort(settings.port())
+            .setKeepAlive(true).setTcpNoDelay(true)
+            .setPipelining(settings.pipelining() > 1).setPipeliningLimit(Math.max(1, settings.pipelining())),
+        new PoolOptions().setHttp1MaxSize(settings.connections()).setMaxWaitQueueSize(-1));
+  }
+
+  /** Runs the schedule to its end and waits for every create and pay to be answered (a minute at most after the last one). */
+  static Result run(Settings settings) throws Exception {
+    return run(settings, () -> {}, () -> {});
+  }
+
+  /**
+   * {@code atMeasuredStart} runs when the measured schedule starts (after the warm-up), {@code atScheduleEnd}
+   * when its last create has been sent (before the answers and the pays still to come): both on the
+   * generator's thread, so they must be quick. {@link Result#cpuSeconds} is the generator thread's CPU
+   * time between the two.
+   */
+  static Result run(Settings settings, Runnable atMeasuredStart, Runnable atScheduleEnd) throws Exception {
+    OpenLoad load = new OpenLoad(settings);
+    load.atMeasuredStart = atMeasuredStart;
+    load.atScheduleEnd = atScheduleEnd;
+    try {
+      return load.runToEnd();
+    } finally {
+      load.vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+  }
+
+  private Result runToEnd() throws Exception {
+    Context context = vertx.getOrCreateContext();
+    Promise<Void> started = Promise.promise();
+    context.runOnContext(go -> {
+      threadId = Thread.currentThread().getId();
+      started.complete();
+      startNanos = System.nanoTime();
+      warmupNanos = TimeUnit.SECONDS.toNanos(settings.warmupSeconds());
+      warmupCount = (long) warmupRate() * settings.warmupSeconds();
+      measuredFromMillis = System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(warmupNanos);
+      planned = (long) settings.ratePerSecond() * settings.seconds();
+      tick = vertx.setPeriodic(1, id -> sendDue());
+    });
+    started.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    finished.future().toCompletionStage().toCompletableFuture().get(settings.seconds() + 120L, TimeUnit.SECONDS);
+    Promise<Result> result = Promise.promise();
+    context.runOnContext(done -> result.complete(new Result(planned, sent, created, createErrors, createErrorsByKind,
+        lateByScheduler, lateSends, paysPlanned, paid, payRefusedClosed, payErrors, payErrorsByKind,
+        createMicros, payMicros, sendDelayMicros, (System.nanoTime() - startNanos) / 1e9,
+        cpuNanos / 1e9, measuredFromMillis)));
+    return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+  }
+
+  private int warmupRate() {
+    return Math.max(1, settings.ratePerSecond() / 4);
+  }
+
+  /** Every create due by now, warm-up first; the schedule is the clock's, not the responses'. */
+  private void sendDue() {
+    long now = System.nanoTime();
+    long elapsed = now - startNanos;
+    while (warmedUp < warmupCount && warmedUp <= elapsed * warmupRate() / 1_000_000_000L) {
+      create(-1 - warmedUp, startNanos + warmedUp * 1_000_000_000L / warmupRate());
+      warmedUp++;
+    }
+    if (elapsed < warmupNanos) {
+      return;
+    }
+    if (cpuAtMeasuredStart < 0) {
+      cpuAtMeasuredStart = threads.getThreadCpuTime(threadId);
+      atMeasuredStart.run();
+    }
+    long due = Math.min(planned, (elapsed - warmupNanos) * settings.ratePerSecond() / 1_000_000_000L + 1);
+    while (sent < due) {
+      long dueAt = startNanos + warmupNanos + sent * 1_000_000_000L / settings.ratePerSecond();
+      if (now - dueAt > LATE_NANOS) {
+        lateByScheduler++;
+      }
+      create(sent, dueAt);
+      sent++;
+    }
+    if (sent == planned && !schedulingDone) {
+      schedulingDone = true;
+      cpuNanos = threads.getThreadCpuTime(threadId) - cpuAtMeasuredStart;
+      atScheduleEnd.run();
+      vertx.cancelTimer(tick);
+      finishIfIdle();
+    }
+  }
+
+  /** {@code n} below 0: a warm-up order, sent and paid like the others but counted nowhere. */
+  private void create(long n, long dueAt) {
+    boolean measured = n >= 0;
+    int timeoutSeconds = 5 + random.nextInt(11);
+    boolean pays = random.nextInt(100) < 60;
+    long payAfterMillis = random.nextInt((timeoutSeconds - 1) * 1000);
+    String body = "{\"userId\":\"u-" + random.nextInt(100_000) + "\",\"timeoutSeconds\":" + timeoutSeconds
+        + ",\"items\":[{\"sku\":\"SKU-" + random.nextInt(1000) + "\",\"qty\":1}]}";
+    outstanding++;
+    RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders")
+        .putHeader("Authorization", "Bearer dev-user-key")
+        .putHeader("Content-Type", "application/json")
+        .putHeader("Idempotency-Key", keyPrefix + n);
+    send(options, Buffer.buffer(body), dueAt, measured).onComplete(outcome -> {
+      if (measured) {
+        createMicros.recordValue(Math.min(HIGHEST_MICROS, (System.nanoTime() - dueAt) / 1000));
+      }
+      if (outcome.succeeded() && outcome.result().status == 201) {
+        created += measured ? 1 : 0;
+        if (pays) {
+          String id = new JsonObject(outcome.result().body).getString("id");
+          paysPlanned += measured ? 1 : 0;
+          outstanding++;
+          vertx.setTimer(Math.max(1, payAfterMillis), fire -> pay(id, measured));
+        }
+      } else if (measured) {
+        createErrors++;
+        createErrorsByKind.merge(kind(outcome), 1L, Long::sum);
+      }
+      outstanding--;
+      finishIfIdle();
+    });
+  }
+
+  private void pay(String id, boolean measured) {
+    long dueAt = System.nanoTime();
+    RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders/" + id + "/pay")
+        .putHeader("Authorization", "Bearer dev-user-key");
+    send(options, null, dueAt, false).onComplete(outcome -> {
+      if (!measured) {
+        outstanding--;
+        finishIfIdle();
+        return;
+      }
+      payMicros.recordValue(Math.min(HIGHEST_MICROS, (System.nanoTime() - dueAt) / 1000));
+      if (outcome.succeeded() && outcome.result().status == 200) {
+        paid++;
+      } else if (outcome.succeeded() && outcome.result().status == 409) {
+        payRefusedClosed++;
+      } else {
+        payErrors++;
+        payErrorsByKind.merge(kind(outcome), 1L, Long::sum);
+      }
+      outstanding--;
+      finishIfIdle();
+    });
+  }
+
+  private record Answer(int status, Buffer body) {}
+
+  /** {@code measuredCreate}: a create of the measured schedule, whose delay before it was written is recorded. */
+  private Future<Answer> send(RequestOptions options, Buffer body, long dueAt, boolean measuredCreate) {
+    return client.request(options).compose(request -> {
+      long now = System.nanoTime();
+      if (measuredCreate) {
+        sendDelayMicros.recordValue(Math.min(HIGHEST_MICROS, (now - dueAt) / 1000));
+        if (now - dueAt > LATE_NANOS) {
+          lateSends++;
+        }
+      }
+      return (body == null ? request.send() : request.send(body))
+          .compose(response -> response.body().map(content -> new Answer(response.statusCode(), content)));
+    });
+  }
+
+  private static String kind(io.vertx.core.AsyncResult<Answer> outcome) {
+    return outcome.succeeded() ? "HTTP " + outcome.result().status : outcome.cause().getClass().getSimpleName();
+  }
+
+  private void finishIfIdle() {
+    if (schedulingDone && outstanding == 0) {
+      finished.tryComplete();
+    }
+  }
+}
