@@ -7,7 +7,6 @@ import org.apache.kafka.common.Uuid;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.net.URISyntaxException;
 import java.net.URL;
 import java.net.URLClassLoader;
@@ -54,7 +53,7 @@ public final class KafkaBroker implements AutoCloseable {
   public static KafkaBroker startNew() {
     try {
       Path folder = Files.createTempDirectory("order-timeout-test-kafka");
-      KafkaBroker broker = new KafkaBroker(folder, freePort(), freePort());
+      KafkaBroker broker = new KafkaBroker(folder, Ports.free(), Ports.free());
       broker.format();
       broker.start();
       return broker;
@@ -227,11 +226,4 @@ public final class KafkaBroker implements AutoCloseable {
     }
   }
 
-  static int freePort() {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
 }

@@ -37,7 +37,7 @@ public final class NodeProcess implements AutoCloseable {
   }
 
   public static NodeProcess start(int nodeId, Map<String, String> overrides) {
-    int port = KafkaBroker.freePort();
+    int port = Ports.free();
     try {
       Path folder = Files.createDirectories(Path.of("target", "nodes"));
       Path log = folder.resolve("node-" + nodeId + ".log");

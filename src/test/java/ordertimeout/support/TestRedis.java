@@ -8,7 +8,6 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -45,7 +44,7 @@ public final class TestRedis implements AutoCloseable {
   /** Starts one; {@code settings} are extra redis-server arguments, e.g. "--notify-keyspace-events", "Ex". */
   public static TestRedis start(String... settings) {
     try {
-      TestRedis redis = new TestRedis(freePort(), Files.createTempDirectory("ot-test-redis"), List.of(settings));
+      TestRedis redis = new TestRedis(Ports.free(), Files.createTempDirectory("ot-test-redis"), List.of(settings));
       redis.restart();
       return redis;
     } catch (IOException e) {
@@ -189,13 +188,6 @@ public final class TestRedis implements AutoCloseable {
     }
   }
 
-  private static int freePort() {
-    try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      return socket.getLocalPort();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
 
   private static void sleep(long millis) {
     try {

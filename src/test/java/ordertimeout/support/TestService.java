@@ -6,8 +6,6 @@ import ordertimeout.Service;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigSource;
 
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
@@ -33,7 +31,7 @@ public final class TestService implements AutoCloseable {
   /** Starts with a fast sweep and short reminders; {@code overrides} are OT_* variables. */
   public static TestService start(Map<String, String> overrides) {
     Map<String, String> environment = new HashMap<>();
-    environment.put("OT_HTTP_PORT", Integer.toString(freePort()));
+    environment.put("OT_HTTP_PORT", Integer.toString(Ports.free()));
     environment.put("OT_SWEEP_INTERVAL_SECONDS", "1");
     environment.put("OT_SWEEP_GRACE_SECONDS", "1");
     environment.put("OT_ORDERS_REMINDER_BEFORE_SECONDS", "1");
@@ -77,11 +75,4 @@ public final class TestService implements AutoCloseable {
     }
   }
 
-  private static int freePort() {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-  }
 }
