@@ -63,7 +63,7 @@ public final class Service {
     this.close = new CloseVerticle(config, database, stats);
     int shards = config.database().shards();
     this.owned = config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards);
-    stats.shardsOwned(owned.list());
+    stats.trackOwnedShards(owned::list);
     stats.trackWheelLoaded(owned::allLoaded);
     this.redisHealth = config.redis().enabled() ? new RedisHealth(registry, config.redis()) : null;
   }

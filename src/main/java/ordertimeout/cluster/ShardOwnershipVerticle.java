@@ -83,7 +83,6 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private void onAssigned(Set<TopicPartition> partitions) {
     int[] shards = shardsOf(partitions);
     owned.add(shards);
-    stats.shardsOwned(owned.list());
     long started = System.nanoTime();
     positionsOf(partitions)
         .compose(positioned -> vertx.eventBus().request(Addresses.SHARDS_ASSIGNED, new ShardChange(shards), RELOAD))
@@ -121,7 +120,6 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     }
     int[] shards = shardsOf(partitions);
     owned.remove(shards);
-    stats.shardsOwned(owned.list());
     vertx.eventBus().request(Addresses.SHARDS_REVOKED, new ShardChange(shards))
         .onSuccess(dropped -> log.info("gave up shards {}; this node owns {} shards now", Arrays.toString(shards),
             owned.list().length))

@@ -21,6 +21,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /**
  * What one node has done since it started, shared by its verticles (all thread-safe), kept as
@@ -86,7 +87,7 @@ public final class ServiceStats {
   private final Counter reconciliationRepaired;
   private final Map<String, Counter> retentionDeleted = new ConcurrentHashMap<>();
   private volatile long lastReloadMillis = -1;
-  private volatile int[] ownedShards = new int[0];
+  private volatile Supplier<int[]> ownedShards = () -> new int[0];
   private final Counter timerPublishFailures;
   private final Counter outboxPublished;
   private final Counter outboxRelayFailures;
@@ -137,7 +138,7 @@ public final class ServiceStats {
     wheelReload = Timer.builder(WHEEL_RELOAD)
         .description("Time to reload every pending deadline of the owned shards into the wheel")
         .register(registry);
-    Gauge.builder(SHARDS_OWNED, this, stats -> stats.ownedShards.length)
+    Gauge.builder(SHARDS_OWNED, this, stats -> stats.ownedShards.get().length)
         .description("Shards whose timers this node keeps (all of them on a node alone; its partitions of the timer topic in a cluster)")
         .strongReference(true)
         .register(registry);
@@ -202,8 +203,9 @@ public final class ServiceStats {
     }
   }
 
-  public void shardsOwned(int[] shards) {
-    ownedShards = shards.clone();
+  /** Where the stats read the shards this node owns. */
+  public void trackOwnedShards(Supplier<int[]> shardsOwned) {
+    ownedShards = shardsOwned;
   }
 
   public void timerPublishFailed(int messages) {
@@ -385,6 +387,6 @@ public final class ServiceStats {
         .put("retentionDeleted", retentionDeletedJson())
         .put("wheelLoaded", isWheelLoaded())
         .put("lastReloadMillis", lastReloadMillis)
-        .put("ownedShards", new JsonArray(Arrays.stream(ownedShards).boxed().toList()));
+        .put("ownedShards", new JsonArray(Arrays.stream(ownedShards.get()).boxed().toList()));
   }
 }

@@ -1,6 +1,5 @@
 package ordertimeout.cluster;
 
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.support.Await;
 import ordertimeout.stats.ServiceStats;
@@ -48,7 +47,7 @@ class OutboxOutageTest {
       settings.put("OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "3000");
       try (TestService node = TestService.start(settings)) {
         Await.until("the node owns and loaded every shard", Duration.ofSeconds(30),
-            () -> owned(node) == TestDatabase.SHARDS && node.service().stats().isWheelLoaded());
+            () -> node.ownedShards().size() == TestDatabase.SHARDS && node.service().stats().isWheelLoaded());
         node.api().setStock(SKU, 1_000_000);
 
         // before the outage: published as they happen
@@ -129,7 +128,7 @@ class OutboxOutageTest {
             closedAfterMillis, ((Number) lateness.get("worst")).doubleValue(), ((Number) lateness.get("mean")).doubleValue(),
             Sql.count("SELECT count(*) FROM outbox WHERE order_id IN (" + duringIds + ")"),
             (restarted - restarting) / 1_000_000, drainedMillis, events.size(), byEventId.size(),
-            events.size() - byEventId.size(), owned(node), (System.nanoTime() - testStarted) / 1_000_000_000);
+            events.size() - byEventId.size(), node.ownedShards().size(), (System.nanoTime() - testStarted) / 1_000_000_000);
       }
     }
   }
@@ -145,7 +144,7 @@ class OutboxOutageTest {
     second.put("OT_KAFKA_RELAY_BATCH_SIZE", "10");
     try (TestService one = TestService.start(first); TestService two = TestService.start(second)) {
       Await.until("the shards are split between the two nodes", Duration.ofSeconds(30),
-          () -> owned(one) > 0 && owned(two) > 0 && owned(one) + owned(two) == TestDatabase.SHARDS);
+          () -> one.ownedShards().size() > 0 && two.ownedShards().size() > 0 && one.ownedShards().size() + two.ownedShards().size() == TestDatabase.SHARDS);
       one.api().setStock(SKU, 1_000_000);
 
       CompletableFuture<List<String>> onOne = CompletableFuture.supplyAsync(() -> one.api().createOrders(150, 600, SKU));
@@ -208,9 +207,6 @@ class OutboxOutageTest {
     return types;
   }
 
-  private static int owned(TestService node) {
-    return node.service().stats().toJson().getJsonArray("ownedShards").size();
-  }
 
   private static long closesByPath(TestService node, String path) {
     return node.service().stats().toJson().getJsonObject("timeoutClosesByPath").getLong(path);

@@ -1,6 +1,5 @@
 package ordertimeout.cluster;
 
-import io.vertx.core.json.JsonArray;
 import ordertimeout.support.Await;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.KafkaBroker;
@@ -10,9 +9,7 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.Consumer;
-import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -32,7 +29,7 @@ class ShardHandoverTest {
     TestDatabase.reset();
     ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
     try (TestService first = TestService.start(cluster.forNode(41))) {
-      Await.until("the first node owns every shard", Duration.ofSeconds(30), () -> owned(first).size() == TestDatabase.SHARDS);
+      Await.until("the first node owns every shard", Duration.ofSeconds(30), () -> first.ownedShards().size() == TestDatabase.SHARDS);
       long byStop = handOver("stop()", first, cluster.forNode(42), node -> TestService.await(node.service().stop()));
       long byDrain = handOver("drain()", first, cluster.forNode(43), node -> TestService.await(node.service().drain()));
       assertThat(byStop).as("ms from stop() until the other node owned every shard").isLessThan(LEFT_THE_GROUP_MILLIS);
@@ -46,7 +43,7 @@ class ShardHandoverTest {
     TestService second = TestService.start(settings);
     try {
       Await.until("the shards are split between the two nodes", Duration.ofSeconds(30),
-          () -> !owned(second).isEmpty() && owned(first).size() + owned(second).size() == TestDatabase.SHARDS);
+          () -> !second.ownedShards().isEmpty() && first.ownedShards().size() + second.ownedShards().size() == TestDatabase.SHARDS);
     } catch (AssertionError | RuntimeException e) {
       second.close();
       throw e;
@@ -54,7 +51,7 @@ class ShardHandoverTest {
     long started = System.nanoTime();
     stopping.accept(second);
     long stopped = System.nanoTime();
-    Await.until("the first node took back every shard", Duration.ofSeconds(20), () -> owned(first).size() == TestDatabase.SHARDS);
+    Await.until("the first node took back every shard", Duration.ofSeconds(20), () -> first.ownedShards().size() == TestDatabase.SHARDS);
     long handover = (System.nanoTime() - started) / 1_000_000;
     Await.until("the first node loaded them", Duration.ofSeconds(30), () -> first.service().stats().isWheelLoaded());
     long loaded = (System.nanoTime() - started) / 1_000_000;
@@ -63,9 +60,5 @@ class ShardHandoverTest {
     return handover;
   }
 
-  private static Set<Integer> owned(TestService node) {
-    JsonArray shards = node.service().stats().toJson().getJsonArray("ownedShards");
-    return shards.stream().map(shard -> ((Number) shard).intValue()).collect(Collectors.toSet());
-  }
 
 }

@@ -1,6 +1,5 @@
 package ordertimeout.cluster;
 
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.support.Await;
 import ordertimeout.support.ClusterSettings;
@@ -37,16 +36,16 @@ class ShardOwnershipTest {
     KafkaBroker broker = KafkaBroker.shared();
     ClusterSettings cluster = new ClusterSettings(broker.bootstrapServers());
     try (TestService first = TestService.start(cluster.forNode(21))) {
-      Await.until("the first node owns every shard", Duration.ofSeconds(30), () -> owned(first).size() == TestDatabase.SHARDS);
+      Await.until("the first node owns every shard", Duration.ofSeconds(30), () -> first.ownedShards().size() == TestDatabase.SHARDS);
       first.api().setStock("SKU-K", 1_000_000);
 
       List<String> ids = new ArrayList<>();
       Set<String> paid = new HashSet<>();
       try (TestService second = TestService.start(cluster.forNode(22))) {
         Await.until("the shards are split between the two nodes", Duration.ofSeconds(30),
-            () -> !owned(second).isEmpty() && owned(first).size() + owned(second).size() == TestDatabase.SHARDS);
-        Set<Integer> both = new HashSet<>(owned(first));
-        both.retainAll(owned(second));
+            () -> !second.ownedShards().isEmpty() && first.ownedShards().size() + second.ownedShards().size() == TestDatabase.SHARDS);
+        Set<Integer> both = new HashSet<>(first.ownedShards());
+        both.retainAll(second.ownedShards());
         assertThat(both).as("no shard owned twice").isEmpty();
         Await.until("both nodes loaded their shards", Duration.ofSeconds(30), () -> ready(first) && ready(second));
 
@@ -72,7 +71,7 @@ class ShardOwnershipTest {
       }
 
       Await.until("the first node took back every shard of the node that left", Duration.ofSeconds(30),
-          () -> owned(first).size() == TestDatabase.SHARDS && ready(first));
+          () -> first.ownedShards().size() == TestDatabase.SHARDS && ready(first));
       List<String> later = first.api().createOrders(100, 2, "SKU-K");
       Await.until("the later orders closed", Duration.ofSeconds(15),
           () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
@@ -97,10 +96,6 @@ class ShardOwnershipTest {
   }
 
 
-  private static Set<Integer> owned(TestService node) {
-    JsonArray shards = node.service().stats().toJson().getJsonArray("ownedShards");
-    return shards.stream().map(shard -> ((Number) shard).intValue()).collect(Collectors.toSet());
-  }
 
   private static boolean ready(TestService node) {
     return node.service().stats().toJson().getBoolean("wheelLoaded");

@@ -6,6 +6,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vertx.core.Vertx;
+import ordertimeout.support.Await;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.LocalCodec;
 import ordertimeout.bus.PermitGrant;
@@ -118,7 +119,7 @@ class ClusterLimiterTest {
     while (!health.isUp()) {
       assertThat(System.nanoTime()).as("the limiter tried Redis again within 20 s").isLessThan(deadline);
       ask(0, LimiterVerticle.CLOSES, 1);
-      sleep(50);
+      Await.sleep(50);
     }
     assertThat(redis.command("EXISTS ot:bucket:closes")).as("the restarted Redis (scripts forgotten) ran the bucket again")
         .isEqualTo(":1");
@@ -144,7 +145,7 @@ class ClusterLimiterTest {
     long deadline = System.nanoTime() + 20_000_000_000L;
     while (ask(0, LimiterVerticle.CREATES_PREFIX + "shop-1", 1).granted() == 0) {
       assertThat(System.nanoTime()).as("permits again once Redis is back").isLessThan(deadline);
-      sleep(50);
+      Await.sleep(50);
     }
     assertThat(health.isUp()).isTrue();
   }
@@ -153,12 +154,4 @@ class ClusterLimiterTest {
     return log.list.stream().filter(event -> event.getLevel() == level).map(ILoggingEvent::getFormattedMessage).toList();
   }
 
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
-  }
 }

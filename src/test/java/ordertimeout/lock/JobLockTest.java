@@ -2,6 +2,7 @@ package ordertimeout.lock;
 
 import io.vertx.core.Vertx;
 import io.vertx.redis.client.Redis;
+import ordertimeout.support.Await;
 import ordertimeout.config.AppConfig;
 import ordertimeout.redis.RedisClients;
 import ordertimeout.support.TestRedis;
@@ -84,7 +85,7 @@ class JobLockTest {
     long deadline = System.nanoTime() + 10_000_000_000L;
     while (!await(next.tryAcquire(60_000))) {
       assertThat(System.nanoTime()).as("taken after the lease ran out").isLessThan(deadline);
-      sleep(50);
+      Await.sleep(50);
     }
     assertThat(await(dead.renew(60_000))).as("the old holder cannot renew what it lost").isFalse();
     assertThat(await(dead.release())).as("nor delete the new holder's lock").isFalse();
@@ -95,12 +96,4 @@ class JobLockTest {
     return Long.parseLong(server.command("PTTL " + key).substring(1));
   }
 
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
-  }
 }

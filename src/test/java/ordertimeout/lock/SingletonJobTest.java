@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import ordertimeout.support.Await;
 import ordertimeout.config.AppConfig;
 import ordertimeout.redis.RedisHealth;
 import ordertimeout.support.TestRedis;
@@ -81,9 +82,9 @@ class SingletonJobTest {
         b.run(() -> Future.succeededFuture(runs.incrementAndGet()));
       }
     }));
-    sleep(6_500);
+    Await.sleep(6_500);
     ticking.set(false);
-    sleep(500); // the last ticks' calls to Redis answer
+    Await.sleep(500); // the last ticks' calls to Redis answer
     await(nodes.get(0).close());
     await(nodes.get(1).close());
     double elapsedMillis = (System.nanoTime() - start) / 1e6;
@@ -112,9 +113,9 @@ class SingletonJobTest {
     long deadline = System.nanoTime() + 10_000_000_000L;
     while (a.runs(SingletonJob.Outcome.RAN) == 0) {
       assertThat(System.nanoTime()).isLessThan(deadline);
-      sleep(10);
+      Await.sleep(10);
     }
-    sleep(2_500); // two and a half leases of 1 s
+    Await.sleep(2_500); // two and a half leases of 1 s
     assertThat(redis.command("GET ot:lock:test-job")).as("still a's, renewed").startsWith("node-1-");
     assertThat(tick(1, b, () -> Future.succeededFuture("b ran"))).as("b skips while a runs").isEmpty();
     nodes.get(0).runOnContext(none -> release.complete("a ran"));
@@ -155,12 +156,4 @@ class SingletonJobTest {
     assertThat(tick(1, b, () -> Future.succeededFuture("b ran"))).isEmpty();
   }
 
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
-  }
 }

@@ -2,6 +2,7 @@ package ordertimeout.redis;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Await;
 import ordertimeout.support.Api;
 import ordertimeout.support.Invariants;
 import ordertimeout.support.Metrics;
@@ -91,7 +92,7 @@ class TwoNodesTest {
     double ranBefore = sum(ran);
     double skippedBefore = sum(skipped);
     long start = System.nanoTime();
-    sleep(6_000);
+    Await.sleep(6_000);
     double ranAfter = sum(ran);
     double skippedAfter = sum(skipped);
     double elapsedMillis = (System.nanoTime() - start) / 1e6;
@@ -109,12 +110,4 @@ class TwoNodesTest {
     return nodes.stream().mapToDouble(node -> Metrics.value(node.api(), series)).sum();
   }
 
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
-  }
 }

@@ -3,7 +3,7 @@ package ordertimeout.support;
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
 
-/** Polls a condition every 20 ms until it holds, failing the test with what it waited for after {@code timeout}. */
+/** Waiting in tests: for a condition (polled every 20 ms, failing with what it waited for) or for a while. */
 public final class Await {
   private Await() {}
 
@@ -13,12 +13,17 @@ public final class Await {
       if (System.nanoTime() > deadline) {
         throw new AssertionError("timed out after " + timeout + " waiting for: " + what);
       }
-      try {
-        Thread.sleep(20);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new AssertionError(e);
-      }
+      sleep(20);
+    }
+  }
+
+  /** Thread.sleep for a test: an interrupt fails it instead of being a checked exception to declare. */
+  public static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
     }
   }
 }

@@ -98,7 +98,7 @@ public final class TestRedis implements AutoCloseable {
         kill();
         throw new IllegalStateException("redis-server did not start on port " + port + "; its log: " + dir.resolve("redis.log"));
       }
-      sleep(20);
+      Await.sleep(20);
     }
   }
 
@@ -189,12 +189,4 @@ public final class TestRedis implements AutoCloseable {
   }
 
 
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
-  }
 }

@@ -9,7 +9,9 @@ import ordertimeout.config.ConfigSource;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 /**
  * The real service (every verticle) on its own Vert.x instance against the shared test database,
@@ -60,6 +62,13 @@ public final class TestService implements AutoCloseable {
 
   public Vertx vertx() {
     return vertx;
+  }
+
+  /** The shards this node owns now, as its stats report them. */
+  public Set<Integer> ownedShards() {
+    return service.stats().toJson().getJsonArray("ownedShards").stream()
+        .map(shard -> ((Number) shard).intValue())
+        .collect(Collectors.toSet());
   }
 
   @Override
