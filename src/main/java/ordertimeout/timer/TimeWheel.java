@@ -7,9 +7,13 @@ import java.util.function.LongPredicate;
 /**
  * Hierarchical timing wheel (Linux style: one level of 256 slots, then four levels of 64 slots) for order timers.
  *
- * <p>Timers are kept in a "struct of arrays" slab (about 22 bytes per timer) instead of one object per timer. A timer
+ * <p>Timers are kept in a slab of primitive arrays (about 22 bytes per timer) instead of one object per timer. A timer
  * is (order id, due time, kind); the kinds used are {@link #CLOSE} and {@link #REMIND}, any value in
- * {@code [0, KIND_LIMIT)} is accepted.
+ * {@code [0, KIND_LIMIT)} is accepted. A cell is two adjacent longs, the order id and a word packing the due tick, the
+ * kind and the next cell of its list, so that walking a slot touches one cache line per timer. Free cells are found
+ * through a two-level bitmap by a cursor that moves forward through the slab, so that timers scheduled one after another sit
+ * next to each other (a LIFO free list would scatter them over the whole slab after a while). At most
+ * {@value #MAX_CAPACITY} timers.
  *
  * <p>Time is cut into ticks of {@code tickMillis}, tick 0 starting at {@code startMillis}. A timer due at {@code d}
  * belongs to the first tick boundary at or after {@code d} and fires on the first {@link #advance} whose
@@ -33,10 +37,15 @@ public final class TimeWheel {
     void due(byte kind, long[] ids, int count);
   }
 
-  private static final byte CANCELLED = -1; // tombstone: still linked in a slot list, reclaimed when that is walked
-  private static final byte FREE = -2;
-  private static final byte ANY_KIND = -3;
-  private static final int NIL = -1;
+  private static final int CANCELLED = KIND_LIMIT; // tombstone: still linked in a slot list, reclaimed when that is walked
+  private static final int FREE = KIND_LIMIT + 1;
+  private static final byte ANY_KIND = -1;
+  /** Layout of a cell's second long: due tick (low 32 bits of it) | state (5 bits) | next cell (27 bits). */
+  private static final int NEXT_BITS = 27;
+  private static final int NEXT_MASK = (1 << NEXT_BITS) - 1;
+  private static final long STATE_MASK = 0x1FL << NEXT_BITS;
+  /** The end of a list; never a cell index, as there are fewer cells. */
+  private static final int NIL = NEXT_MASK;
   private static final int LEVELS = 5;
   private static final int[] SHIFT = {0, 8, 14, 20, 26};
   private static final int[] SLOTS = {256, 64, 64, 64, 64};
@@ -44,22 +53,24 @@ public final class TimeWheel {
   private static final long HORIZON = 1L << 32;
   /** Past-due ticks are clamped to this distance behind nextTick, so that they fit the int field. */
   private static final long MAX_PAST = 1L << 30;
-  private static final int MAX_CAPACITY = Integer.MAX_VALUE - 8;
+  static final int MAX_CAPACITY = NEXT_MASK - 1;
 
   private final long tickMillis;
   private final long startMillis;
   private final int initialCapacity;
 
-  // The slab: one cell per timer.
-  private long[] ids = new long[0];
-  private int[] dueTick = new int[0]; // low 32 bits of the absolute due tick; where the cell sits tells the rest
-  private byte[] kinds = new byte[0]; // kind, CANCELLED or FREE
-  private int[] next = new int[0];    // next cell in the same slot list, expired list or free list
+  // The slab: cell c is cells[2c] (order id) and cells[2c + 1] (due tick, state, next cell in its slot or expired list).
+  // The due tick is kept as its low 32 bits; where the cell sits tells the rest.
+  private long[] cells = new long[0];
+  private int capacity;
   private int[] hashNext = new int[0]; // next cell in the same hash bucket (live cells only)
-  private int[] buckets;              // order id hash -> first cell
+  private int[] buckets;               // order id hash -> first cell
   private int hashShift;
-  private int highWater;  // cells below this index have been handed out at least once
-  private int freeHead;
+  private int highWater;   // cells below this index have been handed out at least once
+  private long[] freeBits = new long[0]; // one bit per cell below highWater: set when free
+  private long[] freeWords = new long[0]; // one bit per word of freeBits: set when it has a free cell
+  private int freeCount;
+  private int allocationWord; // where the search for a free cell goes on: a word of freeBits
 
   private final int[][] slotHeads = new int[LEVELS][];
   private final int[] levelCells = new int[LEVELS]; // cells (live or tombstones) per level, to skip empty stretches
@@ -94,9 +105,8 @@ public final class TimeWheel {
     if (kind < 0 || kind >= KIND_LIMIT) throw new IllegalArgumentException("kind out of range: " + kind);
     long due = Math.max(ceilTick(dueMillis), nextTick - MAX_PAST);
     int cell = allocateCell();
-    ids[cell] = orderId;
-    kinds[cell] = kind;
-    dueTick[cell] = (int) due;
+    cells[2 * cell] = orderId;
+    cells[2 * cell + 1] = ((long) (int) due << 32) | ((long) kind << NEXT_BITS) | NIL;
     hashInsert(cell);
     place(cell, nextTick, due);
     pending++;
@@ -115,11 +125,12 @@ public final class TimeWheel {
     int cancelled = 0;
     for (int cell = buckets[bucket]; cell != NIL; ) {
       int following = hashNext[cell];
-      if (ids[cell] == orderId && (kind == ANY_KIND || kinds[cell] == kind)) {
+      int state = state(cell);
+      if (cells[2 * cell] == orderId && (kind == ANY_KIND || state == kind)) {
         if (previous == NIL) buckets[bucket] = following; else hashNext[previous] = following;
         pending--;
-        pendingByKind[kinds[cell]]--;
-        kinds[cell] = CANCELLED;
+        pendingByKind[state]--;
+        setState(cell, CANCELLED);
         tombstones++;
         cancelled++;
       } else {
@@ -137,8 +148,8 @@ public final class TimeWheel {
   public int cancelWhere(LongPredicate orderIdMatches) {
     int cancelled = 0;
     for (int cell = 0; cell < highWater; cell++) {
-      if (kinds[cell] >= 0 && orderIdMatches.test(ids[cell])) {
-        cancelled += cancel(ids[cell]);
+      if (state(cell) < KIND_LIMIT && orderIdMatches.test(cells[2 * cell])) {
+        cancelled += cancel(cells[2 * cell]);
       }
     }
     return cancelled;
@@ -184,13 +195,13 @@ public final class TimeWheel {
   /** Drops every timer and gives back memory beyond the initial capacity. The clock position is kept. */
   public void clear() {
     resetState();
-    if (ids.length != initialCapacity) resizeSlab(initialCapacity);
+    if (capacity != initialCapacity) resizeSlab(initialCapacity);
   }
 
   /** Approximate bytes held by the arrays (sum of array lengths times element size). */
   public long heapBytes() {
-    long bytes = 8L * ids.length + 4L * dueTick.length + kinds.length + 4L * next.length + 4L * hashNext.length
-        + 4L * buckets.length + 4L * farCells.length + 8L * farDue.length;
+    long bytes = 8L * cells.length + 4L * hashNext.length + 8L * (freeBits.length + freeWords.length) + 4L * buckets.length
+        + 4L * farCells.length + 8L * farDue.length;
     for (int[] heads : slotHeads) bytes += 4L * heads.length;
     for (long[] batch : batches) bytes += batch == null ? 0 : 8L * batch.length;
     return bytes;
@@ -226,14 +237,14 @@ public final class TimeWheel {
   private void place(int cell, long base, long due) {
     long delta = due - base;
     if (delta < 0) {
-      next[cell] = expiredHead;
+      setNext(cell, expiredHead);
       expiredHead = cell;
     } else if (delta >= HORIZON) {
       addFar(cell, due);
     } else {
       int level = delta < SLOTS[0] ? 0 : 1 + (63 - Long.numberOfLeadingZeros(delta) - SHIFT[1]) / 6;
       int slot = (int) (due >>> SHIFT[level]) & (SLOTS[level] - 1);
-      next[cell] = slotHeads[level][slot];
+      setNext(cell, slotHeads[level][slot]);
       slotHeads[level][slot] = cell;
       levelCells[level]++;
     }
@@ -265,7 +276,7 @@ public final class TimeWheel {
     for (int i = 0; i < farCount; i++) {
       int cell = farCells[i];
       long due = farDue[i];
-      if (kinds[cell] == CANCELLED) {
+      if (state(cell) == CANCELLED) {
         releaseTombstone(cell);
       } else if (due - base < HORIZON) {
         place(cell, base, due);
@@ -291,14 +302,15 @@ public final class TimeWheel {
   private int drain(int cell, int level, long from, long base, long fireUpTo) {
     int fired = 0;
     while (cell != NIL) {
-      int following = next[cell];
+      long word = cells[2 * cell + 1];
+      int following = (int) word & NEXT_MASK;
       if (level >= 0) levelCells[level]--;
-      if (kinds[cell] == CANCELLED) {
+      if (stateOf(word) == CANCELLED) {
         releaseTombstone(cell);
       } else {
-        long due = from + ((dueTick[cell] - (int) from) & 0xFFFF_FFFFL);
+        long due = from + (((int) (word >>> 32) - (int) from) & 0xFFFF_FFFFL);
         if (due <= fireUpTo) {
-          fire(cell);
+          fire(cell, stateOf(word));
           fired++;
         } else {
           place(cell, base, due);
@@ -319,9 +331,8 @@ public final class TimeWheel {
     return drain(head, -1, nextTick - 2 * MAX_PAST, nextTick, target);
   }
 
-  private void fire(int cell) {
-    long id = ids[cell];
-    byte kind = kinds[cell];
+  private void fire(int cell, int kind) {
+    long id = cells[2 * cell];
     hashRemove(cell);
     pending--;
     pendingByKind[kind]--;
@@ -329,7 +340,7 @@ public final class TimeWheel {
     long[] batch = batches[kind];
     if (batch == null || batch.length < maxBatch) batches[kind] = batch = new long[maxBatch];
     batch[batchSizes[kind]++] = id;
-    if (batchSizes[kind] >= maxBatch) flush(kind);
+    if (batchSizes[kind] >= maxBatch) flush((byte) kind);
   }
 
   private void flush(byte kind) {
@@ -345,24 +356,61 @@ public final class TimeWheel {
     if (((millis ^ startMillis) & (millis ^ offset)) < 0) { // overflow: saturate far away
       return millis < startMillis ? Long.MIN_VALUE / 2 : Long.MAX_VALUE / 2;
     }
-    return Math.floorDiv(offset, tickMillis) + (Math.floorMod(offset, tickMillis) == 0 ? 0 : 1);
+    long floor = Math.floorDiv(offset, tickMillis); // one division: schedule's most expensive instruction
+    return offset == floor * tickMillis ? floor : floor + 1;
   }
 
+  /** A free cell at or after the search cursor if there is one; else a new one at highWater. */
   private int allocateCell() {
-    if (freeHead == NIL && highWater == ids.length) {
-      // Mostly tombstones (cancelled orders whose slot has not come up yet): reclaim them rather than grow.
-      if (tombstones >= ids.length / 4) purgeTombstones(); else grow();
+    if (freeCount == 0) {
+      if (highWater == capacity) {
+        // Mostly tombstones (cancelled orders whose slot has not come up yet): reclaim them rather than grow.
+        if (tombstones >= capacity / 4 && sink == null) purgeTombstones(); else grow();
+      }
+      if (freeCount == 0) return highWater++;
     }
-    if (freeHead == NIL) return highWater++;
-    int cell = freeHead;
-    freeHead = next[cell];
-    return cell;
+    int word = nextFreeWord(allocationWord);
+    long bits = freeBits[word];
+    long rest = bits & (bits - 1);
+    freeBits[word] = rest;
+    if (rest == 0) freeWords[word >>> 6] &= ~(1L << word);
+    freeCount--;
+    allocationWord = word;
+    return (word << 6) + Long.numberOfTrailingZeros(bits);
+  }
+
+  /** The first word of freeBits at or after {@code from}, wrapping around, with a free cell in it; there must be one. */
+  private int nextFreeWord(int from) {
+    int summary = from >>> 6;
+    long bits = freeWords[summary] & (-1L << from);
+    while (bits == 0) {
+      summary = summary + 1 == freeWords.length ? 0 : summary + 1;
+      bits = freeWords[summary];
+    }
+    return (summary << 6) + Long.numberOfTrailingZeros(bits);
   }
 
   private void freeCell(int cell) {
-    kinds[cell] = FREE;
-    next[cell] = freeHead;
-    freeHead = cell;
+    setState(cell, FREE);
+    freeBits[cell >>> 6] |= 1L << cell;
+    freeWords[cell >>> 12] |= 1L << (cell >>> 6);
+    freeCount++;
+  }
+
+  private int state(int cell) {
+    return stateOf(cells[2 * cell + 1]);
+  }
+
+  private static int stateOf(long word) {
+    return (int) ((word & STATE_MASK) >>> NEXT_BITS);
+  }
+
+  private void setState(int cell, int state) {
+    cells[2 * cell + 1] = (cells[2 * cell + 1] & ~STATE_MASK) | ((long) state << NEXT_BITS);
+  }
+
+  private void setNext(int cell, int next) {
+    cells[2 * cell + 1] = (cells[2 * cell + 1] & ~(long) NEXT_MASK) | next;
   }
 
   private void releaseTombstone(int cell) {
@@ -370,11 +418,27 @@ public final class TimeWheel {
     freeCell(cell);
   }
 
-  /** Rebuilds every list without its tombstones; placing relative to nextTick is what schedule does. */
+  /**
+   * Frees the tombstones. One pass in slab order rebuilds the slot lists from the live cells (placing them relative
+   * to nextTick, as schedule does): walking the lists themselves would visit the cells in scattered order, several
+   * times slower. The expired list and the far cells are walked as before. Never during an advance, where the
+   * list being fired is detached from its slot and still being walked.
+   */
   private void purgeTombstones() {
-    for (int level = 0; level < LEVELS; level++) {
-      for (int slot = 0; slot < SLOTS[level]; slot++) {
-        drain(detach(level, slot), level, nextTick, nextTick, Long.MIN_VALUE);
+    long[] elsewhere = new long[(highWater + 63) >>> 6]; // cells in the expired list or in the far list
+    for (int cell = expiredHead; cell != NIL; cell = (int) cells[2 * cell + 1] & NEXT_MASK) {
+      elsewhere[cell >>> 6] |= 1L << cell;
+    }
+    for (int i = 0; i < farCount; i++) elsewhere[farCells[i] >>> 6] |= 1L << farCells[i];
+    for (int[] heads : slotHeads) Arrays.fill(heads, NIL);
+    Arrays.fill(levelCells, 0);
+    for (int cell = 0; cell < highWater; cell++) {
+      if (((freeBits[cell >>> 6] | elsewhere[cell >>> 6]) & (1L << cell)) != 0) continue;
+      long word = cells[2 * cell + 1];
+      if (stateOf(word) == CANCELLED) {
+        releaseTombstone(cell);
+      } else {
+        place(cell, nextTick, nextTick + (((int) (word >>> 32) - (int) nextTick) & 0xFFFF_FFFFL));
       }
     }
     drainExpired(Long.MIN_VALUE);
@@ -382,18 +446,17 @@ public final class TimeWheel {
   }
 
   private void grow() {
-    int capacity = ids.length;
     if (capacity >= MAX_CAPACITY) throw new IllegalStateException("TimeWheel is full: " + capacity + " timers");
     resizeSlab((int) Math.min(MAX_CAPACITY, capacity + (capacity >> 1) + 16L));
   }
 
-  private void resizeSlab(int capacity) {
-    ids = Arrays.copyOf(ids, capacity);
-    dueTick = Arrays.copyOf(dueTick, capacity);
-    kinds = Arrays.copyOf(kinds, capacity);
-    next = Arrays.copyOf(next, capacity);
-    hashNext = Arrays.copyOf(hashNext, capacity);
-    if (buckets == null || buckets.length != bucketCountFor(capacity)) rehash(bucketCountFor(capacity));
+  private void resizeSlab(int newCapacity) {
+    capacity = newCapacity;
+    cells = Arrays.copyOf(cells, 2 * newCapacity);
+    hashNext = Arrays.copyOf(hashNext, newCapacity);
+    freeBits = Arrays.copyOf(freeBits, (newCapacity + 63) >>> 6);
+    freeWords = Arrays.copyOf(freeWords, (freeBits.length + 63) >>> 6);
+    if (buckets == null || buckets.length != bucketCountFor(newCapacity)) rehash(bucketCountFor(newCapacity));
   }
 
   /** Between 2 and 4 cells per bucket when full: short chains while the index stays at 1-2 bytes per timer. */
@@ -406,14 +469,16 @@ public final class TimeWheel {
     Arrays.fill(buckets, NIL);
     hashShift = 64 - Integer.numberOfTrailingZeros(bucketCount);
     for (int cell = 0; cell < highWater; cell++) {
-      if (kinds[cell] >= 0) hashInsert(cell);
+      if (state(cell) < KIND_LIMIT) hashInsert(cell);
     }
   }
 
   private void resetState() {
-    highWater = 0;
+    highWater = freeCount = allocationWord = 0;
+    Arrays.fill(freeBits, 0);
+    Arrays.fill(freeWords, 0);
     rehash(buckets.length);
-    freeHead = expiredHead = NIL;
+    expiredHead = NIL;
     for (int[] heads : slotHeads) Arrays.fill(heads, NIL);
     Arrays.fill(levelCells, 0);
     farCells = new int[0];
@@ -428,13 +493,13 @@ public final class TimeWheel {
   }
 
   private void hashInsert(int cell) {
-    int bucket = bucketOf(ids[cell]);
+    int bucket = bucketOf(cells[2 * cell]);
     hashNext[cell] = buckets[bucket];
     buckets[bucket] = cell;
   }
 
   private void hashRemove(int cell) {
-    int bucket = bucketOf(ids[cell]);
+    int bucket = bucketOf(cells[2 * cell]);
     int current = buckets[bucket];
     if (current == cell) {
       buckets[bucket] = hashNext[cell];

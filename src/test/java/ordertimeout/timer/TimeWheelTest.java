@@ -320,6 +320,64 @@ class TimeWheelTest {
   }
 
   @Test
+  void reclaimingTombstonesKeepsPastDueFarAndWheelTimersAndTheSinkMayScheduleIntoAFullSlab() {
+    TimeWheel wheel = new TimeWheel(1, START, 64); // 1 ms ticks: timers beyond ~49.7 days wait in the far list
+    ReferenceTimers reference = new ReferenceTimers(1);
+    long now = START + 5 * SECOND;
+    wheel.advance(now, BATCH, (kind, ids, count) -> { });
+    long id = 0;
+    List<Long> toCancel = new ArrayList<>();
+    for (long delay : new long[] {-3 * SECOND, 0, 7, 300, 90 * SECOND, 3 * HOUR, 20 * DAY, 60 * DAY, 400 * DAY}) {
+      for (int copy = 0; copy < 7; copy++, id++) {
+        byte kind = copy % 2 == 0 ? CLOSE : REMIND;
+        wheel.schedule(id, now + delay + copy, kind);
+        reference.schedule(id, now + delay + copy, kind);
+        if (copy >= 3) toCancel.add(id);
+      }
+    }
+    for (long cancelled : toCancel) assertThat(wheel.cancel(cancelled)).isEqualTo(reference.cancel(cancelled));
+    long bytes = wheel.heapBytes();
+
+    // 63 of 64 cells in use, 36 of them tombstones: the next schedules reclaim those instead of growing.
+    for (int more = 0; more < 25; more++, id++) {
+      wheel.schedule(id, now + more * MINUTE, CLOSE);
+      reference.schedule(id, now + more * MINUTE, CLOSE);
+    }
+    assertThat(wheel.heapBytes()).isEqualTo(bytes);
+    assertThat(wheel.pending()).isEqualTo(reference.pending);
+
+    // Tombstones again (25, with 12 cells free): the sink schedules 3 timers for each that fires, so the slab fills
+    // up during an advance, where it grows instead of reclaiming.
+    for (long cancelled = 63; cancelled < 88; cancelled++) reference.cancel(cancelled);
+    for (long cancelled = 63; cancelled < 88; cancelled++) wheel.cancel(cancelled);
+    long[] nextId = {1_000};
+    List<Long> fired = new ArrayList<>();
+    TimeWheel.DueSink rescheduling = (kind, ids, count) -> {
+      for (int i = 0; i < count; i++) {
+        fired.add(ids[i] * TimeWheel.KIND_LIMIT + kind);
+        if (ids[i] < 1_000) {
+          for (int j = 0; j < 3; j++, nextId[0]++) {
+            wheel.schedule(nextId[0], START + 500 * DAY + nextId[0], CLOSE);
+            reference.schedule(nextId[0], START + 500 * DAY + nextId[0], CLOSE);
+          }
+        }
+      }
+    };
+    for (long step : new long[] {1, 10, 400, 2 * MINUTE, 4 * HOUR, 30 * DAY, 100 * DAY, 600 * DAY}) {
+      now += step;
+      fired.clear();
+      wheel.advance(now, 4, rescheduling);
+      wheel.advance(now, 4, rescheduling); // past-due timers the sink scheduled may wait for the next advance
+      List<Long> expected = reference.advance(now);
+      fired.sort(null);
+      expected.sort(null);
+      assertThat(fired).as("at +%d ms", now - START).isEqualTo(expected);
+    }
+    assertThat(wheel.pending()).isZero();
+    assertThat(reference.pending).isZero();
+  }
+
+  @Test
   void holdsTwoMillionPendingTimersInAtMost32BytesEach() {
     long presized = bytesPerTimerWith(2_000_000, 2_000_000);
     long grown = bytesPerTimerWith(2_000_000, 16);

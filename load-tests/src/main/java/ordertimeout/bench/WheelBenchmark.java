@@ -53,7 +53,7 @@ import java.util.concurrent.locks.LockSupport;
  *       find it in a {@code HashMap<Long, handle>} first, as the service would have to (it cancels by order id).</li>
  * </ul>
  * Each structure lives for the whole trial, as in the service, so its state after earlier invocations (a wheel's
- * scrambled free list and tombstones, a queue's grown array) is part of what is measured. See {@link #HOW_EXPIRE} and
+ * free cells spread over its slab and its tombstones, a queue's grown array) is part of what is measured. See {@link #HOW_EXPIRE} and
  * {@link #HOW_CANCEL} for the details, which go into the JSON too. Then the wheel's memory with 10 million pending
  * timers, in a JVM of its own ({@link WheelMemory}).
  *
@@ -70,7 +70,7 @@ public class WheelBenchmark {
   /** Timers to cancel are due at least this far ahead, so that none fires before its cancel on the wall clock. */
   static final long CANCEL_LEAD_MILLIS = 60_000;
   private static final int BATCH = 1000;
-  /** Enough for the wheel's free list to reach its steady state (cells handed out in scrambled order), ~8 runs. */
+  /** Enough for each structure to reach its steady state (the wheel's free cells spread over its slab). */
   private static final int WARMUP_SHOTS = 8;
   private static final int MEASURED_SHOTS = 5;
 
@@ -425,8 +425,8 @@ public class WheelBenchmark {
     boolean memoryMet = Math.max(perTimerHeap, perTimerRetained) <= 32;
     JsonObject result = Results.header("wheel")
         .put("jmh", "single-shot invocations on structures kept for the whole trial, " + WARMUP_SHOTS + " warmup + "
-            + MEASURED_SHOTS + " measured per benchmark (the wheel slows down over its first ~8 runs as its free list "
-            + "gets scrambled, then holds), 1 fork each (-Xms4g -Xmx4g), GC between invocations; figures are medians")
+            + MEASURED_SHOTS + " measured per benchmark (warm-up also brings each structure to its steady state: the "
+            + "wheel's free cells spread over its slab, a queue's grown array), 1 fork each (-Xms4g -Xmx4g), GC between invocations; figures are medians")
         .put("timersPerInvocation", timers)
         .put("expire", expire)
         .put("expireSpread", spread)
