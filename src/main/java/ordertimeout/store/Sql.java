@@ -146,23 +146,27 @@ final class Sql {
       SELECT id, (extract(epoch FROM close_at - now()) * 1000)::bigint AS due_in_millis
       FROM orders WHERE id = ANY($1) AND status = 'UNPAID' AND close_at > now()""";
 
+  /**
+   * Locks the inventory rows of the orders' SKUs in SKU order (concurrent batches touching many SKUs
+   * would deadlock otherwise) and returns how much of each the orders hold: one pass over their items.
+   */
   static final String LOCK_STOCK_OF_ORDERS = """
-      SELECT sku FROM inventory
-      WHERE sku IN (SELECT sku FROM order_items WHERE order_id = ANY($1))
-      ORDER BY sku FOR UPDATE""";
+      WITH held AS (SELECT sku, sum(qty) AS qty FROM order_items WHERE order_id = ANY($1) GROUP BY sku)
+      SELECT inv.sku, held.qty FROM inventory AS inv JOIN held ON held.sku = inv.sku
+      ORDER BY inv.sku FOR UPDATE OF inv""";
 
-  /** A close gives the reservation back to what is available. */
-  static final String RELEASE_STOCK_OF_ORDERS = """
+  /** A close gives the reservation back to what is available; {@code $1} SKUs, {@code $2} quantities. */
+  static final String RELEASE_STOCK = """
       UPDATE inventory AS inv
       SET available = inv.available + d.qty, reserved = inv.reserved - d.qty, updated_at = now()
-      FROM (SELECT sku, sum(qty) AS qty FROM order_items WHERE order_id = ANY($1) GROUP BY sku) AS d
+      FROM unnest($1::text[], $2::bigint[]) AS d (sku, qty)
       WHERE inv.sku = d.sku""";
 
-  /** A payment turns the reservation into a sale. */
-  static final String SELL_STOCK_OF_ORDERS = """
+  /** A payment turns the reservation into a sale; {@code $1} SKUs, {@code $2} quantities. */
+  static final String SELL_STOCK = """
       UPDATE inventory AS inv
       SET reserved = inv.reserved - d.qty, updated_at = now()
-      FROM (SELECT sku, sum(qty) AS qty FROM order_items WHERE order_id = ANY($1) GROUP BY sku) AS d
+      FROM unnest($1::text[], $2::bigint[]) AS d (sku, qty)
       WHERE inv.sku = d.sku""";
 
   // ---- reminders
