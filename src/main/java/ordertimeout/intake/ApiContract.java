@@ -41,7 +41,9 @@ import java.util.regex.Pattern;
  * used to check every /v1 request against its operation before the route's handler runs.
  *
  * <p>The checks run on the event loop with JSON Schema validators built once per parameter and
- * body from vertx-openapi's model of the contract. Not through {@code RequestValidator}: it hops to a
+ * body from vertx-openapi's model of the contract, each behind a {@link SchemaPrecheck} that accepts
+ * ordinary requests in about 1 µs (the validator takes about 40 µs); only what the precheck does not
+ * accept reaches the validator. Not through {@code RequestValidator}: it hops to a
  * worker thread for every request, URL-decodes header values (an Idempotency-Key {@code a+b} would
  * become {@code a b}) and reads string parameters as JSON when they look like it (a SKU {@code 1.5}
  * would become a number). A failure answers 400 with the stable code the service has always used for
@@ -87,6 +89,22 @@ public final class ApiContract {
       throw new IllegalArgumentException("no operation " + operationId + " in " + RESOURCE);
     }
     return check;
+  }
+
+  /** What a body's or a parameter's precheck (null where there is none) and its validator say of a value. */
+  record Verdicts(Boolean precheckAccepts, boolean valid) {}
+
+  /** For tests that hold the prechecks to the validators: {@code part} is "body" or a parameter's name. */
+  Verdicts verdicts(String operationId, String part, Object value) {
+    Check check = checks.get(operationId);
+    if ("body".equals(part)) {
+      SchemaPrecheck precheck = check.body().precheck();
+      return new Verdicts(precheck == null ? null : precheck.accepts(value), check.body().validator().validate(value).getValid());
+    }
+    ParameterCheck parameter = check.parameters().stream()
+        .filter(candidate -> candidate.parameter().getName().equals(part)).findFirst().orElseThrow();
+    SchemaPrecheck precheck = parameter.precheck();
+    return new Verdicts(precheck == null ? null : precheck.accepts(value), parameter.validator().validate(value).getValid());
   }
 
   /** The request body as JSON, decoded by the check; null when the request had none. */
@@ -199,14 +217,14 @@ public final class ApiContract {
       for (Parameter parameter : operation.getParameters()) {
         JsonObject model = (JsonObject) resolve(document, parameter.getOpenAPIModel());
         String invalid = model.getString("x-problem-code", "invalid_field");
-        parameters.add(new ParameterCheck(parameter, contract.getSchemaRepository().validator(parameter.getSchema()),
-            invalid, model.getString("x-missing-problem-code", invalid)));
+        parameters.add(new ParameterCheck(parameter, SchemaPrecheck.of(document, model.getValue("schema")),
+            contract.getSchemaRepository().validator(parameter.getSchema()), invalid, model.getString("x-missing-problem-code", invalid)));
       }
       RequestBody requestBody = operation.getRequestBody();
       BodyCheck body = null;
       if (requestBody != null) {
         Object schema = requestBody.getOpenAPIModel().getJsonObject("content").getJsonObject(JSON).getValue("schema");
-        body = new BodyCheck(requestBody.isRequired(),
+        body = new BodyCheck(requestBody.isRequired(), SchemaPrecheck.of(document, schema),
             contract.getSchemaRepository().validator(requestBody.getContent().get(JSON).getSchema()),
             document, (JsonObject) resolve(document, schema));
       }
@@ -224,7 +242,7 @@ public final class ApiContract {
   }
 
   /** The node at a JSON pointer or a {@code app:///#/...} location of the document; null if none. */
-  private static Object at(JsonObject document, String location) {
+  static Object at(JsonObject document, String location) {
     Object node = document;
     for (String segment : pointer(location)) {
       if (node instanceof JsonObject object) {
@@ -240,10 +258,13 @@ public final class ApiContract {
 
   // ---- checking
 
-  private record ParameterCheck(Parameter parameter, Validator validator, String invalidCode, String missingCode) {}
+  /** {@code precheck}: null where the schema uses keywords it does not know. */
+  private record ParameterCheck(Parameter parameter, SchemaPrecheck precheck, Validator validator, String invalidCode,
+      String missingCode) {}
 
   /** {@code schema}: the body's schema in {@code document}, where the errors' keyword locations start. */
-  private record BodyCheck(boolean required, Validator validator, JsonObject document, JsonObject schema) {}
+  private record BodyCheck(boolean required, SchemaPrecheck precheck, Validator validator, JsonObject document,
+      JsonObject schema) {}
 
   private record Check(List<ParameterCheck> parameters, BodyCheck body) implements Handler<RoutingContext> {
     @Override
@@ -277,6 +298,9 @@ public final class ApiContract {
     }
     if (parameter.getSchemaType() == SchemaType.INTEGER && value instanceof String text && DIGITS.matcher(text).matches()) {
       value = Long.parseLong(text);
+    }
+    if (check.precheck() != null && check.precheck().accepts(value)) {
+      return;
     }
     OutputUnit result = check.validator().validate(value);
     if (!result.getValid()) {
@@ -313,6 +337,9 @@ public final class ApiContract {
       json = Json.decodeValue(raw);
     } catch (DecodeException e) {
       throw ApiException.badRequest("malformed_json", "the request body is not valid JSON");
+    }
+    if (check.precheck() != null && check.precheck().accepts(json)) {
+      return json;
     }
     OutputUnit result = check.validator().validate(json);
     if (!result.getValid()) {
