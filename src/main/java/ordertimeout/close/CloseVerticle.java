@@ -23,6 +23,7 @@ import org.slf4j.LoggerFactory;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Queue;
 import java.util.function.Function;
@@ -72,17 +73,54 @@ public final class CloseVerticle extends VerticleBase {
 
   private void runWaiting() {
     while (inFlight < config.close().maxInFlight() && !waiting.isEmpty()) {
-      Job job = waiting.poll();
+      List<Job> jobs = takeNext();
+      Job job = jobs.get(0);
       inFlight++;
-      run(job, job.message().body().orderIds())
-          .onSuccess(count -> job.message().reply(count))
-          .onFailure(failure -> job.message().fail(500, String.valueOf(failure.getMessage())))
+      run(job, orderIds(jobs))
+          .onSuccess(count -> jobs.forEach(each -> each.message().reply(count)))
+          .onFailure(failure -> jobs.forEach(each -> each.message().fail(500, String.valueOf(failure.getMessage()))))
           .onComplete(done -> {
             inFlight--;
             runWaiting();
             completeIdleWaiters();
           });
     }
+  }
+
+  /**
+   * The next job. Behind a batch from the wheel, the wheel's batches of the same kind that queued while
+   * every place was taken join it, up to {@code timer.batchSize} ids: a backlog then takes one transaction
+   * instead of each batch waiting for a place of its own. The wheel sends without waiting for a reply;
+   * the sweep's batches go alone, as it counts what each one closed.
+   */
+  private List<Job> takeNext() {
+    Job first = waiting.poll();
+    List<Job> jobs = new ArrayList<>(List.of(first));
+    if (first.path() != DueOrders.Path.WHEEL) {
+      return jobs;
+    }
+    int ids = first.message().body().orderIds().length;
+    for (Iterator<Job> queued = waiting.iterator(); queued.hasNext(); ) {
+      Job next = queued.next();
+      int size = next.message().body().orderIds().length;
+      if (next.kind() != first.kind() || next.path() != DueOrders.Path.WHEEL) {
+        continue;
+      }
+      if (ids + size > config.timer().batchSize()) {
+        break;
+      }
+      queued.remove();
+      jobs.add(next);
+      ids += size;
+    }
+    return jobs;
+  }
+
+  private static long[] orderIds(List<Job> jobs) {
+    if (jobs.size() == 1) {
+      return jobs.get(0).message().body().orderIds();
+    }
+    return jobs.stream().flatMapToLong(job -> Arrays.stream(job.message().body().orderIds())).toArray();
   }
 
   /** Completes once no batch runs or waits here (the drain on shutdown waits for this). */
