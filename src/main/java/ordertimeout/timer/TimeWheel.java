@@ -7,13 +7,13 @@ import java.util.function.LongPredicate;
 /**
  * Hierarchical timing wheel (Linux style: one level of 256 slots, then four levels of 64 slots) for order timers.
  *
- * <p>Timers are kept in a slab of primitive arrays (about 22 bytes per timer) instead of one object per timer. A timer
- * is (order id, due time, kind); the kinds used are {@link #CLOSE} and {@link #REMIND}, any value in
- * {@code [0, KIND_LIMIT)} is accepted. A cell is two adjacent longs, the order id and a word packing the due tick, the
- * kind and the next cell of its list, so that walking a slot touches one cache line per timer. Free cells are found
- * through a two-level bitmap by a cursor that moves forward through the slab, so that timers scheduled one after another sit
- * next to each other (a LIFO free list would scatter them over the whole slab after a while). At most
- * {@value #MAX_CAPACITY} timers.
+ * <p>Timers are kept in a slab of primitive arrays instead of one object per timer: 22-28 bytes per timer with the
+ * order-id index (a chained hash) and the free-cell bitmaps, depending on how full the slab is. A timer is (order id,
+ * due time, kind); the kinds used are {@link #CLOSE} and {@link #REMIND}, any value in {@code [0, KIND_LIMIT)} is
+ * accepted. A cell is two adjacent longs, the order id and a word packing the due tick, the kind and the next cell of
+ * its list, so that walking a slot touches one cache line per timer. Free cells are found through a two-level bitmap
+ * by a cursor that moves forward through the slab, so that timers scheduled one after another sit next to each other
+ * (a LIFO free list scatters them over the whole slab within a few rounds). At most {@value #MAX_CAPACITY} timers.
  *
  * <p>Time is cut into ticks of {@code tickMillis}, tick 0 starting at {@code startMillis}. A timer due at {@code d}
  * belongs to the first tick boundary at or after {@code d} and fires on the first {@link #advance} whose
@@ -200,8 +200,8 @@ public final class TimeWheel {
 
   /** Approximate bytes held by the arrays (sum of array lengths times element size). */
   public long heapBytes() {
-    long bytes = 8L * cells.length + 4L * hashNext.length + 8L * (freeBits.length + freeWords.length) + 4L * buckets.length
-        + 4L * farCells.length + 8L * farDue.length;
+    long bytes = 8L * cells.length + 4L * hashNext.length + 4L * buckets.length
+        + 8L * (freeBits.length + freeWords.length) + 4L * farCells.length + 8L * farDue.length;
     for (int[] heads : slotHeads) bytes += 4L * heads.length;
     for (long[] batch : batches) bytes += batch == null ? 0 : 8L * batch.length;
     return bytes;
