@@ -31,7 +31,8 @@ import java.util.regex.Pattern;
 
 /**
  * Intake: creates with fresh idempotency keys over HTTP, for a realistic SKU spread (1-3 items over
- * 1,000 SKUs) and a flash sale (every order on one SKU). For each: the baseline (the same inserts and
+ * 1,000 SKUs) and a flash sale (every order on one SKU). For each: the service's own group-commit transaction
+ * driven directly without HTTP (4 connections, groups of 64: what PostgreSQL takes here), the baseline (the same inserts and
  * reservations as one transaction per order, driven directly against PostgreSQL on 8 connections), wrk
  * at 64 connections (closed loop: the throughput at saturation), then Gatling (open model) at 30% of
  * that rate for 60 s, asserting p99 at most 50 ms and no failures.
@@ -39,6 +40,12 @@ import java.util.regex.Pattern;
  */
 public final class IntakeBenchmark {
   private static final int BASELINE_CONNECTIONS = 8;
+  /**
+   * The service's group-commit transaction driven directly, without HTTP: what PostgreSQL can take on this box,
+   * for comparison (as many transactions at once as the service runs by default: 2 intake instances, 2 groups each).
+   */
+  private static final int CEILING_CONNECTIONS = 4;
+  private static final int CEILING_GROUP = 64;
   private static final int WRK_CONNECTIONS = 64;
   /**
    * Gatling tries these shares of wrk's closed-loop throughput, highest first, until one holds. Low
@@ -89,7 +96,8 @@ public final class IntakeBenchmark {
       for (int skus : new int[] {1000, 1}) {
         String name = skus == 1 ? "flashSale" : "realistic";
         JsonObject scenario = new JsonObject();
-        scenario.put("baseline", baseline(vertx, skus));
+        scenario.put("baseline", direct(vertx, skus, BASELINE_CONNECTIONS, 1, 1000 + skus % 23));
+        scenario.put("groupCommitDirect", direct(vertx, skus, CEILING_CONNECTIONS, CEILING_GROUP, 1001 + skus % 23));
         JsonObject wrk = wrk(baseUrl, skus, WRK_CONNECTIONS);
         scenario.put("wrk", wrk);
         JsonArray gatlingRuns = new JsonArray();
@@ -109,7 +117,9 @@ public final class IntakeBenchmark {
         scenario.put("gatling", gatlingRuns)
             .put("heldPerSecond", Results.round(held))
             .put("heldVsBaseline", Results.round(held / baselineRate))
-            .put("wrkVsBaseline", Results.round(wrk.getDouble("perSecond") / baselineRate));
+            .put("wrkVsBaseline", Results.round(wrk.getDouble("perSecond") / baselineRate))
+            .put("wrkVsGroupCommitDirect",
+                Results.round(wrk.getDouble("perSecond") / scenario.getJsonObject("groupCommitDirect").getDouble("perSecond")));
         result.put(name, scenario);
         System.out.println(name + ": " + scenario.encode());
       }
@@ -121,24 +131,29 @@ public final class IntakeBenchmark {
     JsonObject realistic = result.getJsonObject("realistic");
     JsonObject flash = result.getJsonObject("flashSale");
     System.out.printf("intake: realistic: held %.0f/s for %d s with p99 <= 50 ms and no error (Gatling), wrk %.0f/s at %d connections "
-            + "(p99 %.0f ms), baseline %.0f/s, held %.1fx baseline; flash sale: held %.0f/s, wrk %.0f/s (p99 %.0f ms), "
-            + "baseline %.0f/s, held %.1fx baseline; stock consistent%n",
+            + "(p99 %.0f ms), baseline %.0f/s, held %.1fx baseline, group commit without HTTP %.0f/s (wrk at %.0f%% of it); "
+            + "flash sale: held %.0f/s, wrk %.0f/s (p99 %.0f ms), baseline %.0f/s, held %.1fx baseline, group commit without HTTP "
+            + "%.0f/s (wrk at %.0f%% of it); stock consistent%n",
         realistic.getDouble("heldPerSecond"), gatlingSeconds, realistic.getJsonObject("wrk").getDouble("perSecond"), WRK_CONNECTIONS,
         realistic.getJsonObject("wrk").getDouble("p99Ms"), realistic.getJsonObject("baseline").getDouble("perSecond"),
-        realistic.getDouble("heldVsBaseline"), flash.getDouble("heldPerSecond"), flash.getJsonObject("wrk").getDouble("perSecond"),
+        realistic.getDouble("heldVsBaseline"), realistic.getJsonObject("groupCommitDirect").getDouble("perSecond"),
+        100 * realistic.getDouble("wrkVsGroupCommitDirect"),
+        flash.getDouble("heldPerSecond"), flash.getJsonObject("wrk").getDouble("perSecond"),
         flash.getJsonObject("wrk").getDouble("p99Ms"), flash.getJsonObject("baseline").getDouble("perSecond"),
-        flash.getDouble("heldVsBaseline"));
+        flash.getDouble("heldVsBaseline"), flash.getJsonObject("groupCommitDirect").getDouble("perSecond"),
+        100 * flash.getDouble("wrkVsGroupCommitDirect"));
   }
 
   /** One order per transaction, straight into PostgreSQL through the service's own create code, 8 at once. */
-  private JsonObject baseline(Vertx vertx, int skus) {
-    OrderCreates creates = new OrderCreates(Pools.shared(vertx, "bench-baseline", db.setup.connectOptions(), BASELINE_CONNECTIONS, 1));
-    OrderIds ids = new OrderIds(1000 + skus % 23);
+  /** Creates driven directly against PostgreSQL: {@code connections} lanes, each one transaction of {@code group} orders at a time. */
+  private JsonObject direct(Vertx vertx, int skus, int connections, int group, int nodeId) {
+    OrderCreates creates = new OrderCreates(Pools.shared(vertx, "bench-direct-" + group, db.setup.connectOptions(), connections, 1));
+    OrderIds ids = new OrderIds(nodeId);
     long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(wrkSeconds);
     List<Long> latenciesMicros = java.util.Collections.synchronizedList(new ArrayList<>());
     List<Future<Integer>> lanes = new ArrayList<>();
-    for (int lane = 0; lane < BASELINE_CONNECTIONS; lane++) {
-      lanes.add(baselineLane(creates, ids, skus, stopAt, latenciesMicros, 0));
+    for (int lane = 0; lane < connections; lane++) {
+      lanes.add(directLane(creates, ids, skus, group, stopAt, latenciesMicros, 0));
     }
     long started = System.nanoTime();
     int created = await(Future.all(lanes)).list().stream().mapToInt(count -> (Integer) count).sum();
@@ -148,19 +163,24 @@ public final class IntakeBenchmark {
         .put("p99Ms", Results.round(sorted[(int) (sorted.length * 0.99)] / 1000.0));
   }
 
-  private Future<Integer> baselineLane(OrderCreates creates, OrderIds ids, int skus, long stopAt, List<Long> latencies, int done) {
+  private Future<Integer> directLane(OrderCreates creates, OrderIds ids, int skus, int group, long stopAt, List<Long> latencies,
+      int done) {
     if (System.nanoTime() > stopAt) {
       return Future.succeededFuture(done);
     }
-    long id = ids.next();
-    CreateRequest request = new CreateRequest(
-        new NewOrder(id, OrderIds.shardOf(id, 64), "u-" + ThreadLocalRandom.current().nextInt(100_000), "physical",
-            items(skus), 1800, Optional.of(1500)),
-        new IdempotencyKey("baseline", UUID.randomUUID().toString(), "h"));
+    List<CreateRequest> requests = new ArrayList<>(group);
+    for (int i = 0; i < group; i++) {
+      long id = ids.next();
+      requests.add(new CreateRequest(
+          new NewOrder(id, OrderIds.shardOf(id, 64), "u-" + ThreadLocalRandom.current().nextInt(100_000), "physical",
+              items(skus), 1800, Optional.of(1500)),
+          new IdempotencyKey("direct", UUID.randomUUID().toString(), "h")));
+    }
     long started = System.nanoTime();
-    return creates.create(List.of(request), 1_000_000).compose(results -> {
+    return creates.create(requests, 1_000_000).compose(results -> {
       latencies.add((System.nanoTime() - started) / 1000);
-      return baselineLane(creates, ids, skus, stopAt, latencies, done + (results.get(0).outcome() != null ? 1 : 0));
+      int created = (int) results.stream().filter(result -> result.outcome() != null).count();
+      return directLane(creates, ids, skus, group, stopAt, latencies, done + created);
     });
   }
 
