@@ -7,11 +7,9 @@ import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import ordertimeout.Service;
 import ordertimeout.config.AppConfig;
-import ordertimeout.config.ConfigSource;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
 
-import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -126,7 +124,7 @@ public final class CloseStormBenchmark {
     Map<String, String> environment = Map.of(
         "OT_HTTP_PORT", Integer.toString(Results.freePort()),
         "OT_TIMER_BATCH_SIZE", Integer.toString(batchSize));
-    AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
+    AppConfig config = Results.serviceConfig(environment);
     Vertx serviceVertx = Vertx.vertx();
     Service service = Service.start(serviceVertx, config, db.setup.connectOptions())
         .toCompletionStage().toCompletableFuture().get(5, TimeUnit.MINUTES);

@@ -6,7 +6,6 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.Service;
 import ordertimeout.config.AppConfig;
-import ordertimeout.config.ConfigSource;
 import ordertimeout.order.NewOrder;
 import ordertimeout.order.OrderIds;
 import ordertimeout.order.OrderItem;
@@ -17,7 +16,6 @@ import ordertimeout.store.Pools;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -86,7 +84,7 @@ public final class IntakeBenchmark {
     Map<String, String> environment = Map.of(
         "OT_HTTP_PORT", Integer.toString(port),
         "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000");
-    AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
+    AppConfig config = Results.serviceConfig(environment);
     Vertx vertx = Vertx.vertx();
     Service service = await(Service.start(vertx, config, db.setup.connectOptions()));
     String baseUrl = "http://127.0.0.1:" + port;

@@ -7,7 +7,6 @@ import io.vertx.core.json.JsonObject;
 import ordertimeout.bus.LocalCodec;
 import ordertimeout.cluster.OwnedShards;
 import ordertimeout.config.AppConfig;
-import ordertimeout.config.ConfigSource;
 import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.timer.TimerVerticle;
@@ -18,7 +17,6 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.Reader;
 import java.lang.reflect.Field;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -27,6 +25,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -70,7 +69,7 @@ public final class ReloadBenchmark {
     if (System.getenv("OT_LOG_LEVEL") == null) {
       System.setProperty("OT_LOG_LEVEL", "WARN"); // read by logback.xml: keeps stdout to the summary line
     }
-    AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), System::getenv));
+    AppConfig config = Results.serviceConfig(Map.of());
     try (BenchDatabase db = BenchDatabase.fresh("bench-db-reload")) {
       new ReloadBenchmark(orders, db, config).run(runs);
     }

@@ -1,6 +1,8 @@
 package ordertimeout.bench;
 
 import io.vertx.core.json.JsonObject;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -8,6 +10,7 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
+import java.util.Map;
 
 /** What every benchmark shares: the head of its JSON result, where the result goes, and small helpers. */
 final class Results {
@@ -31,6 +34,16 @@ final class Results {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /**
+   * The service's configuration for a benchmark: conf/application.yaml, then any OT_* variable of this process,
+   * so that a setting can be tried from the command line (e.g. {@code OT_INTAKE_GROUPS_IN_FLIGHT=1}), then the
+   * benchmark's own settings (its port), which win.
+   */
+  static AppConfig serviceConfig(Map<String, String> benchmarkSettings) {
+    return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"),
+        name -> benchmarkSettings.containsKey(name) ? benchmarkSettings.get(name) : System.getenv(name)));
   }
 
   static double round(double value) {

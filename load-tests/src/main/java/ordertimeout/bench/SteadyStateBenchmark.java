@@ -5,7 +5,6 @@ import io.vertx.core.json.JsonObject;
 import ordertimeout.Service;
 import ordertimeout.bus.DueOrders;
 import ordertimeout.config.AppConfig;
-import ordertimeout.config.ConfigSource;
 
 import java.nio.file.Path;
 import java.util.Map;
@@ -52,7 +51,7 @@ public final class SteadyStateBenchmark {
     db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, 999) s");
     int port = Results.freePort();
     Map<String, String> environment = Map.of("OT_HTTP_PORT", Integer.toString(port), "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000");
-    AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
+    AppConfig config = Results.serviceConfig(environment);
     Vertx vertx = Vertx.vertx();
     Service service = Service.start(vertx, config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
         .get(1, TimeUnit.MINUTES);
