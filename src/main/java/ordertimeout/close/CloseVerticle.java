@@ -95,17 +95,18 @@ public final class CloseVerticle extends VerticleBase {
    */
   private List<Job> takeNext() {
     Job first = waiting.poll();
-    List<Job> jobs = new ArrayList<>(List.of(first));
+    List<Job> jobs = new ArrayList<>();
+    jobs.add(first);
     if (first.path() != DueOrders.Path.WHEEL) {
       return jobs;
     }
     int ids = first.message().body().orderIds().length;
     for (Iterator<Job> queued = waiting.iterator(); queued.hasNext(); ) {
       Job next = queued.next();
-      int size = next.message().body().orderIds().length;
       if (next.kind() != first.kind() || next.path() != DueOrders.Path.WHEEL) {
         continue;
       }
+      int size = next.message().body().orderIds().length;
       if (ids + size > config.timer().batchSize()) {
         break;
       }

@@ -15,8 +15,6 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -82,26 +80,22 @@ public final class TimerFanoutVerticle extends VerticleBase {
    * Every timer goes to Kafka; those of shards this node owns also go straight into its wheel, so that
    * they do not wait for (or on) the broker. The Kafka copy still matters for them: this node may have
    * lost the shard in a rebalance it has not heard of yet, and the copy reaches the new owner. The
-   * wheel takes the second copy as a replacement, not a second timer.
+   * wheel takes the second copy as a replacement, not a second timer. The timer ignores the timers of
+   * shards it does not own, so a batch with any local timer goes to it whole.
    */
   private void publishSchedule(Deadlines deadlines) {
     int shards = config.database().shards();
     Map<Integer, StringBuilder> byShard = new TreeMap<>();
-    List<Integer> local = new ArrayList<>();
+    boolean anyLocal = false;
     for (int i = 0; i < deadlines.size(); i++) {
       long id = deadlines.orderIds()[i];
       int shard = OrderIds.shardOf(id, shards);
-      if (owned.owns(shard)) {
-        local.add(i);
-      }
+      anyLocal |= owned.owns(shard);
       TimerMessages.appendSchedule(byShard.computeIfAbsent(shard, s -> new StringBuilder()),
           id, deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]);
     }
-    if (!local.isEmpty()) {
-      vertx.eventBus().send(Addresses.TIMER_OWNED_SCHEDULE, local.size() == deadlines.size() ? deadlines : new Deadlines(
-          local.stream().mapToLong(i -> deadlines.orderIds()[i]).toArray(),
-          local.stream().mapToLong(i -> deadlines.closeAtMillis()[i]).toArray(),
-          local.stream().mapToLong(i -> deadlines.remindAtMillis()[i]).toArray()));
+    if (anyLocal) {
+      vertx.eventBus().send(Addresses.TIMER_OWNED_SCHEDULE, deadlines);
     }
     byShard.forEach(this::send);
   }
@@ -109,16 +103,14 @@ public final class TimerFanoutVerticle extends VerticleBase {
   private void publishCancel(CancelTimers cancel) {
     int shards = config.database().shards();
     Map<Integer, StringBuilder> byShard = new TreeMap<>();
-    List<Long> local = new ArrayList<>();
+    boolean anyLocal = false;
     for (long id : cancel.orderIds()) {
       int shard = OrderIds.shardOf(id, shards);
-      if (owned.owns(shard)) {
-        local.add(id);
-      }
+      anyLocal |= owned.owns(shard);
       TimerMessages.appendCancel(byShard.computeIfAbsent(shard, s -> new StringBuilder()), id);
     }
-    if (!local.isEmpty()) {
-      vertx.eventBus().send(Addresses.TIMER_OWNED_CANCEL, new CancelTimers(local.stream().mapToLong(Long::longValue).toArray()));
+    if (anyLocal) {
+      vertx.eventBus().send(Addresses.TIMER_OWNED_CANCEL, cancel);
     }
     byShard.forEach(this::send);
   }

@@ -35,10 +35,6 @@ public final class JobLock {
     return key;
   }
 
-  public String token() {
-    return token;
-  }
-
   /** True if this call took the lock for {@code leaseMillis}; false if anyone holds it (this token too). */
   public Future<Boolean> tryAcquire(long leaseMillis) {
     Request set = Request.cmd(Command.SET).arg(key).arg(token).arg("NX").arg("PX").arg(leaseMillis);

@@ -114,7 +114,10 @@ public final class SingletonJob {
       health.succeeded();
       if (!acquired.result()) {
         count(Outcome.SKIPPED);
-        return lock.holder()
+        if (!log.isDebugEnabled()) {
+          return Future.succeededFuture(Optional.<T>empty());
+        }
+        return lock.holder() // only to say who holds it: a Redis round trip per skipped tick otherwise
             .onComplete(holder -> log.debug("{} skipped on this node: {} is held by {}", job, lock.key(),
                 holder.succeeded() ? holder.result() : "(unknown: " + holder.cause() + ")"))
             .transform(ignored -> Future.succeededFuture(Optional.<T>empty()));

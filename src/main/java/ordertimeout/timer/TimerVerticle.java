@@ -94,11 +94,11 @@ public final class TimerVerticle extends VerticleBase {
   private Future<Void> reloadUntilLoaded(int[] shards) {
     return reload(shards, true).recover(failure -> {
       int[] stillOwned = Arrays.stream(shards).filter(shard -> owned.owns(shard) && !owned.isLoaded(shard)).toArray();
-      log.warn("loading shards {} failed ({}); the node is not ready until they are loaded, trying again in 1 s",
-          Arrays.toString(stillOwned), failure.toString());
       if (stillOwned.length == 0) {
         return Future.succeededFuture();
       }
+      log.warn("loading shards {} failed ({}); the node is not ready until they are loaded, trying again in 1 s",
+          Arrays.toString(stillOwned), failure.toString());
       Promise<Void> retried = Promise.promise();
       vertx.setTimer(1000, id -> reloadUntilLoaded(stillOwned).onComplete(retried));
       return retried.future();

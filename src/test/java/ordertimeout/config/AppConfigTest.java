@@ -114,9 +114,7 @@ class AppConfigTest {
 
   @Test
   void theServiceRefusesADifferentShardCountThanTheDatabaseWasCreatedWith() {
-    var options = TestDatabase.connectOptions();
-    String url = "postgresql://" + options.getUser() + ":" + options.getPassword() + "@" + options.getHost() + ":"
-        + options.getPort() + "/" + options.getDatabase();
+    String url = TestDatabase.url();
     assertThatThrownBy(() -> DatabaseSetup.prepare(new AppConfig.Database(url, "unused", 2, 32)))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("database.shards")

@@ -1,7 +1,6 @@
 package ordertimeout.support;
 
 import io.vertx.core.json.JsonObject;
-import io.vertx.pgclient.PgConnectOptions;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -51,18 +50,13 @@ public final class NodeProcess implements AutoCloseable {
       environment.keySet().removeIf(name -> name.startsWith("OT_"));
       environment.put("OT_NODE_ID", Integer.toString(nodeId));
       environment.put("OT_HTTP_PORT", Integer.toString(port));
-      environment.put("OT_DATABASE_URL", databaseUrl(TestDatabase.connectOptions()));
+      environment.put("OT_DATABASE_URL", TestDatabase.url());
       environment.put("OT_LOGGING_FORMAT", "text");
       environment.putAll(overrides);
       return new NodeProcess(nodeId, port, builder.start(), log);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-  }
-
-  private static String databaseUrl(PgConnectOptions options) {
-    return "postgresql://" + options.getUser() + ":" + options.getPassword() + "@" + options.getHost() + ":"
-        + options.getPort() + "/" + options.getDatabase();
   }
 
   public int nodeId() {

@@ -39,6 +39,13 @@ public final class TestDatabase {
     return get().connectOptions();
   }
 
+  /** The database as a {@code database.url} (postgresql://user:password@host:port/db). */
+  public static String url() {
+    PgConnectOptions options = connectOptions();
+    return "postgresql://" + options.getUser() + ":" + options.getPassword() + "@" + options.getHost() + ":"
+        + options.getPort() + "/" + options.getDatabase();
+  }
+
   public static Connection jdbc() {
     try {
       return get().openJdbc();
