@@ -35,7 +35,7 @@ public record AppConfig(
 
   public record Http(String host, int port, int instances, int maxBodyBytes) {}
 
-  /** Group commit of creates: at most {@code groupsInFlight} transactions per intake instance, each of up to {@code groupMaxSize} creates. */
+  /** Group commit of creates and of pays: per intake instance at most {@code groupsInFlight} transactions of each, of up to {@code groupMaxSize} requests. */
   public record Intake(int groupMaxSize, int groupsInFlight) {}
 
   /** {@code url} is empty for the embedded PostgreSQL. */

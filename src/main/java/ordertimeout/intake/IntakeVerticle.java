@@ -1,5 +1,6 @@
 package ordertimeout.intake;
 
+import io.vertx.core.AsyncResult;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServer;
@@ -15,8 +16,15 @@ import ordertimeout.ops.Operations;
 import ordertimeout.order.OrderIds;
 import ordertimeout.stats.ServiceStats;
 import ordertimeout.store.OrderCreates;
+import ordertimeout.store.OrderCreates.CreateOutcome;
+import ordertimeout.store.OrderCreates.CreateRequest;
+import ordertimeout.store.OrderCreates.CreateResult;
 import ordertimeout.store.OrderStore;
+import ordertimeout.store.OrderStore.PayRequest;
+import ordertimeout.store.OrderStore.StateChange;
 import ordertimeout.store.Pools;
+
+import java.util.List;
 
 /**
  * The HTTP API: authentication, the contract's checks before each /v1 route (after the key check and the
@@ -44,7 +52,11 @@ public final class IntakeVerticle extends VerticleBase {
   public Future<?> start() {
     Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances());
     OrderStore store = new OrderStore(pool);
-    CreateGroups creates = new CreateGroups(new OrderCreates(pool), config);
+    OrderCreates orderCreates = new OrderCreates(pool);
+    AppConfig.Intake groups = config.intake();
+    GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(),
+        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()).map(IntakeVerticle::asResults));
+    GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(), store::pay);
     Auth auth = new Auth(config.apiKeys());
     Router router = Router.router(vertx);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
@@ -55,7 +67,7 @@ public final class IntakeVerticle extends VerticleBase {
     router.route("/v1/admin/*").handler(auth::requireAdmin);
     router.post("/v1/orders").handler(this::refuseWhileDraining);
     router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
-    new OrderRoutes(vertx, config, store, creates, orderIds, stats).mount(router, contract);
+    new OrderRoutes(vertx, config, store, creates, pays, orderIds, stats).mount(router, contract);
     new AdminRoutes(store, stats).mount(router, contract);
     new DashboardRoutes(store).mount(router, contract);
     router.route().failureHandler(Problems::handle);
@@ -63,6 +75,12 @@ public final class IntakeVerticle extends VerticleBase {
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true));
     return server.requestHandler(router).listen(config.http().port(), config.http().host());
+  }
+
+  private static List<AsyncResult<CreateOutcome>> asResults(List<CreateResult> results) {
+    return results.stream().<AsyncResult<CreateOutcome>>map(result -> result.rejection() != null
+        ? Future.failedFuture(result.rejection())
+        : Future.succeededFuture(result.outcome())).toList();
   }
 
   private static String clientOf(RoutingContext ctx) {

@@ -23,9 +23,11 @@ import ordertimeout.order.OrderRejected.Reason;
 import ordertimeout.order.OrderStatus;
 import ordertimeout.order.TimeoutPolicy;
 import ordertimeout.stats.ServiceStats;
+import ordertimeout.store.OrderCreates.CreateOutcome;
 import ordertimeout.store.OrderCreates.CreateRequest;
 import ordertimeout.store.OrderCreates.IdempotencyKey;
 import ordertimeout.store.OrderStore;
+import ordertimeout.store.OrderStore.PayRequest;
 import ordertimeout.store.OrderStore.StateChange;
 
 import org.slf4j.Logger;
@@ -47,16 +49,19 @@ final class OrderRoutes {
   private final Vertx vertx;
   private final AppConfig config;
   private final OrderStore store;
-  private final CreateGroups creates;
+  private final GroupCommit<CreateRequest, CreateOutcome> creates;
+  private final GroupCommit<PayRequest, StateChange> pays;
   private final TimeoutPolicy policy;
   private final OrderIds orderIds;
   private final ServiceStats stats;
 
-  OrderRoutes(Vertx vertx, AppConfig config, OrderStore store, CreateGroups creates, OrderIds orderIds, ServiceStats stats) {
+  OrderRoutes(Vertx vertx, AppConfig config, OrderStore store, GroupCommit<CreateRequest, CreateOutcome> creates,
+              GroupCommit<PayRequest, StateChange> pays, OrderIds orderIds, ServiceStats stats) {
     this.vertx = vertx;
     this.config = config;
     this.store = store;
     this.creates = creates;
+    this.pays = pays;
     this.policy = new TimeoutPolicy(config.orders());
     this.orderIds = orderIds;
     this.stats = stats;
@@ -131,7 +136,7 @@ final class OrderRoutes {
   }
 
   private void pay(RoutingContext ctx) {
-    respond(ctx, 200, store.pay(orderId(ctx), clientScope(ctx)).map(change -> {
+    respond(ctx, 200, pays.submit(new PayRequest(orderId(ctx), clientScope(ctx))).map(change -> {
       cancelTimersIfChanged(change);
       if (change.changed()) {
         log.info("order paid {} {}", kv("orderId", change.order().id()), kv("requestId", AccessLog.requestId(ctx)));

@@ -1,0 +1,75 @@
+package ordertimeout.intake;
+
+import io.vertx.core.AsyncResult;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.pgclient.PgException;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.function.Function;
+
+/**
+ * Group commit, per intake verticle (one event loop, no locking): a request starts a transaction at once when fewer
+ * than {@code inFlight} are running; otherwise it waits and joins the next group, up to {@code maxSize}. An idle
+ * service answers a lone request without delay; a busy one shares each transaction and its commit among many.
+ *
+ * <p>The transaction decides each request of its group on its own: it answers one result per request, in order, and
+ * fails as a whole only when nothing of it was committed. A deadlock or serialisation failure (SQLSTATE class 40)
+ * rolled the whole group back, so it is run once more.
+ */
+final class GroupCommit<R, T> {
+  private record Waiting<R, T>(R request, Promise<T> answer) {}
+
+  private final Function<List<R>, Future<List<AsyncResult<T>>>> transaction;
+  private final int maxSize;
+  private final int inFlight;
+  private final Queue<Waiting<R, T>> waiting = new ArrayDeque<>();
+  private int running;
+
+  GroupCommit(int maxSize, int inFlight, Function<List<R>, Future<List<AsyncResult<T>>>> transaction) {
+    this.transaction = transaction;
+    this.maxSize = maxSize;
+    this.inFlight = inFlight;
+  }
+
+  Future<T> submit(R request) {
+    Promise<T> answer = Promise.promise();
+    waiting.add(new Waiting<>(request, answer));
+    startGroups();
+    return answer.future();
+  }
+
+  private void startGroups() {
+    while (running < inFlight && !waiting.isEmpty()) {
+      List<Waiting<R, T>> group = new ArrayList<>(Math.min(maxSize, waiting.size()));
+      List<R> requests = new ArrayList<>(Math.min(maxSize, waiting.size()));
+      while (group.size() < maxSize && !waiting.isEmpty()) {
+        Waiting<R, T> next = waiting.poll();
+        group.add(next);
+        requests.add(next.request());
+      }
+      running++;
+      runRetryingConflicts(requests, true)
+          .onSuccess(results -> {
+            for (int i = 0; i < group.size(); i++) {
+              group.get(i).answer().handle(results.get(i));
+            }
+          })
+          .onFailure(failure -> group.forEach(w -> w.answer().fail(failure)))
+          .onComplete(done -> {
+            running--;
+            startGroups();
+          });
+    }
+  }
+
+  private Future<List<AsyncResult<T>>> runRetryingConflicts(List<R> requests, boolean mayRetry) {
+    return transaction.apply(requests).recover(failure -> {
+      boolean conflict = failure instanceof PgException pg && pg.getSqlState() != null && pg.getSqlState().startsWith("40");
+      return conflict && mayRetry ? runRetryingConflicts(requests, false) : Future.failedFuture(failure);
+    });
+  }
+}
