@@ -1,6 +1,5 @@
 package ordertimeout.intake;
 
-import io.vertx.core.AsyncResult;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.pgclient.PgException;
@@ -16,20 +15,21 @@ import java.util.function.Function;
  * than {@code inFlight} are running; otherwise it waits and joins the next group, up to {@code maxSize}. An idle
  * service answers a lone request without delay; a busy one shares each transaction and its commit among many.
  *
- * <p>The transaction decides each request of its group on its own: it answers one result per request, in order, and
- * fails as a whole only when nothing of it was committed. A deadlock or serialisation failure (SQLSTATE class 40)
+ * <p>The transaction decides each request of its group on its own: it answers one future per request, in order
+ * (still pending for a request it left to a later transaction of its own), and fails as a whole only when nothing of
+ * it was committed. The next group may start once it has answered. A deadlock or serialisation failure (SQLSTATE class 40)
  * rolled the whole group back, so it is run once more.
  */
 final class GroupCommit<R, T> {
   private record Waiting<R, T>(R request, Promise<T> answer) {}
 
-  private final Function<List<R>, Future<List<AsyncResult<T>>>> transaction;
+  private final Function<List<R>, Future<List<Future<T>>>> transaction;
   private final int maxSize;
   private final int inFlight;
   private final Queue<Waiting<R, T>> waiting = new ArrayDeque<>();
   private int running;
 
-  GroupCommit(int maxSize, int inFlight, Function<List<R>, Future<List<AsyncResult<T>>>> transaction) {
+  GroupCommit(int maxSize, int inFlight, Function<List<R>, Future<List<Future<T>>>> transaction) {
     this.transaction = transaction;
     this.maxSize = maxSize;
     this.inFlight = inFlight;
@@ -55,7 +55,7 @@ final class GroupCommit<R, T> {
       runRetryingConflicts(requests, true)
           .onSuccess(results -> {
             for (int i = 0; i < group.size(); i++) {
-              group.get(i).answer().handle(results.get(i));
+              results.get(i).onComplete(group.get(i).answer());
             }
           })
           .onFailure(failure -> group.forEach(w -> w.answer().fail(failure)))
@@ -66,7 +66,7 @@ final class GroupCommit<R, T> {
     }
   }
 
-  private Future<List<AsyncResult<T>>> runRetryingConflicts(List<R> requests, boolean mayRetry) {
+  private Future<List<Future<T>>> runRetryingConflicts(List<R> requests, boolean mayRetry) {
     return transaction.apply(requests).recover(failure -> {
       boolean conflict = failure instanceof PgException pg && pg.getSqlState() != null && pg.getSqlState().startsWith("40");
       return conflict && mayRetry ? runRetryingConflicts(requests, false) : Future.failedFuture(failure);

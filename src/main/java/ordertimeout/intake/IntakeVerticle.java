@@ -1,6 +1,5 @@
 package ordertimeout.intake;
 
-import io.vertx.core.AsyncResult;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServer;
@@ -77,8 +76,8 @@ public final class IntakeVerticle extends VerticleBase {
     return server.requestHandler(router).listen(config.http().port(), config.http().host());
   }
 
-  private static List<AsyncResult<CreateOutcome>> asResults(List<CreateResult> results) {
-    return results.stream().<AsyncResult<CreateOutcome>>map(result -> result.rejection() != null
+  private static List<Future<CreateOutcome>> asResults(List<CreateResult> results) {
+    return results.stream().<Future<CreateOutcome>>map(result -> result.rejection() != null
         ? Future.failedFuture(result.rejection())
         : Future.succeededFuture(result.outcome())).toList();
   }

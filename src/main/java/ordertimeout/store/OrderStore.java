@@ -1,6 +1,5 @@
 package ordertimeout.store;
 
-import io.vertx.core.AsyncResult;
 import io.vertx.core.Future;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
@@ -16,7 +15,6 @@ import ordertimeout.order.OrderStatus;
 
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -48,93 +46,87 @@ public final class OrderStore {
   public record PayRequest(long id, String client) {}
 
   /**
-   * Pays a group of orders in one transaction (group commit): each unpaid order before its deadline is paid and its
-   * reservation becomes a sale. Each request is decided on its own, one result per request in order: the order after
-   * it and whether this request changed it, or {@link OrderRejected} when there is no such order (for that client).
-   * An order found unpaid after its deadline is closed right here as a timeout (the wheel would do it a moment later).
+   * Pays a group of orders (group commit): one result per request, in order, each decided on its own: the order after
+   * the request and whether this request changed it, or {@link OrderRejected} when there is no such order (for that
+   * client). One transaction pays every unpaid order before its deadline that no other transaction holds at that
+   * moment, and answers the orders it finds paid or closed. The rest (due, or held by a close or another pay) are
+   * then paid each in a transaction of its own, which waits for the row; the returned future completes at the group's
+   * commit, before those answers. A due order is closed right there as a timeout (the wheel would do it a moment
+   * later). The group never waits for an order row while it holds others, so it cannot deadlock with a close batch.
    */
-  public Future<List<AsyncResult<StateChange>>> pay(List<PayRequest> requests) {
-    return pool.withTransaction(conn -> new PayGroup(conn, requests).run());
+  public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
+    return pool.withTransaction(conn -> new PayGroup(conn, requests).run()).map(results -> {
+      for (int i = 0; i < results.size(); i++) {
+        if (results.get(i) == null) results.set(i, payOne(requests.get(i)));
+      }
+      return results;
+    });
   }
 
-  /** One group's transaction: pay, sell, close the due ones among the rest, then read every order once. */
+  private Future<StateChange> payOne(PayRequest request) {
+    long id = request.id();
+    String client = request.client();
+    Long[] ids = {id};
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.PAY).execute(Tuple.of(id, client))
+        .compose(paid -> paid.size() == 1
+            ? StockMoves.sell(conn, ids).compose(sold -> changed(conn, id, client))
+            : selectOrder(conn, id, client).compose(order -> order.status() != OrderStatus.UNPAID
+                ? Future.succeededFuture(new StateChange(order, false))
+                : conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name()))
+                    .compose(closed -> closed.size() == 1
+                        ? StockMoves.release(conn, ids).compose(released -> changed(conn, id, client))
+                        : selectOrder(conn, id, client).map(now -> new StateChange(now, false))))));
+  }
+
+  /** One group's transaction: pay what is free to pay, sell it, read every order once; null for what is left. */
   private static final class PayGroup {
     private final SqlConnection conn;
     private final List<PayRequest> requests;
-    private final Set<Long> changed = new HashSet<>();
+    private final Set<Long> paid = new HashSet<>();
 
     PayGroup(SqlConnection conn, List<PayRequest> requests) {
       this.conn = conn;
       this.requests = requests;
     }
 
-    Future<List<AsyncResult<StateChange>>> run() {
-      List<PayRequest> byId = new ArrayList<>(requests);
-      byId.sort(Comparator.comparingLong(PayRequest::id));
-      Long[] ids = byId.stream().map(PayRequest::id).toArray(Long[]::new);
-      String[] clients = byId.stream().map(PayRequest::client).toArray(String[]::new);
+    Future<List<Future<StateChange>>> run() {
+      Long[] ids = requests.stream().map(PayRequest::id).toArray(Long[]::new);
+      String[] clients = requests.stream().map(PayRequest::client).toArray(String[]::new);
       return conn.preparedQuery(Sql.PAY_ORDERS).execute(Tuple.tuple().addArrayOfLong(ids).addArrayOfString(clients))
           .compose(rows -> {
-            Long[] paid = new Long[rows.size()];
+            Long[] paidIds = new Long[rows.size()];
             int i = 0;
-            for (Row row : rows) paid[i++] = row.getLong("id");
-            changed.addAll(List.of(paid));
-            return StockMoves.sell(conn, paid);
+            for (Row row : rows) paidIds[i++] = row.getLong("id");
+            paid.addAll(List.of(paidIds));
+            return StockMoves.sell(conn, paidIds);
           })
-          .compose(sold -> closeDueAmongTheRest())
-          .compose(closed -> selectOrders(distinctIds()))
-          .map(this::results);
+          .compose(sold -> conn.preparedQuery(Sql.SELECT_ORDERS)
+              .execute(Tuple.of((Object) requests.stream().map(PayRequest::id).distinct().toArray(Long[]::new))))
+          .map(rows -> {
+            Map<Long, Row> orders = new HashMap<>();
+            rows.forEach(row -> orders.put(row.getLong("id"), row));
+            return results(orders);
+          });
     }
 
-    /** Orders not paid here that are unpaid and visible to their requester are due: closed now as timeouts. */
-    private Future<Void> closeDueAmongTheRest() {
-      Long[] rest = requests.stream().map(PayRequest::id).filter(id -> !changed.contains(id)).distinct().toArray(Long[]::new);
-      if (rest.length == 0) return Future.succeededFuture();
-      return selectOrders(rest).compose(orders -> {
-        Long[] due = requests.stream()
-            .filter(request -> isVisible(orders.get(request.id()), request) && orders.get(request.id()).order().status() == OrderStatus.UNPAID)
-            .map(PayRequest::id).distinct().toArray(Long[]::new);
-        if (due.length == 0) return Future.succeededFuture();
-        return conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(due, CloseReason.TIMEOUT.name())).compose(rows -> {
-          Long[] closed = new Long[rows.size()];
-          int i = 0;
-          for (Row row : rows) closed[i++] = row.getLong("id");
-          changed.addAll(List.of(closed));
-          return StockMoves.release(conn, closed);
-        });
-      });
-    }
-
-    private Long[] distinctIds() {
-      return requests.stream().map(PayRequest::id).distinct().toArray(Long[]::new);
-    }
-
-    private Future<Map<Long, OwnedOrder>> selectOrders(Long[] ids) {
-      return conn.preparedQuery(Sql.SELECT_ORDERS).execute(Tuple.of((Object) ids)).map(rows -> {
-        Map<Long, OwnedOrder> orders = new HashMap<>();
-        rows.forEach(row -> orders.put(row.getLong("id"), new OwnedOrder(toOrder(row), row.getString("client"))));
-        return orders;
-      });
-    }
-
-    /** In request order; of several requests for an order this group changed, the first one reports the change. */
-    private List<AsyncResult<StateChange>> results(Map<Long, OwnedOrder> orders) {
-      List<AsyncResult<StateChange>> results = new ArrayList<>(requests.size());
+    /** In request order; of several requests for an order this group paid, the first one reports the change. */
+    private List<Future<StateChange>> results(Map<Long, Row> orders) {
+      List<Future<StateChange>> results = new ArrayList<>(requests.size());
       for (PayRequest request : requests) {
-        OwnedOrder owned = orders.get(request.id());
-        results.add(isVisible(owned, request)
-            ? Future.succeededFuture(new StateChange(owned.order(), changed.remove(request.id())))
-            : Future.failedFuture(new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + request.id())));
+        Row row = orders.get(request.id());
+        if (row == null || (request.client() != null && !request.client().equals(row.getString("client")))) {
+          results.add(Future.failedFuture(new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + request.id())));
+          continue;
+        }
+        Order order = toOrder(row);
+        boolean changedHere = paid.remove(request.id());
+        results.add(changedHere || order.status() != OrderStatus.UNPAID
+            ? Future.succeededFuture(new StateChange(order, changedHere))
+            : null); // due, or held by another transaction: paid on its own
       }
       return results;
     }
-
-    private static boolean isVisible(OwnedOrder owned, PayRequest request) {
-      return owned != null && (request.client() == null || request.client().equals(owned.client()));
-    }
   }
-
-  private record OwnedOrder(Order order, String client) {}
 
   /** Closes an unpaid order on request (user cancel or admin), giving its stock back. */
   public Future<StateChange> closeOnRequest(long id, CloseReason reason, String client) {

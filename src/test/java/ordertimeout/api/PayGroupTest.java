@@ -1,6 +1,6 @@
 package ordertimeout.api;
 
-import io.vertx.core.AsyncResult;
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import ordertimeout.order.CloseReason;
 import ordertimeout.order.OrderRejected;
@@ -15,6 +15,7 @@ import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
 
+import java.sql.Connection;
 import java.util.List;
 import java.util.Map;
 
@@ -42,7 +43,7 @@ class PayGroupTest extends ServiceTestBase {
     Sql.execute("UPDATE orders SET client = 'someone-else' WHERE id = ?", othersOrder);
     long missing = 12345L;
 
-    List<AsyncResult<StateChange>> results = payInOneGroup(List.of(
+    List<Future<StateChange>> results = payInOneGroup(List.of(
         new PayRequest(unpaid, CLIENT),
         new PayRequest(othersOrder, CLIENT),
         new PayRequest(overdue, CLIENT),
@@ -82,7 +83,7 @@ class PayGroupTest extends ServiceTestBase {
     List<PayRequest> requests = new java.util.ArrayList<>();
     for (int i = orders - 1; i >= 0; i--) requests.add(new PayRequest(ids[i], CLIENT));
 
-    List<AsyncResult<StateChange>> results = payInOneGroup(requests);
+    List<Future<StateChange>> results = payInOneGroup(requests);
 
     for (int i = 0; i < orders; i++) {
       assertChange(results.get(i), ids[orders - 1 - i], OrderStatus.PAID, true);
@@ -94,24 +95,56 @@ class PayGroupTest extends ServiceTestBase {
     assertThat(Sql.count("SELECT 7 * 1000 - sum(available) FROM inventory")).isEqualTo(sold);
   }
 
-  private static List<AsyncResult<StateChange>> payInOneGroup(List<PayRequest> requests) {
+  /** A row another transaction holds does not hold the group up: that pay waits on its own, the others commit. */
+  @Test
+  void aPayWhoseOrderAnotherTransactionHoldsWaitsAloneAndTheOthersCommit() throws Exception {
+    api.setStock("HELD", 10);
+    long held = idOf(create("u-1", 600, "HELD", 1));
+    long free = idOf(create("u-2", 600, "HELD", 2));
+    Vertx vertx = Vertx.vertx();
+    try (Connection locker = TestDatabase.jdbc()) {
+      locker.setAutoCommit(false);
+      try (var lock = locker.prepareStatement("SELECT id FROM orders WHERE id = ? FOR UPDATE")) {
+        lock.setLong(1, held);
+        lock.executeQuery().close();
+      }
+      OrderStore store = new OrderStore(Pools.shared(vertx, "pay-group-test", TestDatabase.connectOptions(), 2, 1));
+      List<Future<StateChange>> answers = TestService.await(
+          store.pay(List.of(new PayRequest(held, CLIENT), new PayRequest(free, CLIENT))));
+
+      assertChange(answers.get(1), free, OrderStatus.PAID, true);
+      assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ? AND status = 'PAID'", free)).as("committed").isEqualTo(1);
+      Thread.sleep(200);
+      assertThat(answers.get(0).isComplete()).as("the held one waits for the row").isFalse();
+      locker.commit();
+      TestService.await(answers.get(0));
+      assertChange(answers.get(0), held, OrderStatus.PAID, true);
+    } finally {
+      TestService.await(vertx.close());
+    }
+    assertThat(api.stock("HELD").getLong("reserved")).isZero();
+  }
+
+  private static List<Future<StateChange>> payInOneGroup(List<PayRequest> requests) {
     Vertx vertx = Vertx.vertx();
     try {
       OrderStore store = new OrderStore(Pools.shared(vertx, "pay-group-test", TestDatabase.connectOptions(), 1, 1));
-      return TestService.await(store.pay(requests));
+      List<Future<StateChange>> results = TestService.await(store.pay(requests));
+      TestService.await(Future.join(results).transform(allSettled -> Future.succeededFuture())); // some fail on purpose
+      return results;
     } finally {
       TestService.await(vertx.close());
     }
   }
 
-  private static void assertChange(AsyncResult<StateChange> result, long id, OrderStatus status, boolean changed) {
+  private static void assertChange(Future<StateChange> result, long id, OrderStatus status, boolean changed) {
     assertThat(result.succeeded()).as("%s", result.cause()).isTrue();
     assertThat(result.result().order().id()).isEqualTo(id);
     assertThat(result.result().order().status()).isEqualTo(status);
     assertThat(result.result().changed()).as("changed").isEqualTo(changed);
   }
 
-  private static void assertNotFound(AsyncResult<StateChange> result) {
+  private static void assertNotFound(Future<StateChange> result) {
     assertThat(result.failed()).isTrue();
     assertThat(result.cause()).isInstanceOf(OrderRejected.class);
     assertThat(((OrderRejected) result.cause()).reason()).isEqualTo(OrderRejected.Reason.ORDER_NOT_FOUND);
