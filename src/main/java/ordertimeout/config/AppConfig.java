@@ -160,7 +160,7 @@ public record AppConfig(
             source.integer("http.maxBodyBytes", 65536, 1024, 16 * 1024 * 1024)),
         new Intake(
             source.integer("intake.groupMaxSize", 256, 1, 10_000),
-            source.integer("intake.groupsInFlight", 2, 1, 64)),
+            source.integer("intake.groupsInFlight", 1, 1, 64)),
         new Database(
             source.string("database.url", ""),
             source.string("database.dataDir", "./data"),
