@@ -7,7 +7,8 @@ package ordertimeout.order;
 public final class OrderIds {
   private static final long EPOCH_MILLIS = 1_735_689_600_000L; // 2025-01-01T00:00:00Z
   private static final int NODE_BITS = 10;
-  private static final int SEQUENCE_BITS = 12;
+  /** The low bits: an order's place among those created in the same millisecond on its node. */
+  public static final int SEQUENCE_BITS = 12;
   private static final long SEQUENCE_MASK = (1L << SEQUENCE_BITS) - 1;
 
   private final long nodeBits;
