@@ -32,8 +32,8 @@ import java.util.regex.Pattern;
  * 1,000 SKUs) and a flash sale (every order on one SKU). For each: the service's own group-commit transaction
  * driven directly without HTTP (4 connections, groups of 64: what PostgreSQL takes here), the baseline (the same inserts and
  * reservations as one transaction per order, driven directly against PostgreSQL on 8 connections), wrk
- * at 64 connections (closed loop: the throughput at saturation), then Gatling (open model) at 30% of
- * that rate for 60 s, asserting p99 at most 50 ms and no failures.
+ * at 64 connections (closed loop: the throughput at saturation), then Gatling (open model) at 35% of
+ * that rate for 60 s after 10 s of warm-up at that rate (not counted), asserting p99 at most 50 ms and no failures.
  * The service runs in this JVM, after a warm-up.
  */
 public final class IntakeBenchmark {
@@ -47,10 +47,11 @@ public final class IntakeBenchmark {
   private static final int WRK_CONNECTIONS = 64;
   /**
    * Gatling tries these shares of wrk's closed-loop throughput, highest first, until one holds. Low
-   * shares: Gatling's own JVM shares the 2 cores with the service and PostgreSQL (at 70% and 45% of
-   * wrk's rate it measured p99 of 762 and 131 ms on 2026-11-30, while wrk itself saw 41 ms).
+   * shares: Gatling's own JVM shares the 2 cores with the service and PostgreSQL. On 2026-11-30, after
+   * its warm-up: 30% held on both spreads (p99 30 ms), 50% did not (p99 63 and 66 ms). One share only,
+   * so that run-all.sh stays within 15 minutes.
    */
-  private static final double[] GATLING_SHARES_OF_WRK = {0.3};
+  private static final double[] GATLING_SHARES_OF_WRK = {0.35};
   private static final Pattern WRK_RATE = Pattern.compile("Requests/sec:\\s+([0-9.]+)");
   private static final Pattern WRK_P99 = Pattern.compile("99%\\s+([0-9.]+)(us|ms|s)");
   private static final Pattern WRK_NON_2XX = Pattern.compile("Non-2xx or 3xx responses: (\\d+)");
