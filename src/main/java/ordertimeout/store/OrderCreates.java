@@ -69,103 +69,112 @@ public final class OrderCreates {
       this.results = new CreateResult[requests.size()];
     }
 
+    /**
+     * The locks and reads are sent together (pipelined) and PostgreSQL runs them one after another, so each read
+     * comes after the lock before it, and every group takes its locks in the same order: idempotency keys (tried,
+     * never waited for), users (sorted), SKUs (sorted). Then the decisions, one statement writing the orders with
+     * their reservations, and one storing their idempotency keys.
+     */
     Future<List<CreateResult>> run() {
-      return lockIdempotencyKeys()
-          .compose(locked -> replayStoredKeys())
-          .compose(replayed -> lockAndCountUsers())
-          .compose(unpaidByUser -> lockStock().compose(available -> reserveAndInsert(unpaidByUser, available)))
+      Future<RowSet<Row>> keyLocks = conn.preparedQuery(Sql.TRY_LOCK_IDEMPOTENCY_KEYS).execute(keyLocksTuple());
+      Future<RowSet<Row>> storedKeys = conn.preparedQuery(Sql.SELECT_IDEMPOTENCY_KEYS).execute(storedKeysTuple());
+      Future<RowSet<Row>> userLocks = conn.preparedQuery(Sql.LOCK_USERS).execute(userLocksTuple());
+      Future<RowSet<Row>> unpaid = conn.preparedQuery(Sql.COUNT_UNPAID_OF_USERS).execute(usersTuple());
+      Future<RowSet<Row>> stock = conn.preparedQuery(Sql.LOCK_STOCK_BY_SKU).execute(skusTuple());
+      return Future.all(keyLocks, storedKeys, userLocks, unpaid, stock)
+          .compose(all -> {
+            refuseKeysInProgress(keyLocks.result());
+            replayStoredKeys(storedKeys.result());
+            return reserveAndInsert(unpaidByUser(unpaid.result()), available(stock.result()));
+          })
           .map(done -> List.of(results));
     }
 
-    /** A key taken by a running transaction (or twice in this group) answers request_in_progress. */
-    private Future<Void> lockIdempotencyKeys() {
+    private Tuple keyLocksTuple() {
       Long[] keys = new Long[requests.size()];
-      Set<String> seen = new HashSet<>();
       for (int i = 0; i < keys.length; i++) {
         IdempotencyKey key = requests.get(i).idempotency();
         keys[i] = lockKey("idempotency", key.client(), key.key());
-        if (!seen.add(key.client() + '\u0000' + key.key())) {
+      }
+      return Tuple.of(keys);
+    }
+
+    /** A key taken by a running transaction (or twice in this group) answers request_in_progress. */
+    private void refuseKeysInProgress(RowSet<Row> locks) {
+      Set<String> seen = new HashSet<>();
+      int i = 0;
+      for (Row row : locks) {
+        IdempotencyKey key = requests.get(i).idempotency();
+        if (!seen.add(key.client() + '\u0000' + key.key()) || !row.getBoolean("locked")) {
           results[i] = CreateResult.refused(Reason.REQUEST_IN_PROGRESS, "a request with this Idempotency-Key is still running");
         }
+        i++;
       }
-      return conn.preparedQuery(Sql.TRY_LOCK_IDEMPOTENCY_KEYS).execute(Tuple.of(keys)).map(rows -> {
-        int i = 0;
-        for (Row row : rows) {
-          if (!row.getBoolean("locked") && results[i] == null) {
-            results[i] = CreateResult.refused(Reason.REQUEST_IN_PROGRESS, "a request with this Idempotency-Key is still running");
-          }
-          i++;
-        }
-        return null;
-      });
+    }
+
+    private Tuple storedKeysTuple() {
+      String[] clients = requests.stream().map(request -> request.idempotency().client()).toArray(String[]::new);
+      String[] keys = requests.stream().map(request -> request.idempotency().key()).toArray(String[]::new);
+      return Tuple.tuple().addArrayOfString(clients).addArrayOfString(keys);
     }
 
     /** A key already stored answers its stored response (same request) or 422 (another request). */
-    private Future<Void> replayStoredKeys() {
-      List<Integer> open = undecided();
-      String[] clients = open.stream().map(i -> requests.get(i).idempotency().client()).toArray(String[]::new);
-      String[] keys = open.stream().map(i -> requests.get(i).idempotency().key()).toArray(String[]::new);
-      return conn.preparedQuery(Sql.SELECT_IDEMPOTENCY_KEYS).execute(Tuple.tuple().addArrayOfString(clients).addArrayOfString(keys))
-          .map(rows -> {
-            Map<String, Row> stored = new HashMap<>();
-            rows.forEach(row -> stored.put(row.getString("client") + '\u0000' + row.getString("key"), row));
-            for (int i : open) {
-              IdempotencyKey key = requests.get(i).idempotency();
-              Row row = stored.get(key.client() + '\u0000' + key.key());
-              if (row == null) {
-                continue;
-              }
-              results[i] = row.getString("request_hash").equals(key.requestHash())
-                  ? new CreateResult(new CreateOutcome(row.getInteger("response_status"), row.getString("response_body"), null), null)
-                  : CreateResult.refused(Reason.IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was used for a different request body");
-            }
-            return null;
-          });
+    private void replayStoredKeys(RowSet<Row> rows) {
+      Map<String, Row> stored = new HashMap<>();
+      rows.forEach(row -> stored.put(row.getString("client") + '\u0000' + row.getString("key"), row));
+      for (int i : undecided()) {
+        IdempotencyKey key = requests.get(i).idempotency();
+        Row row = stored.get(key.client() + '\u0000' + key.key());
+        if (row == null) {
+          continue;
+        }
+        results[i] = row.getString("request_hash").equals(key.requestHash())
+            ? new CreateResult(new CreateOutcome(row.getInteger("response_status"), row.getString("response_body"), null), null)
+            : CreateResult.refused(Reason.IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was used for a different request body");
+      }
     }
 
-    /** Locks every user of the group (sorted keys, so no deadlock) and counts their unpaid orders. */
-    private Future<Map<String, Long>> lockAndCountUsers() {
-      List<Integer> open = undecided();
+    /** Every user of the group, locked in the order of their sorted keys so that two groups cannot deadlock. */
+    private Tuple userLocksTuple() {
       TreeSet<Long> userLocks = new TreeSet<>();
+      for (CreateRequest request : requests) {
+        userLocks.add(lockKey("user", request.idempotency().client(), request.order().userId()));
+      }
+      return Tuple.of(userLocks.toArray(Long[]::new));
+    }
+
+    private Tuple usersTuple() {
       Set<String> users = new HashSet<>();
       List<String> clients = new ArrayList<>();
       List<String> userIds = new ArrayList<>();
-      for (int i : open) {
-        String client = requests.get(i).idempotency().client();
-        String userId = requests.get(i).order().userId();
-        userLocks.add(lockKey("user", client, userId));
-        if (users.add(userKey(client, userId))) {
-          clients.add(client);
-          userIds.add(userId);
+      for (CreateRequest request : requests) {
+        if (users.add(userKey(request.idempotency().client(), request.order().userId()))) {
+          clients.add(request.idempotency().client());
+          userIds.add(request.order().userId());
         }
       }
-      if (open.isEmpty()) {
-        return Future.succeededFuture(Map.of());
-      }
-      return conn.preparedQuery(Sql.LOCK_USERS).execute(Tuple.of(userLocks.toArray(Long[]::new)))
-          .compose(locked -> conn.preparedQuery(Sql.COUNT_UNPAID_OF_USERS)
-              .execute(Tuple.tuple().addArrayOfString(clients.toArray(String[]::new)).addArrayOfString(userIds.toArray(String[]::new))))
-          .map(rows -> {
-            Map<String, Long> unpaid = new HashMap<>();
-            rows.forEach(row -> unpaid.put(userKey(row.getString("client"), row.getString("user_id")), row.getLong("unpaid")));
-            return unpaid;
-          });
+      return Tuple.tuple().addArrayOfString(clients.toArray(String[]::new)).addArrayOfString(userIds.toArray(String[]::new));
     }
 
-    /** Locks the inventory rows of every SKU in the group, in SKU order; returns what is available. */
-    private Future<Map<String, Long>> lockStock() {
+    private static Map<String, Long> unpaidByUser(RowSet<Row> rows) {
+      Map<String, Long> unpaid = new HashMap<>();
+      rows.forEach(row -> unpaid.put(userKey(row.getString("client"), row.getString("user_id")), row.getLong("unpaid")));
+      return unpaid;
+    }
+
+    /** Every SKU of the group, locked in SKU order. */
+    private Tuple skusTuple() {
       TreeSet<String> skus = new TreeSet<>();
-      for (int i : undecided()) {
-        requests.get(i).order().items().forEach(item -> skus.add(item.sku()));
+      for (CreateRequest request : requests) {
+        request.order().items().forEach(item -> skus.add(item.sku()));
       }
-      if (skus.isEmpty()) {
-        return Future.succeededFuture(Map.of());
-      }
-      return conn.preparedQuery(Sql.LOCK_STOCK_BY_SKU).execute(Tuple.of(skus.toArray(String[]::new))).map(rows -> {
-        Map<String, Long> available = new HashMap<>();
-        rows.forEach(row -> available.put(row.getString("sku"), row.getLong("available")));
-        return available;
-      });
+      return Tuple.of(skus.toArray(String[]::new));
+    }
+
+    private static Map<String, Long> available(RowSet<Row> rows) {
+      Map<String, Long> available = new HashMap<>();
+      rows.forEach(row -> available.put(row.getString("sku"), row.getLong("available")));
+      return available;
     }
 
     /** Decides each open request in arrival order, then writes the accepted ones. */
@@ -192,13 +201,7 @@ public final class OrderCreates {
       if (accepted.isEmpty()) {
         return Future.succeededFuture();
       }
-      String[] skus = reserved.keySet().toArray(String[]::new);
-      Integer[] qtys = new Integer[skus.length];
-      for (int s = 0; s < skus.length; s++) {
-        qtys[s] = reserved.get(skus[s]);
-      }
-      return conn.preparedQuery(Sql.RESERVE_STOCK).execute(Tuple.tuple().addArrayOfString(skus).addArrayOfInteger(qtys))
-          .compose(done -> conn.preparedQuery(Sql.INSERT_ORDERS).execute(insertOrdersTuple(accepted)))
+      return conn.preparedQuery(Sql.INSERT_ORDERS).execute(insertOrdersTuple(accepted, reserved))
           .compose(rows -> storeKeys(accepted, rows));
     }
 
@@ -220,7 +223,7 @@ public final class OrderCreates {
       return null;
     }
 
-    private Tuple insertOrdersTuple(List<Integer> accepted) {
+    private Tuple insertOrdersTuple(List<Integer> accepted, Map<String, Integer> reserved) {
       int n = accepted.size();
       Long[] ids = new Long[n];
       Integer[] shards = new Integer[n];
@@ -252,7 +255,8 @@ public final class OrderCreates {
           .addArrayOfLong(ids).addArrayOfInteger(shards).addArrayOfString(clients).addArrayOfString(userIds)
           .addArrayOfString(categories).addArrayOfInteger(timeouts).addArrayOfInteger(reminders)
           .addArrayOfLong(itemOrders.toArray(Long[]::new)).addArrayOfString(itemSkus.toArray(String[]::new))
-          .addArrayOfInteger(itemQtys.toArray(Integer[]::new));
+          .addArrayOfInteger(itemQtys.toArray(Integer[]::new))
+          .addArrayOfString(reserved.keySet().toArray(String[]::new)).addArrayOfInteger(reserved.values().toArray(Integer[]::new));
     }
 
     /** Renders each new order's 201 response and stores it under its idempotency key. */

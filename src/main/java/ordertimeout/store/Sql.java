@@ -53,16 +53,10 @@ final class Sql {
   static final String LOCK_STOCK_BY_SKU = """
       SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
 
-  static final String RESERVE_STOCK = """
-      UPDATE inventory AS inv
-      SET available = inv.available - d.qty, reserved = inv.reserved + d.qty, updated_at = now()
-      FROM unnest($1::text[], $2::int[]) AS d (sku, qty)
-      WHERE inv.sku = d.sku""";
-
   /**
-   * The orders, their items, log lines and ORDER_CREATED events, in one statement from parallel
-   * arrays. The clock is read here, after the locks were granted, so that lock waits do not eat into
-   * the time to pay.
+   * The orders, their items, log lines, ORDER_CREATED events and stock reservations ({@code $11} SKUs,
+   * {@code $12} quantities, summed per SKU), in one statement from parallel arrays. The clock is read
+   * here, after the locks were granted, so that lock waits do not eat into the time to pay.
    */
   static final String INSERT_ORDERS = """
       WITH t AS (SELECT clock_timestamp() AS at),
@@ -79,6 +73,11 @@ final class Sql {
         RETURNING id, user_id, category, created_at, close_at, remind_at),
       items AS (
         INSERT INTO order_items (order_id, sku, qty) SELECT order_id, sku, qty FROM items_in),
+      reserved AS (
+        UPDATE inventory AS inv
+        SET available = inv.available - d.qty, reserved = inv.reserved + d.qty, updated_at = now()
+        FROM unnest($11::text[], $12::int[]) AS d (sku, qty)
+        WHERE inv.sku = d.sku),
       logged AS (
         INSERT INTO order_log (order_id, event, detail, at)
         SELECT id, 'CREATED', category, created_at FROM created),
