@@ -18,10 +18,18 @@ log=load-tests/results/run-all.log
 : > "$log"
 mvn -q -B -Dstyle.color=never -Pbench test-compile
 
+failed=""
 run() {
   echo "== $1" | tee -a "$log"
-  mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} 2>&1 | tee -a "$log" \
-    | grep -aE '(wheel|reload|close-storm|steady-state|intake): ' || true
+  set +e
+  mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} 2>&1 \
+    | sed 's/\x1b\[[0-9;]*m//g' | tee -a "$log" | grep -aE '(wheel|reload|close-storm|steady-state|intake): '
+  local status=${PIPESTATUS[0]}
+  set -e
+  if [ "$status" -ne 0 ]; then
+    echo "$1 FAILED (exit $status): see $log" | tee -a "$log"
+    failed="$failed $1"
+  fi
 }
 
 run WheelBenchmark
@@ -33,3 +41,7 @@ run IntakeBenchmark
 echo
 echo "Summary:"
 grep -aE '^(wheel|reload|close-storm|steady-state|intake): ' "$log"
+if [ -n "$failed" ]; then
+  echo "failed:$failed"
+  exit 1
+fi

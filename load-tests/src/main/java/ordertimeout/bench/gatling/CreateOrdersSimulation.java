@@ -17,7 +17,7 @@ import static io.gatling.javaapi.http.HttpDsl.status;
 
 /**
  * Creates orders with fresh idempotency keys at a constant arrival rate (open model). System
- * properties: baseUrl, rate (orders per second), duration (seconds), warmup (seconds, 10), skus (1000:
+ * properties: baseUrl, rate (orders per second), duration (seconds), warmup (seconds, 5), skus (1000:
  * 1-3 items spread over SKU-0..SKU-999; 1: every order takes one unit of SKU-FLASH, a flash sale).
  * The warm-up sends at the same rate first, silently: its requests are not in the statistics, so the
  * first seconds of Gatling's own JVM (p50 over 300 ms in its first second on 2026-11-30) are not
@@ -28,7 +28,7 @@ public class CreateOrdersSimulation extends Simulation {
   private final String baseUrl = System.getProperty("baseUrl", "http://127.0.0.1:8080");
   private final int rate = Integer.getInteger("rate", 1000);
   private final int seconds = Integer.getInteger("duration", 60);
-  private final int warmupSeconds = Integer.getInteger("warmup", 10);
+  private final int warmupSeconds = Integer.getInteger("warmup", 5);
   private final int skus = Integer.getInteger("skus", 1000);
 
   private final HttpProtocolBuilder protocol = http.baseUrl(baseUrl)
