@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark once, one after another (about 13 minutes on 2 cores), and prints their summary
+# Runs every benchmark once, one after another (about 14-15 minutes on 2 cores), and prints their summary
 # lines at the end. Figures go to load-tests/results/*.json. Needs wrk (installed from Debian's packages
 # when missing). Run from the repository root: bash load-tests/run-all.sh
 set -euo pipefail
