@@ -23,7 +23,7 @@ run() {
   echo "== $1" | tee -a "$log"
   set +e
   mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} 2>&1 \
-    | sed 's/\x1b\[[0-9;]*m//g' | tee -a "$log" | grep -aE '(wheel|reload|close-storm|steady-state|intake): '
+    | sed -u 's/\x1b\[[0-9;]*m//g' | tee -a "$log" | grep -aE '(wheel|reload|close-storm|steady-state|intake): '
   local status=${PIPESTATUS[0]}
   set -e
   if [ "$status" -ne 0 ]; then
@@ -40,7 +40,7 @@ run IntakeBenchmark
 
 echo
 echo "Summary:"
-grep -aE '^(wheel|reload|close-storm|steady-state|intake): ' "$log"
+grep -aE '^(wheel|reload|close-storm|steady-state|intake): ' "$log" || true
 if [ -n "$failed" ]; then
   echo "failed:$failed"
   exit 1

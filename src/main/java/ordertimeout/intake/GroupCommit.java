@@ -10,6 +10,9 @@ import java.util.List;
 import java.util.Queue;
 import java.util.function.Function;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 /**
  * Group commit, per intake verticle (one event loop, no locking): a request starts a transaction at once when fewer
  * than {@code inFlight} are running; otherwise it waits and joins the next group, up to {@code maxSize}. An idle
@@ -21,6 +24,7 @@ import java.util.function.Function;
  * rolled the whole group back, so it is run once more.
  */
 final class GroupCommit<R, T> {
+  private static final Logger log = LoggerFactory.getLogger(GroupCommit.class);
   private record Waiting<R, T>(R request, Promise<T> answer) {}
 
   private final Function<List<R>, Future<List<Future<T>>>> transaction;
@@ -55,7 +59,12 @@ final class GroupCommit<R, T> {
       runRetryingConflicts(requests, true)
           .onSuccess(results -> {
             for (int i = 0; i < group.size(); i++) {
-              results.get(i).onComplete(group.get(i).answer());
+              Promise<T> answer = group.get(i).answer();
+              try {
+                results.get(i).onComplete(answer::handle);
+              } catch (RuntimeException e) { // one request's handler must not leave the rest of its group unanswered
+                log.error("answering a request of a group failed", e);
+              }
             }
           })
           .onFailure(failure -> group.forEach(w -> w.answer().fail(failure)))
@@ -67,7 +76,13 @@ final class GroupCommit<R, T> {
   }
 
   private Future<List<Future<T>>> runRetryingConflicts(List<R> requests, boolean mayRetry) {
-    return transaction.apply(requests).recover(failure -> {
+    Future<List<Future<T>>> run;
+    try {
+      run = transaction.apply(requests);
+    } catch (RuntimeException e) {
+      run = Future.failedFuture(e); // the group's place must be given back whatever happens
+    }
+    return run.recover(failure -> {
       boolean conflict = failure instanceof PgException pg && pg.getSqlState() != null && pg.getSqlState().startsWith("40");
       return conflict && mayRetry ? runRetryingConflicts(requests, false) : Future.failedFuture(failure);
     });

@@ -3,6 +3,7 @@ package ordertimeout.store;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.vertx.core.internal.ContextInternal;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.PrepareOptions;
 import io.vertx.sqlclient.PreparedQuery;
@@ -23,9 +24,10 @@ import java.util.stream.Collector;
  * {@code waitMillis} for a free connection. It stands in for the pool's own connection timeout, which must be off
  * underneath: in vertx-sql-client 5.0.7, when that timeout fires just as a connection is granted, the grant goes to
  * the request that already failed and the connection never returns to the pool (an IllegalStateException "Promise
- * already completed" is logged; fixed upstream in 5.0.10). Here a connection granted after the wait ended is handed
- * straight back. Statements run on the pool itself ({@link #query}, {@link #preparedQuery}) take a connection the same
- * way for each execution.
+ * already completed" is logged; fixed upstream in 5.0.8, while this project takes Vert.x 5.0.7 through its BOM). Here a
+ * connection granted after the wait ended is handed straight back: a waiter that gave up stays in the pool's queue
+ * until a connection comes free, and returns that one at once. Statements run on the pool itself ({@link #query},
+ * {@link #preparedQuery}) take a connection the same way for each execution.
  */
 final class BoundedWaitPool implements Pool {
   private final Vertx vertx;
@@ -41,8 +43,9 @@ final class BoundedWaitPool implements Pool {
 
   @Override
   public Future<SqlConnection> getConnection() {
-    Promise<SqlConnection> answer = Promise.promise();
-    long timer = vertx.setTimer(waitMillis, id -> answer.tryFail(
+    ContextInternal context = (ContextInternal) vertx.getOrCreateContext(); // the caller's, as the pool would use
+    Promise<SqlConnection> answer = context.promise();
+    long timer = context.setTimer(waitMillis, id -> answer.tryFail(
         new TimeoutException("no database connection became free within " + waitMillis + " ms")));
     pool.getConnection().onComplete(acquired -> {
       vertx.cancelTimer(timer);

@@ -55,7 +55,7 @@ public final class OrderCreates {
     return pool.withTransaction(conn -> new Group(conn, requests, maxUnpaidPerUser).run());
   }
 
-  /** One group's transaction, step by step; requests still undecided have a null result. */
+  /** One group's transaction; requests still undecided have a null result. */
   private static final class Group {
     private final SqlConnection conn;
     private final List<CreateRequest> requests;
@@ -224,6 +224,13 @@ public final class OrderCreates {
     }
 
     private Tuple insertOrdersTuple(List<Integer> accepted, Map<String, Integer> reserved) {
+      String[] reservedSkus = new String[reserved.size()];
+      Integer[] reservedQtys = new Integer[reserved.size()];
+      int r = 0;
+      for (Map.Entry<String, Integer> sku : reserved.entrySet()) {
+        reservedSkus[r] = sku.getKey();
+        reservedQtys[r++] = sku.getValue();
+      }
       int n = accepted.size();
       Long[] ids = new Long[n];
       Integer[] shards = new Integer[n];
@@ -256,7 +263,7 @@ public final class OrderCreates {
           .addArrayOfString(categories).addArrayOfInteger(timeouts).addArrayOfInteger(reminders)
           .addArrayOfLong(itemOrders.toArray(Long[]::new)).addArrayOfString(itemSkus.toArray(String[]::new))
           .addArrayOfInteger(itemQtys.toArray(Integer[]::new))
-          .addArrayOfString(reserved.keySet().toArray(String[]::new)).addArrayOfInteger(reserved.values().toArray(Integer[]::new));
+          .addArrayOfString(reservedSkus).addArrayOfInteger(reservedQtys);
     }
 
     /** Renders each new order's 201 response and stores it under its idempotency key. */

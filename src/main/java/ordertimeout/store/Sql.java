@@ -10,7 +10,7 @@ final class Sql {
 
   static final String SELECT_ORDER = selectOrders("o.id = $1 AND ($2::text IS NULL OR o.client = $2)");
 
-  /** Orders by id ({@code $1}), for a caller already entitled to them. */
+  /** Orders by id ({@code $1}) of any client; the caller checks who may see them. */
   static final String SELECT_ORDERS = selectOrders("o.id = ANY($1)");
 
   private static String selectOrders(String condition) {
@@ -99,47 +99,47 @@ final class Sql {
   // ---- pay and close
 
   /**
-   * By primary key. The client check is written {@code IS NOT DISTINCT FROM} (the same as {@code =} here:
-   * client is never null) so that it cannot be an index condition: with {@code client = $2} the planner,
+   * The compare-and-set of one pay, with its log line and ORDER_PAID event; {@code $2} is the client, null for an
+   * admin (any client's order). By primary key. The client check is written {@code IS NOT DISTINCT FROM} (the same as
+   * {@code =} here: client is never null) so that it cannot be an index condition: with {@code client = $2} the planner,
    * on a table without statistics yet, took orders_unpaid_by_user and read every unpaid order of the
    * client to find one (3 ms with 3,000 unpaid, most of PostgreSQL's time in the steady-state benchmark).
    */
-  /** The compare-and-set of one pay, with its log line and ORDER_PAID event; {@code $2} null for an admin. */
-  static final String PAY = """
-      WITH paid AS (
+  static final String PAY = pay("""
+      paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
-        WHERE id = $1 AND client IS NOT DISTINCT FROM $2 AND status = 'UNPAID' AND close_at > now()
-        RETURNING id, paid_at),
-      logged AS (
-        INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
-      evented AS (
-        INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT id, 'ORDER_PAID', jsonb_build_object('orderId', id::text, 'paidAt', paid_at), paid_at FROM paid)
-      SELECT id FROM paid""";
+        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID' AND close_at > now()
+        RETURNING id, paid_at)""");
 
   /**
-   * {@link #PAY} for a group: {@code $1} order ids, {@code $2} the client of each. Only rows no other transaction
+   * {@link #PAY} for a group: {@code $1} order ids, {@code $2} the client of each (null for an admin). Only rows no other transaction
    * holds are paid (SKIP LOCKED), so the group never waits for a row while it holds others. Returns the ids paid; an
    * id given twice is paid once.
    */
-  static final String PAY_ORDERS = """
-      WITH payable AS (
+  static final String PAY_ORDERS = pay("""
+      payable AS (
         SELECT o.id
         FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS requested(id, client)
-          ON o.id = requested.id AND o.client IS NOT DISTINCT FROM requested.client
+          ON o.id = requested.id AND (requested.client IS NULL OR o.client = requested.client)
         WHERE o.status = 'UNPAID' AND o.close_at > now()
         FOR UPDATE OF o SKIP LOCKED),
       paid AS (
         UPDATE orders o SET status = 'PAID', paid_at = now()
         FROM (SELECT DISTINCT id FROM payable) AS p
         WHERE o.id = p.id AND o.status = 'UNPAID'
-        RETURNING o.id, o.paid_at),
-      logged AS (
-        INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
-      evented AS (
-        INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT id, 'ORDER_PAID', jsonb_build_object('orderId', id::text, 'paidAt', paid_at), paid_at FROM paid)
-      SELECT id FROM paid""";
+        RETURNING o.id, o.paid_at)""");
+
+  /** A pay's statement: {@code paidCtes} end with {@code paid} (id, paid_at), which gets its log lines and events. */
+  private static String pay(String paidCtes) {
+    return """
+        WITH %s,
+        logged AS (
+          INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
+        evented AS (
+          INSERT INTO outbox (order_id, type, payload, created_at)
+          SELECT id, 'ORDER_PAID', jsonb_build_object('orderId', id::text, 'paidAt', paid_at), paid_at FROM paid)
+        SELECT id FROM paid""".formatted(paidCtes);
+  }
 
   /**
    * The compare-and-set of a close, with its log line and ORDER_CLOSED event. {@code $1} is an array

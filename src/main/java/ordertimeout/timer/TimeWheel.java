@@ -493,7 +493,7 @@ public final class TimeWheel {
 
   /**
    * Order ids created in the same millisecond on one node differ in their low {@link OrderIds#SEQUENCE_BITS} only:
-   * they get a run of neighbouring buckets from a base hashed from the rest (Fibonacci hashing), so that a burst's
+   * they get a run of neighbouring buckets from a base hashed from the rest (a multiplicative hash), so that a burst's
    * schedules and fires touch a few cache lines of the index rather than one each. Other ids scatter as with a plain
    * hash.
    */

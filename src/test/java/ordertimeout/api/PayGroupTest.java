@@ -9,6 +9,7 @@ import ordertimeout.store.OrderStore;
 import ordertimeout.store.OrderStore.PayRequest;
 import ordertimeout.store.OrderStore.StateChange;
 import ordertimeout.store.Pools;
+import ordertimeout.support.Api;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
@@ -93,6 +94,22 @@ class PayGroupTest extends ServiceTestBase {
     long sold = 0;
     for (int i = 0; i < orders; i++) sold += 1 + i % 3 + 2;
     assertThat(Sql.count("SELECT 7 * 1000 - sum(available) FROM inventory")).isEqualTo(sold);
+  }
+
+  /** An admin pays any client's order, alone (one by one) or in a group. */
+  @Test
+  void anAdminPaysAnyClientsOrder() {
+    api.setStock("ADMIN", 10);
+    long alone = idOf(create("u-1", 600, "ADMIN", 1));
+    long grouped = idOf(create("u-2", 600, "ADMIN", 2));
+
+    Api.Response paid = api.post("/v1/orders/" + alone + "/pay", Api.ADMIN_KEY);
+    assertThat(paid.status()).as(paid.body()).isEqualTo(200);
+    assertThat(paid.json().getString("status")).isEqualTo("PAID");
+
+    List<Future<StateChange>> results = payInOneGroup(List.of(new PayRequest(grouped, null)));
+    assertChange(results.get(0), grouped, OrderStatus.PAID, true);
+    assertThat(api.stock("ADMIN").getLong("reserved")).isZero();
   }
 
   /** A row another transaction holds does not hold the group up: that pay waits on its own, the others commit. */

@@ -62,7 +62,7 @@ class BoundedWaitPoolTest {
     warmUp();
     Promise<Void> issued = Promise.promise();
     // Two event loops each ask for one connection a millisecond, held 2.5 ms on average: a queue builds, and
-    // grants and expired waits cross on different threads.
+    // grants and expired waits cross all the time.
     for (int issuer = 0; issuer < 2; issuer++) {
       vertx.setPeriodic(1, timer -> {
         synchronized (all) {
