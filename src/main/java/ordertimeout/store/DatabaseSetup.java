@@ -76,8 +76,17 @@ public final class DatabaseSetup implements AutoCloseable {
     }
   }
 
+  /**
+   * Prepared statements are kept per connection, so each is parsed once and then runs in one round trip (without
+   * the cache every execution first waits for its own Parse). Each execution is still planned with its parameters
+   * ({@code plan_cache_mode}): the array statements depend on how many ids they get, which a generic plan ignores.
+   */
   public PgConnectOptions connectOptions() {
-    return new PgConnectOptions(connectOptions);
+    PgConnectOptions options = new PgConnectOptions(connectOptions)
+        .setCachePreparedStatements(true)
+        .setPreparedStatementCacheSqlLimit(16_384);
+    options.addProperty("plan_cache_mode", "force_custom_plan");
+    return options;
   }
 
   public String jdbcUrl() {
