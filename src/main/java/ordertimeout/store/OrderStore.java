@@ -15,6 +15,7 @@ import ordertimeout.order.OrderStatus;
 
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -101,7 +102,7 @@ public final class OrderStore {
             return StockMoves.sell(conn, paidIds);
           })
           .compose(sold -> conn.preparedQuery(Sql.SELECT_ORDERS)
-              .execute(Tuple.of((Object) requests.stream().map(PayRequest::id).distinct().toArray(Long[]::new))))
+              .execute(Tuple.of((Object) Arrays.stream(ids).distinct().toArray(Long[]::new))))
           .map(rows -> {
             Map<Long, Row> orders = new HashMap<>();
             rows.forEach(row -> orders.put(row.getLong("id"), row));
