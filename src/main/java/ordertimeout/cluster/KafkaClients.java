@@ -11,6 +11,7 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -20,6 +21,9 @@ import java.util.Map;
 
 /** Client settings shared by the node's Kafka producers and consumer, and the topics they need. */
 public final class KafkaClients {
+  private static final int TOPIC_READY_TRIES = 100;
+  private static final long TOPIC_READY_PAUSE_MILLIS = 100;
+
   private KafkaClients() {}
 
   /**
@@ -104,14 +108,29 @@ public final class KafkaClients {
                   ? Future.succeededFuture() // another node created it first
                   : Future.failedFuture(failure));
         })
-        .compose(created -> admin.describeTopics(List.of(kafka.timersTopic())))
-        .compose(described -> {
-          TopicDescription timers = described.get(kafka.timersTopic());
+        .compose(created -> describeOnceKnown(vertx, admin, kafka.timersTopic(), TOPIC_READY_TRIES))
+        .compose(timers -> {
           int partitions = timers.getPartitions().size();
           return partitions == shards ? Future.<Void>succeededFuture() : Future.<Void>failedFuture(new IllegalStateException(
               "topic " + kafka.timersTopic() + " has " + partitions + " partitions but the database has " + shards
                   + " shards; give the topic one partition per shard or configure kafka.timersTopic"));
         })
         .eventually(() -> admin.close());
+  }
+
+  /**
+   * A topic just created, by this node or another, is not known to the broker at once: until its metadata has
+   * spread, describing it fails with UnknownTopicOrPartitionException.
+   */
+  private static Future<TopicDescription> describeOnceKnown(Vertx vertx, KafkaAdminClient admin, String topic, int triesLeft) {
+    return admin.describeTopics(List.of(topic))
+        .map(described -> described.get(topic))
+        .recover(failure -> {
+          boolean unknownYet = failure instanceof UnknownTopicOrPartitionException
+              || failure.getCause() instanceof UnknownTopicOrPartitionException;
+          return unknownYet && triesLeft > 1
+              ? vertx.timer(TOPIC_READY_PAUSE_MILLIS).compose(waited -> describeOnceKnown(vertx, admin, topic, triesLeft - 1))
+              : Future.failedFuture(failure);
+        });
   }
 }
