@@ -19,6 +19,9 @@ public final class Invariants {
         HAVING inv.reserved <> coalesce(sum(i.qty) FILTER (WHERE o.status = 'UNPAID'), 0)""");
     assertThat(wrongReservations).as("reserved = sum of qty of UNPAID items, per SKU").isEmpty();
 
+    assertThat(Sql.count("SELECT count(*) FROM order_items i LEFT JOIN orders o ON o.id = i.order_id WHERE o.id IS NULL"))
+        .as("items without their order (no foreign key checks it: migration V2)").isZero();
+
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE close_reason = 'TIMEOUT' AND closed_at < close_at"))
         .as("orders closed before their deadline").isZero();
 
