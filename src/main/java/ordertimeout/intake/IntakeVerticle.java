@@ -73,7 +73,7 @@ public final class IntakeVerticle extends VerticleBase {
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));
     // HTTP/1.1 only: the JDK's HttpClient, which by default asks for an upgrade to HTTP/2 over cleartext (h2c),
-    // stalls for good or misreads the frames once its responses on one connection pass about 64 KB
+    // now and then waited for good or misread the frames when the upgraded connection carried large answers
     // (HttpProtocolTest). Without h2c the server ignores the Upgrade header and such clients stay on HTTP/1.1.
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setHttp2ClearTextEnabled(false));
     return server.requestHandler(router).listen(config.http().port(), config.http().host());

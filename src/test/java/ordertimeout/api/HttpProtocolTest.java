@@ -16,7 +16,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Shops' backends calling with the JDK's HttpClient as it comes, which asks each new connection for an upgrade to
- * HTTP/2 over cleartext. When the service took the upgrade, about one new connection in ten never got its 30 KB
+ * HTTP/2 over cleartext. When the service took the upgrade, now and then a new connection never got its 30 KB
  * /metrics answer (the client's own request timeout did not fire either), and some clients misread the frames
  * ("Frame type(110) length(6449505) exceeds MAX_FRAME_SIZE"). The service answers them on HTTP/1.1 instead.
  */
