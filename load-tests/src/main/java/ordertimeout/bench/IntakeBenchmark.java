@@ -102,8 +102,9 @@ public final class IntakeBenchmark {
       for (int skus : new int[] {1000, 1}) {
         String name = skus == 1 ? "flashSale" : "realistic";
         JsonObject scenario = new JsonObject();
-        scenario.put("baseline", direct(vertx, skus, BASELINE_CONNECTIONS, 1, 1000 + skus % 23));
-        scenario.put("groupCommitDirect", direct(vertx, skus, CEILING_CONNECTIONS, CEILING_GROUP, 1001 + skus % 23));
+        scenario.put("baseline", direct(vertx, db, skus, BASELINE_CONNECTIONS, 1, 1000 + skus % 23, wrkSeconds));
+        scenario.put("groupCommitDirect",
+            direct(vertx, db, skus, CEILING_CONNECTIONS, CEILING_GROUP, 1001 + skus % 23, wrkSeconds));
         JsonObject wrk = wrk(baseUrl, skus, WRK_CONNECTIONS);
         scenario.put("wrk", wrk);
         JsonArray gatlingRuns = new JsonArray();
@@ -152,10 +153,10 @@ public final class IntakeBenchmark {
 
   /** One order per transaction, straight into PostgreSQL through the service's own create code, 8 at once. */
   /** Creates driven directly against PostgreSQL: {@code connections} lanes, each one transaction of {@code group} orders at a time. */
-  private JsonObject direct(Vertx vertx, int skus, int connections, int group, int nodeId) {
+  static JsonObject direct(Vertx vertx, BenchDatabase db, int skus, int connections, int group, int nodeId, int seconds) {
     OrderCreates creates = new OrderCreates(Pools.shared(vertx, "bench-direct-" + group, db.setup.connectOptions(), connections, 1));
     OrderIds ids = new OrderIds(nodeId);
-    long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(wrkSeconds);
+    long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
     List<Long> latenciesMicros = java.util.Collections.synchronizedList(new ArrayList<>());
     List<Future<Integer>> lanes = new ArrayList<>();
     for (int lane = 0; lane < connections; lane++) {
@@ -163,13 +164,13 @@ public final class IntakeBenchmark {
     }
     long started = System.nanoTime();
     int created = await(Future.all(lanes)).list().stream().mapToInt(count -> (Integer) count).sum();
-    double seconds = (System.nanoTime() - started) / 1e9;
+    double elapsedSeconds = (System.nanoTime() - started) / 1e9;
     long[] sorted = latenciesMicros.stream().mapToLong(Long::longValue).sorted().toArray();
-    return new JsonObject().put("perSecond", Results.round(created / seconds)).put("orders", created)
+    return new JsonObject().put("perSecond", Results.round(created / elapsedSeconds)).put("orders", created)
         .put("p99Ms", Results.round(sorted[(int) (sorted.length * 0.99)] / 1000.0));
   }
 
-  private Future<Integer> directLane(OrderCreates creates, OrderIds ids, int skus, int group, long stopAt, List<Long> latencies,
+  private static Future<Integer> directLane(OrderCreates creates, OrderIds ids, int skus, int group, long stopAt, List<Long> latencies,
       int done) {
     if (System.nanoTime() > stopAt) {
       return Future.succeededFuture(done);
