@@ -3,7 +3,7 @@ package ordertimeout;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigException;
 import ordertimeout.config.ConfigSource;
-import ordertimeout.ops.LogSetup;
+import ordertimeout.config.LogSetup;
 import ordertimeout.store.DatabaseSetup;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -8,26 +8,27 @@ import io.vertx.core.Vertx;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.LocalCodec;
 import ordertimeout.close.CloseVerticle;
-import ordertimeout.cluster.KafkaClients;
-import ordertimeout.cluster.OwnedShards;
 import ordertimeout.cluster.ShardOwnershipVerticle;
 import ordertimeout.cluster.TimerFanoutVerticle;
 import ordertimeout.config.AppConfig;
-import ordertimeout.events.OutboxRelayVerticle;
-import ordertimeout.intake.ApiContract;
-import ordertimeout.intake.IntakeVerticle;
+import ordertimeout.delivery.OutboxRelayVerticle;
+import ordertimeout.http.ApiContract;
+import ordertimeout.http.Draining;
+import ordertimeout.http.IntakeVerticle;
+import ordertimeout.http.OpsRoutes;
+import ordertimeout.kafka.KafkaClients;
 import ordertimeout.limit.LimiterVerticle;
-import ordertimeout.ops.Alarms;
-import ordertimeout.ops.Migrations;
-import ordertimeout.ops.MonitorVerticle;
-import ordertimeout.ops.Operations;
-import ordertimeout.ops.Telemetry;
+import ordertimeout.maintenance.ReconciliationVerticle;
+import ordertimeout.maintenance.RetentionVerticle;
+import ordertimeout.metrics.Alarms;
+import ordertimeout.metrics.MonitorVerticle;
+import ordertimeout.metrics.NodeStats;
+import ordertimeout.metrics.Telemetry;
 import ordertimeout.order.OrderIds;
 import ordertimeout.redis.RedisHealth;
-import ordertimeout.stats.ServiceStats;
-import ordertimeout.sweep.ReconciliationVerticle;
-import ordertimeout.sweep.RetentionVerticle;
+import ordertimeout.store.Migrations;
 import ordertimeout.sweep.SweepVerticle;
+import ordertimeout.timer.OwnedShards;
 import ordertimeout.timer.TimerVerticle;
 import org.flywaydb.core.api.MigrationVersion;
 import org.slf4j.Logger;
@@ -42,8 +43,10 @@ public final class Service {
 
   private final Vertx vertx;
   private final AppConfig config;
-  private final ServiceStats stats;
-  private final Operations operations;
+  private final NodeStats stats;
+  private final PrometheusMeterRegistry registry;
+  private final Draining draining;
+  private final OpsRoutes opsRoutes;
   private final Alarms alarms;
   private final CloseVerticle close;
   private final OwnedShards owned;
@@ -57,14 +60,14 @@ public final class Service {
                   MigrationVersion latestMigration) {
     this.vertx = vertx;
     this.config = config;
-    this.stats = new ServiceStats(registry, config.database().shards(), Duration.ofSeconds(config.metrics().windowSeconds()));
-    this.operations = new Operations(registry, database, latestMigration);
+    this.stats = new NodeStats(registry, config.database().shards(), Duration.ofSeconds(config.metrics().windowSeconds()));
+    this.registry = registry;
+    this.draining = new Draining(registry);
     this.alarms = new Alarms(config.alarms(), Duration.ofSeconds(config.metrics().windowSeconds()), registry);
     this.close = new CloseVerticle(config, database, stats);
     int shards = config.database().shards();
-    this.owned = config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards);
-    stats.trackOwnedShards(owned::list);
-    stats.trackWheelLoaded(owned::allLoaded);
+    this.owned = (config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards)).bindTo(registry);
+    this.opsRoutes = new OpsRoutes(registry, database, latestMigration, owned, draining);
     this.redisHealth = config.redis().enabled() ? new RedisHealth(registry, config.redis()) : null;
   }
 
@@ -120,19 +123,23 @@ public final class Service {
           return vertx.deployVerticle(new ReconciliationVerticle(config, database, stats, redisHealth));
         })
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
-        .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, operations, stats, alarms)))
+        .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
         .compose(id -> contract)
-        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, orderIds, operations, api),
+        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api),
             new DeploymentOptions().setInstances(config.http().instances())))
         .map(id -> this);
   }
 
-  public ServiceStats stats() {
+  public NodeStats stats() {
     return stats;
   }
 
-  public Operations operations() {
-    return operations;
+  public PrometheusMeterRegistry registry() {
+    return registry;
+  }
+
+  public OwnedShards ownedShards() {
+    return owned;
   }
 
   public Alarms alarms() {
@@ -156,7 +163,7 @@ public final class Service {
    */
   public Future<Void> drain() {
     int timeoutSeconds = config.drain().timeoutSeconds();
-    operations.startDraining();
+    draining.start();
     log.info("draining: not ready, refusing new orders, waiting up to {} s for the close batches in flight", timeoutSeconds);
     // Without a context: closing Vert.x stops the event loops that would run the listeners of a future bound to one.
     Promise<Void> drained = Promise.promise();

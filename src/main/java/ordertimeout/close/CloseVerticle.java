@@ -13,8 +13,8 @@ import ordertimeout.bus.PermitGrant;
 import ordertimeout.bus.PermitRequest;
 import ordertimeout.config.AppConfig;
 import ordertimeout.limit.LimiterVerticle;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.Deadlines;
-import ordertimeout.stats.ServiceStats;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
 import org.slf4j.Logger;
@@ -45,13 +45,13 @@ public final class CloseVerticle extends VerticleBase {
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
-  private final ServiceStats stats;
+  private final NodeStats stats;
   private final Queue<Job> waiting = new ArrayDeque<>();
   private final List<Promise<Void>> idleWaiters = new ArrayList<>();
   private DeadlineStore store;
   private int inFlight;
 
-  public CloseVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats) {
+  public CloseVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;

@@ -12,7 +12,9 @@ import io.vertx.kafka.client.consumer.KafkaConsumerRecord;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.ShardChange;
 import ordertimeout.config.AppConfig;
-import ordertimeout.stats.ServiceStats;
+import ordertimeout.kafka.KafkaClients;
+import ordertimeout.metrics.NodeStats;
+import ordertimeout.timer.OwnedShards;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,11 +40,11 @@ public final class ShardOwnershipVerticle extends VerticleBase {
 
   private final AppConfig config;
   private final OwnedShards owned;
-  private final ServiceStats stats;
+  private final NodeStats stats;
   private KafkaConsumer<String, String> consumer;
   private KafkaClientMetrics consumerMetrics;
 
-  public ShardOwnershipVerticle(AppConfig config, OwnedShards owned, ServiceStats stats) {
+  public ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats) {
     this.config = config;
     this.owned = owned;
     this.stats = stats;

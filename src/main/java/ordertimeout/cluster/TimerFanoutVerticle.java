@@ -8,9 +8,12 @@ import io.vertx.kafka.client.producer.KafkaProducerRecord;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.config.AppConfig;
+import ordertimeout.kafka.KafkaClients;
+import ordertimeout.metrics.Meters;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.Deadlines;
 import ordertimeout.order.OrderIds;
-import ordertimeout.stats.ServiceStats;
+import ordertimeout.timer.OwnedShards;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,13 +35,13 @@ public final class TimerFanoutVerticle extends VerticleBase {
   private static final int MAX_SENDS_IN_FLIGHT = 10_000;
 
   private final AppConfig config;
-  private final ServiceStats stats;
+  private final NodeStats stats;
   private final OwnedShards owned;
   private KafkaProducer<String, String> producer;
   private long lastWarning = System.nanoTime() - WARN_EVERY_NANOS;
   private int sendsInFlight;
 
-  public TimerFanoutVerticle(AppConfig config, ServiceStats stats, OwnedShards owned) {
+  public TimerFanoutVerticle(AppConfig config, NodeStats stats, OwnedShards owned) {
     this.config = config;
     this.stats = stats;
     this.owned = owned;
@@ -138,7 +141,7 @@ public final class TimerFanoutVerticle extends VerticleBase {
       lastWarning = now;
       log.warn("a timer message for shard {} did not reach Kafka ({}); unless this node owns the shard, its orders "
           + "are closed by the sweep of the shard's owner instead (this warning repeats at most every 30 s; see {})",
-          shard, failure.toString(), ServiceStats.TIMER_PUBLISH_FAILURES);
+          shard, failure.toString(), Meters.TIMER_PUBLISH_FAILURES);
     }
   }
 }

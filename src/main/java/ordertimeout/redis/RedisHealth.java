@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.Meters;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -15,16 +16,14 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Whether this node reaches Redis, shared by the node's limiter and job locks (thread-safe). A failed or
  * timed-out call marks Redis unreachable: one WARN line saying what the node does instead, the gauge
- * {@value #UP} goes to 0, and from then on only one call per {@value #PROBE_INTERVAL_MILLIS} ms tries Redis
+ * {@value Meters#REDIS_UP} goes to 0, and from then on only one call per {@value #PROBE_INTERVAL_MILLIS} ms tries Redis
  * (the others go straight to the fallback, so an outage does not add a timeout to every request). The
  * first call that succeeds again writes one INFO line. Every request or run served by a fallback counts
- * in {@value #FALLBACKS} (Prometheus: {@code ordertimeout_redis_fallbacks_total{operation}}).
+ * in {@value Meters#REDIS_FALLBACKS} (Prometheus: {@code ordertimeout_redis_fallbacks_total{operation}}).
  */
 public final class RedisHealth {
-  public static final String FALLBACKS = "ordertimeout.redis.fallbacks";
-  public static final String UP = "ordertimeout.redis.up";
   public static final long PROBE_INTERVAL_MILLIS = 1000;
-  /** The operation tags of {@value #FALLBACKS}. */
+  /** The operation tags of {@value Meters#REDIS_FALLBACKS}. */
   public static final String CLOSES = "closes";
   public static final String CREATES = "creates";
   public static final String LOCK = "lock";
@@ -39,7 +38,7 @@ public final class RedisHealth {
   public RedisHealth(MeterRegistry registry, AppConfig.Redis config) {
     this.registry = registry;
     this.config = config;
-    Gauge.builder(UP, up, reachable -> reachable.get() ? 1 : 0)
+    Gauge.builder(Meters.REDIS_UP, up, reachable -> reachable.get() ? 1 : 0)
         .description("1 while this node reaches Redis, 0 while its limits and job locks use their fallbacks")
         .strongReference(true)
         .register(registry);
@@ -96,7 +95,7 @@ public final class RedisHealth {
   }
 
   private Counter counter(String operation) {
-    return fallbacks.computeIfAbsent(operation, name -> Counter.builder(FALLBACKS)
+    return fallbacks.computeIfAbsent(operation, name -> Counter.builder(Meters.REDIS_FALLBACKS)
         .description("Requests (closes, creates) and job runs (lock) served without Redis because it was unreachable")
         .tag("operation", name)
         .register(registry));

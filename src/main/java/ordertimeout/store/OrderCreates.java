@@ -10,8 +10,8 @@ import ordertimeout.order.Digests;
 import ordertimeout.order.NewOrder;
 import ordertimeout.order.Order;
 import ordertimeout.order.OrderItem;
-import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderRejected.Reason;
+import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderStatus;
 
 import java.util.ArrayList;

@@ -9,8 +9,8 @@ import io.vertx.sqlclient.Tuple;
 import ordertimeout.order.CloseReason;
 import ordertimeout.order.Order;
 import ordertimeout.order.OrderItem;
-import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderRejected.Reason;
+import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderStatus;
 
 import java.time.OffsetDateTime;

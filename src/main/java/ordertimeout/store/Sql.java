@@ -353,4 +353,15 @@ final class Sql {
       WHERE published_at IS NULL ORDER BY created_at, event_id LIMIT $1 FOR UPDATE SKIP LOCKED""";
 
   static final String MARK_OUTBOX_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE event_id = ANY($1)";
+
+  // ---- health checks and gauges
+
+  static final String PING = "SELECT 1";
+
+  /** Flyway's record of the versioned migrations it ran (repeatable ones have no version). */
+  static final String APPLIED_MIGRATIONS = "SELECT version, success FROM flyway_schema_history WHERE version IS NOT NULL";
+
+  /** The outbox rows no relay has published yet, and the age in seconds of the oldest (null when none). */
+  static final String OUTBOX_BACKLOG =
+      "SELECT count(*), extract(epoch from now() - min(created_at)) FROM outbox WHERE published_at IS NULL";
 }

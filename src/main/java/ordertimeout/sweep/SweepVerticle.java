@@ -6,12 +6,12 @@ import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.DueOrders;
-import ordertimeout.cluster.OwnedShards;
 import ordertimeout.config.AppConfig;
-import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.DeadlineStore.OverduePage;
 import ordertimeout.store.DeadlineStore.PageCursor;
+import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
+import ordertimeout.timer.OwnedShards;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

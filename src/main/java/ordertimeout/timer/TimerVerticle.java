@@ -10,14 +10,13 @@ import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.bus.DueOrders;
 import ordertimeout.bus.ShardChange;
-import ordertimeout.cluster.OwnedShards;
 import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.Deadlines;
 import ordertimeout.order.OrderIds;
-import ordertimeout.stats.ServiceStats;
-import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.DeadlineStore.PageCursor;
 import ordertimeout.store.DeadlineStore.PendingPage;
+import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,14 +37,14 @@ public final class TimerVerticle extends VerticleBase {
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
-  private final ServiceStats stats;
+  private final NodeStats stats;
   private final OwnedShards owned;
   private final boolean clustered;
   private TimeWheel wheel;
   private DeadlineStore store;
   private long tickTimer = -1;
 
-  public TimerVerticle(AppConfig config, PgConnectOptions connectOptions, ServiceStats stats, OwnedShards owned) {
+  public TimerVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;

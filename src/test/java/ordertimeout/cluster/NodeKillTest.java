@@ -2,8 +2,8 @@ package ordertimeout.cluster;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import ordertimeout.support.Await;
 import ordertimeout.support.Api;
+import ordertimeout.support.Await;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.EventsTopic;
 import ordertimeout.support.Invariants;

@@ -53,7 +53,7 @@ class ShardHandoverTest {
     long stopped = System.nanoTime();
     Await.until("the first node took back every shard", Duration.ofSeconds(20), () -> first.ownedShards().size() == TestDatabase.SHARDS);
     long handover = (System.nanoTime() - started) / 1_000_000;
-    Await.until("the first node loaded them", Duration.ofSeconds(30), () -> first.service().stats().isWheelLoaded());
+    Await.until("the first node loaded them", Duration.ofSeconds(30), () -> first.service().ownedShards().allLoaded());
     long loaded = (System.nanoTime() - started) / 1_000_000;
     System.out.printf("ShardHandoverTest: %s took %d ms; the other node owned every shard %d ms and had loaded them %d ms "
         + "after it began (session timeout %d ms)%n", how, (stopped - started) / 1_000_000, handover, loaded, SESSION_TIMEOUT_MILLIS);

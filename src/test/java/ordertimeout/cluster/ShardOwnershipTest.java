@@ -1,6 +1,7 @@
 package ordertimeout.cluster;
 
 import io.vertx.core.json.JsonObject;
+import ordertimeout.bus.DueOrders;
 import ordertimeout.support.Await;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.EventsTopic;
@@ -98,11 +99,11 @@ class ShardOwnershipTest {
 
 
   private static boolean ready(TestService node) {
-    return node.service().stats().toJson().getBoolean("wheelLoaded");
+    return node.service().ownedShards().allLoaded();
   }
 
   private static long wheelCloses(TestService node) {
-    return node.service().stats().toJson().getJsonObject("timeoutClosesByPath").getLong("wheel");
+    return node.service().stats().timeoutCloses(DueOrders.Path.WHEEL);
   }
 
 }

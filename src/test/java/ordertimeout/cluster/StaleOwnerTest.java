@@ -2,10 +2,11 @@ package ordertimeout.cluster;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import ordertimeout.support.Await;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.DueOrders;
+import ordertimeout.order.CloseReason;
 import ordertimeout.support.Api;
+import ordertimeout.support.Await;
 import ordertimeout.support.Invariants;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
@@ -63,8 +64,8 @@ class StaleOwnerTest {
 
         long closed = Sql.count("SELECT count(*) FROM orders WHERE status = 'CLOSED' AND close_reason = 'TIMEOUT'");
         assertThat(closed).isEqualTo(ids.size() - paid.size());
-        long closedByFirst = first.service().stats().toJson().getJsonObject("closesByReason").getLong("TIMEOUT");
-        long closedBySecond = second.service().stats().toJson().getJsonObject("closesByReason").getLong("TIMEOUT");
+        long closedByFirst = first.service().stats().snapshot().closesByReason().get(CloseReason.TIMEOUT);
+        long closedBySecond = second.service().stats().snapshot().closesByReason().get(CloseReason.TIMEOUT);
         System.out.printf("StaleOwnerTest: %d closed: %d by node 11, %d by node 12, none twice%n",
             closed, closedByFirst, closedBySecond);
         assertThat(closedByFirst + closedBySecond).as("every close counted by exactly one node").isEqualTo(closed);

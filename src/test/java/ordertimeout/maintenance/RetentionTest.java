@@ -1,8 +1,8 @@
 package ordertimeout.maintenance;
 
 import io.vertx.core.json.JsonObject;
-import ordertimeout.support.Await;
 import ordertimeout.support.Api;
+import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import org.junit.jupiter.api.Test;

@@ -1,7 +1,7 @@
 package ordertimeout.redis;
 
-import ordertimeout.support.Await;
 import ordertimeout.support.Api;
+import ordertimeout.support.Await;
 import ordertimeout.support.Metrics;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.TestRedis;

@@ -2,8 +2,8 @@ package ordertimeout.redis;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import ordertimeout.support.Await;
 import ordertimeout.support.Api;
+import ordertimeout.support.Await;
 import ordertimeout.support.Invariants;
 import ordertimeout.support.Metrics;
 import ordertimeout.support.TestDatabase;

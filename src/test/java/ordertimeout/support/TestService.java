@@ -7,6 +7,7 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigSource;
 
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -66,9 +67,7 @@ public final class TestService implements AutoCloseable {
 
   /** The shards this node owns now, as its stats report them. */
   public Set<Integer> ownedShards() {
-    return service.stats().toJson().getJsonArray("ownedShards").stream()
-        .map(shard -> ((Number) shard).intValue())
-        .collect(Collectors.toSet());
+    return Arrays.stream(service.ownedShards().list()).boxed().collect(Collectors.toSet());
   }
 
   @Override

@@ -1,8 +1,7 @@
 package ordertimeout.timer;
 
-import static ordertimeout.timer.TimeWheel.CLOSE;
-import static ordertimeout.timer.TimeWheel.REMIND;
-import static org.assertj.core.api.Assertions.assertThat;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,8 +11,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Random;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+
+import static ordertimeout.timer.TimeWheel.CLOSE;
+import static ordertimeout.timer.TimeWheel.REMIND;
+import static org.assertj.core.api.Assertions.assertThat;
 
 @Timeout(30) // a lost timer could otherwise keep a stepping loop going for long
 class TimeWheelTest {

@@ -9,9 +9,9 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.order.NewOrder;
 import ordertimeout.order.OrderIds;
 import ordertimeout.order.OrderItem;
-import ordertimeout.store.OrderCreates;
 import ordertimeout.store.OrderCreates.CreateRequest;
 import ordertimeout.store.OrderCreates.IdempotencyKey;
+import ordertimeout.store.OrderCreates;
 import ordertimeout.store.Pools;
 
 import java.io.BufferedReader;

@@ -9,7 +9,6 @@ import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Redis;
 import io.vertx.redis.client.RedisConnection;
 import io.vertx.redis.client.Request;
-import io.vertx.redis.client.Response;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.LocalCodec;
 import ordertimeout.bus.PermitGrant;

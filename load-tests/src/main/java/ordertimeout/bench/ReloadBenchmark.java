@@ -5,10 +5,10 @@ import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.bus.LocalCodec;
-import ordertimeout.cluster.OwnedShards;
 import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.OrderIds;
-import ordertimeout.stats.ServiceStats;
+import ordertimeout.timer.OwnedShards;
 import ordertimeout.timer.TimerVerticle;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyManager;
@@ -104,7 +104,7 @@ public final class ReloadBenchmark {
             .put("parallelReloads", parallelReloads()))
         .put("reload", new JsonObject()
             .put("measures", "TimerVerticle deployed on a fresh Vert.x (codecs registered, nothing else deployed); "
-                + "ServiceStats lastReloadMillis, i.e. from the first page query to the last timer scheduled, per shard "
+                + "NodeStats lastReloadMillis, i.e. from the first page query to the last timer scheduled, per shard "
                 + "in keyset pages, parallelReloads shards at a time; deployMillis is the whole deploy")
             .put("medianMillis", reloadMillis)
             .put("firstRunMillis", reloads.get(0).getLong("reloadMillis"))
@@ -132,7 +132,7 @@ public final class ReloadBenchmark {
     Vertx vertx = Vertx.vertx();
     try {
       LocalCodec.registerAll(vertx);
-      ServiceStats stats = new ServiceStats(new SimpleMeterRegistry(), SHARDS, Duration.ofMinutes(1));
+      NodeStats stats = new NodeStats(new SimpleMeterRegistry(), SHARDS, Duration.ofMinutes(1));
       long started = System.nanoTime();
       await(vertx.deployVerticle(new TimerVerticle(config, db.setup.connectOptions(), stats, OwnedShards.all(config.database().shards()))));
       long deployMillis = (System.nanoTime() - started) / 1_000_000;

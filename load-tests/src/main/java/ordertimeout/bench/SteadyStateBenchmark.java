@@ -8,8 +8,8 @@ import ordertimeout.config.AppConfig;
 
 import java.nio.file.Path;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Steady state: orders created at a constant rate (open model) with timeouts of 5-15 s, 60% paid

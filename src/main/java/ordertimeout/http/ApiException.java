@@ -1,0 +1,25 @@
+package ordertimeout.http;
+
+/** A request the HTTP edge refuses before it reaches the store: a status and a stable machine-readable code. */
+public final class ApiException extends RuntimeException {
+  private final int status;
+  private final String code;
+
+  public ApiException(int status, String code, String detail) {
+    super(detail, null, false, false);
+    this.status = status;
+    this.code = code;
+  }
+
+  public static ApiException badRequest(String code, String detail) {
+    return new ApiException(400, code, detail);
+  }
+
+  public int status() {
+    return status;
+  }
+
+  public String code() {
+    return code;
+  }
+}

@@ -1,0 +1,110 @@
+package ordertimeout.http;
+
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+import io.vertx.pgclient.PgConnectOptions;
+import io.vertx.sqlclient.Pool;
+import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.NodeStats;
+import ordertimeout.order.OrderIds;
+import ordertimeout.store.OrderCreates.CreateOutcome;
+import ordertimeout.store.OrderCreates.CreateRequest;
+import ordertimeout.store.OrderCreates.CreateResult;
+import ordertimeout.store.OrderCreates;
+import ordertimeout.store.OrderStore.PayRequest;
+import ordertimeout.store.OrderStore.StateChange;
+import ordertimeout.store.OrderStore;
+import ordertimeout.store.Pools;
+import ordertimeout.timer.OwnedShards;
+
+import java.util.List;
+
+/**
+ * The HTTP API: authentication, the contract's checks before each /v1 route (after the key check and the
+ * body limit), one failure handler, the order and admin routes, metrics, health and GET /openapi.yaml.
+ */
+public final class IntakeVerticle extends VerticleBase {
+  private final AppConfig config;
+  private final PgConnectOptions connectOptions;
+  private final NodeStats stats;
+  private final OrderIds orderIds;
+  private final OwnedShards owned;
+  private final OpsRoutes opsRoutes;
+  private final ApiContract contract;
+
+  public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned,
+                        OrderIds orderIds, OpsRoutes opsRoutes, ApiContract contract) {
+    this.config = config;
+    this.connectOptions = connectOptions;
+    this.stats = stats;
+    this.orderIds = orderIds;
+    this.owned = owned;
+    this.opsRoutes = opsRoutes;
+    this.contract = contract;
+  }
+
+  @Override
+  public Future<?> start() {
+    Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances());
+    OrderStore store = new OrderStore(pool);
+    OrderCreates orderCreates = new OrderCreates(pool);
+    AppConfig.Intake groups = config.intake();
+    GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(),
+        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()).map(IntakeVerticle::asResults));
+    GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(), store::pay);
+    Auth auth = new Auth(config.apiKeys());
+    Router router = Router.router(vertx);
+    router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
+    opsRoutes.mount(vertx, router);
+    router.get("/openapi.yaml").handler(contract::serve);
+    router.post("/v1/orders").handler(this::timeCreate);
+    router.route("/v1/*").handler(auth::authenticate);
+    router.route("/v1/admin/*").handler(auth::requireAdmin);
+    router.post("/v1/orders").handler(this::refuseWhileDraining);
+    router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
+    new OrderRoutes(vertx, config, store, creates, pays, orderIds, stats).mount(router, contract);
+    new AdminRoutes(store, stats, owned).mount(router, contract);
+    new DashboardRoutes(store).mount(router, contract);
+    router.route().failureHandler(Problems::handle);
+    router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));
+    router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));
+    // HTTP/1.1 only: the JDK's HttpClient, which by default asks for an upgrade to HTTP/2 over cleartext (h2c),
+    // now and then waited for good or misread the frames when the upgraded connection carried large answers
+    // (HttpProtocolTest). Without h2c the server ignores the Upgrade header and such clients stay on HTTP/1.1.
+    HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setHttp2ClearTextEnabled(false));
+    return server.requestHandler(router).listen(config.http().port(), config.http().host());
+  }
+
+  private static List<Future<CreateOutcome>> asResults(List<CreateResult> results) {
+    return results.stream().<Future<CreateOutcome>>map(result -> result.rejection() != null
+        ? Future.failedFuture(result.rejection())
+        : Future.succeededFuture(result.outcome())).toList();
+  }
+
+  private static String clientOf(RoutingContext ctx) {
+    AppConfig.ApiKey caller = Auth.caller(ctx);
+    return caller == null ? null : caller.client();
+  }
+
+  /** Every create's latency by its answer's status, refusals included. */
+  private void timeCreate(RoutingContext ctx) {
+    long started = System.nanoTime();
+    ctx.addEndHandler(done -> stats.createAnswered(ctx.response().getStatusCode(), System.nanoTime() - started));
+    ctx.next();
+  }
+
+  /** From SIGTERM on, new orders go to another node: 503 {@code draining}, nothing stored. */
+  private void refuseWhileDraining(RoutingContext ctx) {
+    if (opsRoutes.draining().isOn()) {
+      ctx.response().putHeader("Retry-After", "1");
+      Problems.send(ctx, 503, "draining", "this node is shutting down and takes no new orders; retry, another node (or this one restarted) will");
+    } else {
+      ctx.next();
+    }
+  }
+}

@@ -1,0 +1,199 @@
+package ordertimeout.http;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import ordertimeout.bus.Addresses;
+import ordertimeout.bus.CancelTimers;
+import ordertimeout.bus.PermitGrant;
+import ordertimeout.bus.PermitRequest;
+import ordertimeout.config.AppConfig.ApiKey;
+import ordertimeout.config.AppConfig;
+import ordertimeout.limit.LimiterVerticle;
+import ordertimeout.metrics.NodeStats;
+import ordertimeout.order.CloseReason;
+import ordertimeout.order.Deadlines;
+import ordertimeout.order.NewOrder;
+import ordertimeout.order.Order;
+import ordertimeout.order.OrderIds;
+import ordertimeout.order.OrderRejected.Reason;
+import ordertimeout.order.OrderRejected;
+import ordertimeout.order.OrderStatus;
+import ordertimeout.order.TimeoutPolicy;
+import ordertimeout.store.OrderCreates.CreateOutcome;
+import ordertimeout.store.OrderCreates.CreateRequest;
+import ordertimeout.store.OrderCreates.IdempotencyKey;
+import ordertimeout.store.OrderStore.PayRequest;
+import ordertimeout.store.OrderStore.StateChange;
+import ordertimeout.store.OrderStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.regex.Pattern;
+
+import static net.logstash.logback.argument.StructuredArguments.kv;
+
+/**
+ * The order routes: create (idempotent), read, pay, cancel, and the admin close. A create is logged by
+ * its access line (201 with the order id); a payment or a close on request by an INFO line of its own.
+ */
+final class OrderRoutes {
+  private static final Logger log = LoggerFactory.getLogger(OrderRoutes.class);
+  private static final Pattern IDEMPOTENCY_KEY = Pattern.compile("[\\x21-\\x7e]{1,255}");
+  private static final Pattern ORDER_ID = Pattern.compile("[0-9]{1,19}");
+
+  private final Vertx vertx;
+  private final AppConfig config;
+  private final OrderStore store;
+  private final GroupCommit<CreateRequest, CreateOutcome> creates;
+  private final GroupCommit<PayRequest, StateChange> pays;
+  private final TimeoutPolicy policy;
+  private final OrderIds orderIds;
+  private final NodeStats stats;
+
+  OrderRoutes(Vertx vertx, AppConfig config, OrderStore store, GroupCommit<CreateRequest, CreateOutcome> creates,
+              GroupCommit<PayRequest, StateChange> pays, OrderIds orderIds, NodeStats stats) {
+    this.vertx = vertx;
+    this.config = config;
+    this.store = store;
+    this.creates = creates;
+    this.pays = pays;
+    this.policy = new TimeoutPolicy(config.orders());
+    this.orderIds = orderIds;
+    this.stats = stats;
+  }
+
+  void mount(Router router, ApiContract contract) {
+    router.post("/v1/orders").handler(contract.validate("createOrder")).handler(this::create);
+    router.get("/v1/orders/:id").handler(contract.validate("getOrder"))
+        .handler(ctx -> respond(ctx, 200, store.find(orderId(ctx), clientScope(ctx))));
+    router.post("/v1/orders/:id/pay").handler(contract.validate("payOrder")).handler(this::pay);
+    router.post("/v1/orders/:id/cancel").handler(contract.validate("cancelOrder"))
+        .handler(ctx -> close(ctx, CloseReason.USER_CANCELLED));
+    router.post("/v1/admin/orders/:id/close").handler(contract.validate("closeOrder"))
+        .handler(ctx -> close(ctx, CloseReason.ADMIN));
+  }
+
+  private void create(RoutingContext ctx) {
+    ApiKey caller = Auth.caller(ctx);
+    String key = ctx.request().getHeader("Idempotency-Key");
+    if (key == null) {
+      throw ApiException.badRequest("missing_idempotency_key", "the Idempotency-Key header is required");
+    }
+    if (!IDEMPOTENCY_KEY.matcher(key).matches()) {
+      throw ApiException.badRequest("invalid_idempotency_key", "the Idempotency-Key must be 1 to 255 visible ASCII characters");
+    }
+    CreateOrderRequest request = CreateOrderRequest.parse(ApiContract.body(ctx), policy, config.orders());
+    int timeoutSeconds = policy.timeoutSeconds(request.category(), request.timeoutSeconds());
+    long id = orderIds.next();
+    NewOrder order = new NewOrder(id, OrderIds.shardOf(id, config.database().shards()), request.userId(),
+        request.category(), request.items(), timeoutSeconds, policy.reminderAfterSeconds(timeoutSeconds));
+    IdempotencyKey idempotency = new IdempotencyKey(caller.client(), key, request.hash());
+    createPermit(ctx, caller)
+        .compose(permitted -> creates.submit(new CreateRequest(order, idempotency)))
+        .onSuccess(outcome -> {
+          if (outcome.created() == null) {
+            stats.idempotentReplay();
+          } else {
+            AccessLog.orderId(ctx, outcome.created().id());
+            stats.orderCreated();
+            schedule(outcome.created());
+          }
+          ctx.response()
+              .setStatusCode(outcome.status())
+              .putHeader("Content-Type", "application/json")
+              .end(outcome.body());
+        })
+        .onFailure(ctx::fail);
+  }
+
+  /** Takes a permit from the client's create bucket; 429 with Retry-After when it is empty. */
+  private Future<Void> createPermit(RoutingContext ctx, ApiKey caller) {
+    if (config.limits().createsPerSecondPerClient() <= 0) {
+      return Future.succeededFuture();
+    }
+    return vertx.eventBus()
+        .<PermitGrant>request(Addresses.LIMITER_ACQUIRE, new PermitRequest(LimiterVerticle.CREATES_PREFIX + caller.client(), 1))
+        .map(reply -> {
+          PermitGrant grant = reply.body();
+          if (grant.granted() == 0) {
+            stats.rateLimited();
+            long seconds = Math.max(1, (grant.retryAfterMillis() + 999) / 1000);
+            ctx.response().putHeader("Retry-After", Long.toString(seconds));
+            throw new ApiException(429, "rate_limited", "too many creates for this client; retry after " + seconds + " s");
+          }
+          return null;
+        });
+  }
+
+  private void schedule(Order order) {
+    long remindAt = order.remindAt() == null ? Deadlines.NONE : order.remindAt().toEpochMilli();
+    vertx.eventBus().send(Addresses.TIMER_SCHEDULE, Deadlines.one(order.id(), order.closeAt().toEpochMilli(), remindAt));
+  }
+
+  private void pay(RoutingContext ctx) {
+    respond(ctx, 200, pays.submit(new PayRequest(orderId(ctx), clientScope(ctx))).map(change -> {
+      cancelTimersIfChanged(change);
+      if (change.changed()) {
+        log.info("order paid {} {}", kv("orderId", change.order().id()), kv("requestId", AccessLog.requestId(ctx)));
+      }
+      if (change.order().status() == OrderStatus.CLOSED) {
+        throw new OrderRejected(Reason.ORDER_CLOSED, "order " + change.order().id() + " is closed ("
+            + change.order().closeReason() + ") and cannot be paid");
+      }
+      return change.order();
+    }));
+  }
+
+  private void close(RoutingContext ctx, CloseReason reason) {
+    respond(ctx, 200, store.closeOnRequest(orderId(ctx), reason, clientScope(ctx)).map(change -> {
+      cancelTimersIfChanged(change);
+      if (change.changed()) {
+        stats.closedOnRequest(reason);
+        log.info("order closed {} {} {}", kv("orderId", change.order().id()), kv("reason", reason),
+            kv("requestId", AccessLog.requestId(ctx)));
+      }
+      if (change.order().status() == OrderStatus.PAID) {
+        throw new OrderRejected(Reason.ORDER_PAID, "order " + change.order().id() + " is paid and cannot be closed");
+      }
+      return change.order();
+    }));
+  }
+
+  private void cancelTimersIfChanged(StateChange change) {
+    if (change.changed()) {
+      vertx.eventBus().send(Addresses.TIMER_CANCEL, CancelTimers.one(change.order().id()));
+    }
+  }
+
+  /** A client sees its own orders only; an admin sees all (null). */
+  private static String clientScope(RoutingContext ctx) {
+    ApiKey caller = Auth.caller(ctx);
+    return caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
+  }
+
+  /** The {@code :id} path parameter: 400 {@code invalid_order_id} unless a decimal 64-bit number. */
+  static long orderId(RoutingContext ctx) {
+    String id = ctx.pathParam("id");
+    if (!ORDER_ID.matcher(id).matches()) {
+      throw ApiException.badRequest("invalid_order_id", "an order id is a decimal number");
+    }
+    try {
+      long parsed = Long.parseLong(id);
+      AccessLog.orderId(ctx, parsed);
+      return parsed;
+    } catch (NumberFormatException e) {
+      throw ApiException.badRequest("invalid_order_id", "an order id is a 64-bit number");
+    }
+  }
+
+  static void respond(RoutingContext ctx, int status, Future<Order> order) {
+    order.onSuccess(found -> json(ctx, status, found.toJson())).onFailure(ctx::fail);
+  }
+
+  static void json(RoutingContext ctx, int status, JsonObject body) {
+    ctx.response().setStatusCode(status).putHeader("Content-Type", "application/json").end(body.encode());
+  }
+}

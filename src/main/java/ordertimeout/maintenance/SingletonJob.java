@@ -1,0 +1,185 @@
+package ordertimeout.maintenance;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.Redis;
+import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.Meters;
+import ordertimeout.redis.RedisClients;
+import ordertimeout.redis.RedisHealth;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.EnumMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.function.Supplier;
+
+/**
+ * A periodic job that, with Redis on, runs on one node of the cluster per interval. Every node keeps its
+ * own timer; at each tick a node tries the job's {@link JobLock} ({@code <keyPrefix>:lock:<job>}):
+ * <ul>
+ *   <li>taken: the node runs the job, renewing the lease ({@code redis.lockTtlSeconds}) every third of it
+ *   so that a long run keeps the lock, and a node that dies mid-run frees it within one lease. After a run
+ *   that succeeded the node keeps the lock until {@value #CLAIM_PERCENT}% of an interval after the run
+ *   started (the interval's run is done: the other nodes, whose timers tick at other moments, skip), and
+ *   it keeps no lock after a failed run (another node may try at its next tick);</li>
+ *   <li>held by another node: the node skips this tick (one DEBUG line);</li>
+ *   <li>Redis unreachable: the node runs the job anyway ({@code ordertimeout_redis_fallbacks_total{operation="lock"}}):
+ *   the lock only avoids duplicate work, the jobs are safe to run on several nodes at once.</li>
+ * </ul>
+ * Each tick counts in {@value Meters#JOB_RUNS}{job, outcome}. Use from one verticle's context.
+ */
+public final class SingletonJob {
+  static final int CLAIM_PERCENT = 90;
+  private static final Logger log = LoggerFactory.getLogger(SingletonJob.class);
+
+  public enum Outcome {
+    /** Ran holding the lock, or with Redis off. */
+    RAN,
+    /** Another node held the lock. */
+    SKIPPED,
+    /** Redis was unreachable: ran without the lock. */
+    RAN_WITHOUT_LOCK;
+
+    String tag() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  private final Vertx vertx;
+  private final String job;
+  private final long intervalMillis;
+  private final RedisHealth health;
+  private final Redis redis;
+  private final JobLock lock;
+  private final long leaseMillis;
+  private final Map<Outcome, Counter> runs = new EnumMap<>(Outcome.class);
+  private long renewTimer = -1;
+  private boolean holding;
+  private boolean lostLogged;
+
+  private SingletonJob(Vertx vertx, String job, long intervalMillis, RedisHealth health, Redis redis, JobLock lock,
+                       MeterRegistry registry) {
+    this.vertx = vertx;
+    this.job = job;
+    this.intervalMillis = intervalMillis;
+    this.health = health;
+    this.redis = redis;
+    this.lock = lock;
+    this.leaseMillis = health == null ? 0 : health.config().lockTtlSeconds() * 1000L;
+    for (Outcome outcome : Outcome.values()) {
+      runs.put(outcome, Counter.builder(Meters.JOB_RUNS)
+          .description("Ticks of a periodic singleton job on this node, by outcome (ran, skipped: another node "
+              + "held its lock, ran_without_lock: Redis was unreachable)")
+          .tag("job", job)
+          .tag("outcome", outcome.tag())
+          .register(registry));
+    }
+  }
+
+  /**
+   * The job {@code job} ticking every {@code intervalMillis} on this node; {@code health} is null when
+   * Redis is off (then every tick runs). Call from the verticle's start.
+   */
+  public static SingletonJob create(Vertx vertx, String job, long intervalMillis, int nodeId, RedisHealth health,
+                                    MeterRegistry registry) {
+    if (health == null) {
+      return new SingletonJob(vertx, job, intervalMillis, null, null, null, registry);
+    }
+    AppConfig.Redis config = health.config();
+    Redis redis = RedisClients.create(vertx, config);
+    JobLock lock = new JobLock(redis, config, config.keyPrefix() + ":lock:" + job, "node-" + nodeId + "-" + UUID.randomUUID());
+    return new SingletonJob(vertx, job, intervalMillis, health, redis, lock, registry);
+  }
+
+  /** One tick: the job's result, or empty when another node has this interval's run. */
+  public <T> Future<Optional<T>> run(Supplier<Future<T>> work) {
+    if (lock == null) {
+      count(Outcome.RAN);
+      return start(work).map(Optional::of);
+    }
+    return lock.tryAcquire(leaseMillis).transform(acquired -> {
+      if (acquired.failed()) {
+        health.failed(RedisHealth.LOCK, acquired.cause());
+        health.fellBack(RedisHealth.LOCK);
+        count(Outcome.RAN_WITHOUT_LOCK);
+        log.debug("{} runs without its lock: redis unreachable ({})", job, acquired.cause().toString());
+        return start(work).map(Optional::of);
+      }
+      health.succeeded();
+      if (!acquired.result()) {
+        count(Outcome.SKIPPED);
+        if (!log.isDebugEnabled()) {
+          return Future.succeededFuture(Optional.<T>empty());
+        }
+        return lock.holder() // only to say who holds it: a Redis round trip per skipped tick otherwise
+            .onComplete(holder -> log.debug("{} skipped on this node: {} is held by {}", job, lock.key(),
+                holder.succeeded() ? holder.result() : "(unknown: " + holder.cause() + ")"))
+            .transform(ignored -> Future.succeededFuture(Optional.<T>empty()));
+      }
+      count(Outcome.RAN);
+      return runHolding(work);
+    });
+  }
+
+  private <T> Future<Optional<T>> runHolding(Supplier<Future<T>> work) {
+    long startedAt = System.nanoTime();
+    holding = true;
+    lostLogged = false;
+    renewTimer = vertx.setPeriodic(Math.max(1, leaseMillis / 3), id -> renew());
+    return start(work).transform(done -> {
+      vertx.cancelTimer(renewTimer);
+      holding = false;
+      long claimMillis = intervalMillis * CLAIM_PERCENT / 100 - (System.nanoTime() - startedAt) / 1_000_000;
+      Future<Boolean> after = done.succeeded() && claimMillis > 0 ? lock.renew(claimMillis) : lock.release();
+      return after
+          .onFailure(failure -> log.debug("{}: could not keep or release {} after the run: {}", job, lock.key(), failure.toString()))
+          .transform(ignored -> done.succeeded() ? Future.succeededFuture(Optional.of(done.result())) : Future.failedFuture(done.cause()));
+    });
+  }
+
+  private void renew() {
+    if (!holding) {
+      return;
+    }
+    lock.renew(leaseMillis).onComplete(renewed -> {
+      if (holding && !lostLogged && (renewed.failed() || !renewed.result())) {
+        lostLogged = true;
+        log.warn("{} could not renew its lock {} ({}): another node may run the job at the same time, which costs "
+            + "duplicate work only", job, lock.key(), renewed.failed() ? renewed.cause().toString() : "its lease had run out");
+      }
+    });
+  }
+
+  private static <T> Future<T> start(Supplier<Future<T>> work) {
+    try {
+      return work.get();
+    } catch (RuntimeException e) {
+      return Future.failedFuture(e);
+    }
+  }
+
+  private void count(Outcome outcome) {
+    runs.get(outcome).increment();
+  }
+
+  public long runs(Outcome outcome) {
+    return (long) runs.get(outcome).count();
+  }
+
+  /** Frees the lock if a run holds it now (a run interrupted by the stop may be redone elsewhere), and closes the client. */
+  public Future<Void> close() {
+    if (redis == null) {
+      return Future.succeededFuture();
+    }
+    vertx.cancelTimer(renewTimer);
+    Future<?> released = holding ? lock.release() : Future.succeededFuture();
+    holding = false;
+    return released.transform(ignored -> redis.close());
+  }
+}

@@ -1,0 +1,53 @@
+package ordertimeout.metrics;
+
+/**
+ * The name of every meter the service registers (Vert.x's own HTTP, pool, event-bus and JVM meters
+ * aside). In the Prometheus text the dots become underscores, a timer gets {@code _seconds} and a
+ * counter {@code _total}: {@code ordertimeout.close.lateness} is {@code ordertimeout_close_lateness_seconds}.
+ */
+public final class Meters {
+  private Meters() {}
+
+  // ---- orders in
+  /** Not "orders.created": Prometheus keeps the suffix _created for itself. */
+  public static final String ORDERS_CREATED = "ordertimeout.created.orders";
+  public static final String ORDER_CREATE = "ordertimeout.order.create";
+  public static final String IDEMPOTENT_REPLAYS = "ordertimeout.idempotent.replays";
+  public static final String RATE_LIMITED = "ordertimeout.rate.limited";
+
+  // ---- the timer
+  public static final String PENDING_TIMERS = "ordertimeout.pending.timers";
+  public static final String WHEEL_LOADED = "ordertimeout.wheel.loaded";
+  public static final String WHEEL_RELOAD = "ordertimeout.wheel.reload";
+  public static final String SHARDS_OWNED = "ordertimeout.shards.owned";
+  public static final String TIMER_PUBLISH_FAILURES = "ordertimeout.timer.publish.failures";
+
+  // ---- closes
+  public static final String CLOSES = "ordertimeout.closes";
+  public static final String SWEEP_CATCHES = "ordertimeout.sweep.catches";
+  public static final String CLOSE_LATENESS = "ordertimeout.close.lateness";
+  /** The Prometheus registry drops a timer's percentiles when it has buckets: they are gauges of their own. */
+  public static final String CLOSE_LATENESS_PERCENTILE = "ordertimeout.close.lateness.percentile";
+  public static final String CLOSE_RETRIES = "ordertimeout.close.retries";
+  public static final String CLOSE_BATCHES_GIVEN_UP = "ordertimeout.close.batches.given.up";
+  public static final String REMINDERS_SENT = "ordertimeout.reminders.sent";
+
+  // ---- events out
+  public static final String OUTBOX_PUBLISHED = "ordertimeout.outbox.published";
+  public static final String OUTBOX_RELAY_FAILURES = "ordertimeout.outbox.relay.failures";
+  public static final String OUTBOX_BACKLOG = "ordertimeout.outbox.backlog";
+  public static final String OUTBOX_OLDEST_AGE = "ordertimeout.outbox.oldest.age";
+
+  // ---- maintenance
+  public static final String RECONCILIATION_SKU_DIFFERENCES = "ordertimeout.reconciliation.sku.differences";
+  public static final String RECONCILIATION_OVERDUE_UNPAID = "ordertimeout.reconciliation.overdue.unpaid";
+  public static final String RECONCILIATION_REPAIRED = "ordertimeout.reconciliation.repaired";
+  public static final String RETENTION_DELETED = "ordertimeout.retention.deleted";
+  public static final String JOB_RUNS = "ordertimeout.job.runs";
+
+  // ---- the node
+  public static final String DRAINING = "ordertimeout.draining";
+  public static final String ALARM = "ordertimeout.alarm";
+  public static final String REDIS_UP = "ordertimeout.redis.up";
+  public static final String REDIS_FALLBACKS = "ordertimeout.redis.fallbacks";
+}

@@ -1,0 +1,85 @@
+package ordertimeout.metrics;
+
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.pgclient.PgConnectOptions;
+import ordertimeout.config.AppConfig;
+import ordertimeout.store.OpsStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Periodic readings for operators: the outbox backlog and the age of its oldest unpublished row
+ * (read from the database every {@code metrics.outboxRefreshSeconds}), and the alarms (evaluated
+ * every {@code alarms.evaluateSeconds}).
+ */
+public final class MonitorVerticle extends VerticleBase {
+  private static final Logger log = LoggerFactory.getLogger(MonitorVerticle.class);
+
+  private final AppConfig config;
+  private final PgConnectOptions connectOptions;
+  private final MeterRegistry registry;
+  private final NodeStats stats;
+  private final Alarms alarms;
+  private OpsStore store;
+  private volatile double outboxBacklog = Double.NaN;
+  private volatile double outboxOldestAgeSeconds = Double.NaN;
+  private boolean reading;
+  private long outboxTimer = -1;
+  private long alarmTimer = -1;
+
+  public MonitorVerticle(AppConfig config, PgConnectOptions connectOptions, MeterRegistry registry, NodeStats stats, Alarms alarms) {
+    this.config = config;
+    this.connectOptions = connectOptions;
+    this.registry = registry;
+    this.stats = stats;
+    this.alarms = alarms;
+  }
+
+  @Override
+  public Future<?> start() {
+    store = OpsStore.shared(vertx, connectOptions);
+    Gauge.builder(Meters.OUTBOX_BACKLOG, this, monitor -> monitor.outboxBacklog)
+        .description("Outbox rows not published yet (the relay publishes them to Kafka; with Kafka off nothing does, so this grows)")
+        .strongReference(true)
+        .register(registry);
+    Gauge.builder(Meters.OUTBOX_OLDEST_AGE, this, monitor -> monitor.outboxOldestAgeSeconds)
+        .description("Age of the oldest unpublished outbox row, 0 when there is none")
+        .baseUnit("seconds")
+        .strongReference(true)
+        .register(registry);
+    outboxTimer = vertx.setPeriodic(1, config.metrics().outboxRefreshSeconds() * 1000L, id -> readOutbox());
+    alarmTimer = vertx.setPeriodic(config.alarms().evaluateSeconds() * 1000L, id -> evaluateAlarms());
+    return Future.succeededFuture();
+  }
+
+  @Override
+  public Future<?> stop() {
+    vertx.cancelTimer(outboxTimer);
+    vertx.cancelTimer(alarmTimer);
+    return Future.succeededFuture();
+  }
+
+  /** A reading still running when the next is due makes that one skip (a long backlog takes a while to count). */
+  private void readOutbox() {
+    if (reading) {
+      return;
+    }
+    reading = true;
+    store.outboxBacklog()
+        .onSuccess(backlog -> {
+          outboxBacklog = backlog.rows();
+          outboxOldestAgeSeconds = backlog.oldestAgeSeconds();
+        })
+        .onFailure(failure -> log.warn("could not read the outbox backlog: {}", failure.toString()))
+        .onComplete(done -> reading = false);
+  }
+
+  private void evaluateAlarms() {
+    alarms.evaluate(System.currentTimeMillis(), new Alarms.Readings(
+        stats.recentLatenessP99Millis(), stats.sweepCatches(), stats.closeBatchesGivenUp(), outboxOldestAgeSeconds,
+        stats.lastReconciliationSkuDifferences() < 0 ? Double.NaN : stats.lastReconciliationSkuDifferences()));
+  }
+}

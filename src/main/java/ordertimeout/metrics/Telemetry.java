@@ -1,0 +1,47 @@
+package ordertimeout.metrics;
+
+import io.micrometer.core.instrument.config.MeterFilter;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.micrometer.Label;
+import io.vertx.micrometer.MicrometerMetricsFactory;
+import io.vertx.micrometer.MicrometerMetricsOptions;
+import io.vertx.micrometer.VertxPrometheusOptions;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One Prometheus registry per node, and a Vert.x instance that reports into it: worker pools, the
+ * HTTP server (by route, never by raw path), the SQL client pools, the event bus by address (the few
+ * of {@code ordertimeout.bus.Addresses}; Vert.x leaves its reply addresses out) and the JVM (memory,
+ * GC, threads, class loading, CPU, uptime).
+ */
+public final class Telemetry {
+  /** vertx-micrometer-metrics keeps its registries by name, JVM-wide: every node in one JVM (tests) needs its own. */
+  private static final AtomicInteger REGISTRY_NAMES = new AtomicInteger();
+
+  private Telemetry() {}
+
+  public static PrometheusMeterRegistry newRegistry() {
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    // Vert.x Web labels a request with every route it went through ("/v1/>/v1/>/v1/orders/:id"): keep the last.
+    registry.config().meterFilter(MeterFilter.replaceTagValues(Label.HTTP_ROUTE.toString(),
+        route -> route.substring(route.lastIndexOf('>') + 1)));
+    return registry;
+  }
+
+  public static Vertx meteredVertx(PrometheusMeterRegistry registry) {
+    MicrometerMetricsOptions metrics = new MicrometerMetricsOptions()
+        .setEnabled(true)
+        .setRegistryName("order-timeout-" + REGISTRY_NAMES.incrementAndGet())
+        .setJvmMetricsEnabled(true)
+        .setPrometheusOptions(new VertxPrometheusOptions().setEnabled(true))
+        .addLabels(Label.HTTP_ROUTE, Label.EB_ADDRESS);
+    return Vertx.builder()
+        .with(new VertxOptions().setMetricsOptions(metrics))
+        .withMetrics(new MicrometerMetricsFactory(registry))
+        .build();
+  }
+}

@@ -1,0 +1,63 @@
+package ordertimeout.limit;
+
+import ordertimeout.support.Api;
+import ordertimeout.support.Await;
+import ordertimeout.support.ServiceTestBase;
+import ordertimeout.support.Sql;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The local token buckets: creates per client, and closes per second. */
+class RateLimitTest extends ServiceTestBase {
+
+  @Override
+  protected Map<String, String> overrides() {
+    return Map.of(
+        "OT_LIMITS_CREATES_PER_SECOND_PER_CLIENT", "1",
+        "OT_LIMITS_CREATES_BURST", "25",
+        "OT_LIMITS_CLOSES_PER_SECOND", "10",
+        "OT_LIMITS_CLOSES_BURST", "5");
+  }
+
+  @Test
+  void createsOverTheClientsRateAnswer429WithRetryAfter() {
+    api.setStock("SKU-1", 1000);
+    int created = 0;
+    Api.Response limited = null;
+    for (int i = 0; i < 40 && limited == null; i++) {
+      Api.Response response = api.createOrder("rl-" + i, orderBody("u-" + i, 600, "SKU-1", 1));
+      if (response.status() == 201) {
+        created++;
+      } else {
+        limited = response;
+      }
+    }
+    assertThat(limited).as("the bucket ran dry").isNotNull();
+    assertThat(limited.status()).isEqualTo(429);
+    assertThat(limited.code()).isEqualTo("rate_limited");
+    assertThat(limited.raw().headers().firstValue("Retry-After")).isPresent();
+    assertThat(created).as("the burst, plus what refilled meanwhile").isBetween(25, 39);
+    assertThat(Sql.count("SELECT count(*) FROM orders")).isEqualTo(created);
+  }
+
+  @Test
+  void closesAreCappedPerSecond() {
+    api.setStock("SKU-2", 1000);
+    // 20 orders due together: a burst of 5, then 10 per second.
+    for (int i = 0; i < 20; i++) {
+      Sql.execute("""
+          WITH o AS (INSERT INTO orders (id, shard, client, user_id, category, status, created_at, close_at)
+                     VALUES (?, 0, 'dev-user', 'u', 'physical', 'UNPAID', now(), now() + interval '1 second') RETURNING id)
+          INSERT INTO order_items (order_id, sku, qty) SELECT id, 'SKU-2', 1 FROM o""", 1000L + i);
+    }
+    Sql.execute("UPDATE inventory SET available = available - 20, reserved = reserved + 20 WHERE sku = 'SKU-2'");
+    // These orders were written behind the wheel's back: the sweep finds them.
+    Await.until("all closed", Duration.ofSeconds(15), () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
+    Duration took = Duration.ofMillis(Sql.count("SELECT (extract(epoch FROM max(closed_at) - min(closed_at)) * 1000)::bigint FROM orders"));
+    assertThat(took).as("15 closes past the burst at 10 per second").isGreaterThanOrEqualTo(Duration.ofMillis(1000));
+  }
+}

@@ -1,0 +1,158 @@
+package ordertimeout.metrics;
+
+import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Api;
+import ordertimeout.support.Await;
+import ordertimeout.support.Prometheus;
+import ordertimeout.support.ServiceTestBase;
+import ordertimeout.support.Sql;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** GET /metrics against the real service: the meters are there, in the Prometheus text format, and count what happened. */
+class MetricsTest extends ServiceTestBase {
+  private static final String GREEDY_KEY = "greedy-user-key";
+
+  @Override
+  protected Map<String, String> overrides() {
+    return Map.of(
+        "OT_METRICS_OUTBOX_REFRESH_SECONDS", "1",
+        "OT_LIMITS_CREATES_PER_SECOND_PER_CLIENT", "1",
+        "OT_LIMITS_CREATES_BURST", "20",
+        "OT_AUTH_KEYS", "[{key: dev-user-key, role: user, client: dev-user}, {key: dev-admin-key, role: admin, client: dev-admin},"
+            + " {key: " + GREEDY_KEY + ", role: user, client: greedy}]");
+  }
+
+  private Prometheus scrape() {
+    Api.Response response = api.get("/metrics", null);
+    assertThat(response.status()).isEqualTo(200);
+    assertThat(response.contentType()).startsWith("text/plain");
+    return new Prometheus(response.body());
+  }
+
+  @Test
+  void aTimeoutCloseShowsInTheLatenessHistogramItsPercentilesAndTheClosesByReasonAndPath() {
+    Prometheus before = scrape();
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 1, "SKU-1", 1).getString("id");
+    Await.until("the timeout close", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
+
+    Prometheus after = scrape();
+    assertThat(after.sum("ordertimeout_close_lateness_seconds_count") - before.sum("ordertimeout_close_lateness_seconds_count"))
+        .isGreaterThanOrEqualTo(1);
+    assertThat(after.sum("ordertimeout_close_lateness_seconds_bucket", "le", "+Inf"))
+        .isEqualTo(after.sum("ordertimeout_close_lateness_seconds_count"));
+    assertThat(after.samples("ordertimeout_close_lateness_seconds_bucket")).hasSizeGreaterThan(10);
+    assertThat(after.sum("ordertimeout_close_lateness_seconds_max")).isGreaterThanOrEqualTo(0);
+    for (String quantile : new String[] {"0.5", "0.99", "0.999"}) {
+      assertThat(after.has("ordertimeout_close_lateness_percentile_seconds", "quantile", quantile)).as(quantile).isTrue();
+    }
+    assertThat(after.sum("ordertimeout_close_lateness_percentile_seconds", "quantile", "0.99"))
+        .as("a close in the window").isGreaterThanOrEqualTo(0);
+    assertThat(after.sum("ordertimeout_closes_total", "reason", "TIMEOUT") - before.sum("ordertimeout_closes_total", "reason", "TIMEOUT"))
+        .isGreaterThanOrEqualTo(1);
+    assertThat(after.has("ordertimeout_closes_total", "reason", "TIMEOUT", "path", "wheel")).isTrue();
+    assertThat(after.has("ordertimeout_closes_total", "reason", "TIMEOUT", "path", "sweep")).isTrue();
+    assertThat(after.has("ordertimeout_sweep_catches_total")).isTrue();
+
+    JsonObject stats = api.stats();
+    assertThat(stats.getJsonObject("closesByReason").getLong("TIMEOUT"))
+        .as("the admin stats and /metrics count the same closes")
+        .isEqualTo((long) after.sum("ordertimeout_closes_total", "reason", "TIMEOUT"));
+    assertThat(stats.getJsonObject("timeoutClosesByPath").getLong("sweep"))
+        .isEqualTo((long) after.sum("ordertimeout_sweep_catches_total"));
+    assertThat(stats.getJsonObject("latenessMillis").getLong("count"))
+        .isEqualTo((long) after.sum("ordertimeout_close_lateness_seconds_count"));
+  }
+
+  @Test
+  void createsReplaysRateLimitsAndCancelsAreCounted() {
+    api.setStock("SKU-1", 1000);
+    Prometheus before = scrape();
+    String key = UUID.randomUUID().toString();
+    Api.Response first = api.createOrder(key, orderBody("u-1", 600, "SKU-1", 1));
+    Api.Response replay = api.createOrder(key, orderBody("u-1", 600, "SKU-1", 1));
+    assertThat(first.status()).isEqualTo(201);
+    assertThat(replay.body()).isEqualTo(first.body());
+    assertThat(api.cancel(first.json().getString("id")).status()).isEqualTo(200);
+    Api greedy = api.as(GREEDY_KEY);
+    int limited = 0;
+    for (int i = 0; i < 60 && limited == 0; i++) {
+      if (greedy.createOrder("greedy-" + i, orderBody("g-" + i, 600, "SKU-1", 1)).status() == 429) {
+        limited++;
+      }
+    }
+    assertThat(limited).as("the greedy client's bucket ran dry").isEqualTo(1);
+
+    // A create's latency is recorded once its response is written, which can be a moment after the client read it.
+    Await.until("the last create's latency to be recorded", Duration.ofSeconds(5),
+        () -> delta(before, scrape(), "ordertimeout_order_create_seconds_count", "status", "429") >= 1);
+    Prometheus after = scrape();
+    assertThat(delta(before, after, "ordertimeout_created_orders_total")).isGreaterThanOrEqualTo(1);
+    assertThat(delta(before, after, "ordertimeout_idempotent_replays_total")).isEqualTo(1);
+    assertThat(delta(before, after, "ordertimeout_rate_limited_total")).isEqualTo(1);
+    assertThat(delta(before, after, "ordertimeout_closes_total", "reason", "USER_CANCELLED", "path", "request")).isEqualTo(1);
+    assertThat(delta(before, after, "ordertimeout_order_create_seconds_count", "status", "201"))
+        .as("the first create, its replay and the greedy client's").isGreaterThanOrEqualTo(3);
+    assertThat(delta(before, after, "ordertimeout_order_create_seconds_count", "status", "429")).isEqualTo(1);
+    assertThat(after.sum("ordertimeout_order_create_seconds_bucket", "status", "201", "le", "+Inf"))
+        .isEqualTo(after.sum("ordertimeout_order_create_seconds_count", "status", "201"));
+    assertThat(api.stats().getLong("idempotentReplays")).isEqualTo((long) after.sum("ordertimeout_idempotent_replays_total"));
+  }
+
+  @Test
+  void pendingTimersPerShardAndTheOutboxBacklogFollowTheDatabase() {
+    api.setStock("SKU-1", 10);
+    double pendingBefore = scrape().sum("ordertimeout_pending_timers");
+    create("u-1", 600, "SKU-1", 1);
+    create("u-2", 600, "SKU-1", 1);
+    Prometheus scraped = scrape();
+    assertThat(scraped.samples("ordertimeout_pending_timers")).as("one series per shard").hasSize(64);
+    assertThat(scraped.sum("ordertimeout_pending_timers") - pendingBefore).as("deadline and reminder of both orders").isEqualTo(4);
+    assertThat(scraped.sum("ordertimeout_pending_timers"))
+        .isEqualTo(api.stats().getJsonObject("pendingTimers").getLong("total").doubleValue());
+
+    long unpublished = Sql.count("SELECT count(*) FROM outbox WHERE published_at IS NULL");
+    assertThat(unpublished).as("ORDER_CREATED events, no relay publishes them yet").isEqualTo(2);
+    Await.until("the outbox gauge to be read again", Duration.ofSeconds(30),
+        () -> scrape().sum("ordertimeout_outbox_backlog") == unpublished);
+    assertThat(scrape().sum("ordertimeout_outbox_oldest_age_seconds")).isGreaterThanOrEqualTo(0);
+  }
+
+  @Test
+  void theJvmVertxPoolsHttpServerAndNodeStateAreServedToo() {
+    api.stats();
+    Prometheus scraped = scrape();
+    assertThat(scraped.has("jvm_memory_used_bytes", "area", "heap")).isTrue();
+    assertThat(scraped.has("jvm_threads_live_threads")).isTrue();
+    assertThat(scraped.has("jvm_gc_memory_allocated_bytes_total")).isTrue();
+    assertThat(scraped.has("process_cpu_usage")).isTrue();
+    for (String pool : new String[] {"order-timeout-intake", "order-timeout-deadlines", "order-timeout-ops"}) {
+      assertThat(scraped.has("vertx_pool_in_use", "pool_type", "sql", "pool_name", pool)).as(pool).isTrue();
+    }
+    assertThat(scraped.has("vertx_pool_in_use", "pool_type", "worker")).isTrue();
+    assertThat(scraped.sum("vertx_eventbus_handlers", "address", "close.due")).isEqualTo(1);
+    assertThat(scraped.samples("vertx_eventbus_handlers")).allSatisfy(sample ->
+        assertThat(sample.labels().get("address")).as("no reply addresses").doesNotStartWith("__vertx"));
+    assertThat(scraped.sum("vertx_http_server_requests_total", "route", "/v1/admin/stats", "code", "200")).isGreaterThanOrEqualTo(1);
+    assertThat(scraped.sum("ordertimeout_wheel_loaded")).isEqualTo(1);
+    assertThat(scraped.sum("ordertimeout_wheel_reload_seconds_count")).isEqualTo(1);
+    assertThat(scraped.sum("ordertimeout_draining")).isZero();
+    for (Alarms.Code code : Alarms.Code.values()) {
+      assertThat(scraped.has("ordertimeout_alarm", "code", code.name())).as(code.name()).isTrue();
+    }
+    for (String counter : new String[] {"ordertimeout_close_retries_total", "ordertimeout_close_batches_given_up_total",
+        "ordertimeout_reminders_sent_total"}) {
+      assertThat(scraped.has(counter)).as(counter).isTrue();
+    }
+  }
+
+  private static double delta(Prometheus before, Prometheus after, String name, String... labels) {
+    return after.sum(name, labels) - before.sum(name, labels);
+  }
+}
