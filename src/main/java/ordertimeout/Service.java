@@ -12,7 +12,7 @@ import ordertimeout.cluster.ShardOwnershipVerticle;
 import ordertimeout.cluster.TimerFanoutVerticle;
 import ordertimeout.config.AppConfig;
 import ordertimeout.delivery.OutboxRelayVerticle;
-import ordertimeout.http.ApiContract;
+import ordertimeout.http.ContractChecks;
 import ordertimeout.http.Draining;
 import ordertimeout.http.IntakeVerticle;
 import ordertimeout.http.OpsRoutes;
@@ -92,7 +92,7 @@ public final class Service {
   private static Future<Service> start(Vertx vertx, PrometheusMeterRegistry registry, AppConfig config, PgConnectOptions database) {
     LocalCodec.registerAll(vertx);
     OrderIds orderIds = new OrderIds(config.nodeId());
-    Future<ApiContract> contract = ApiContract.load(vertx, config);
+    Future<ContractChecks> contract = ContractChecks.load(vertx, config);
     return vertx.executeBlocking(Migrations::latestOnClassPath)
         .map(latest -> new Service(vertx, config, database, registry, latest))
         .compose(service -> service.deploy(database, orderIds, contract));
@@ -103,7 +103,7 @@ public final class Service {
    * the timer loads every shard before it finishes starting; in a cluster the timer fan-out and the
    * shard ownership come next (the group then assigns shards, loaded as they come); intake last.
    */
-  private Future<Service> deploy(PgConnectOptions database, OrderIds orderIds, Future<ApiContract> contract) {
+  private Future<Service> deploy(PgConnectOptions database, OrderIds orderIds, Future<ContractChecks> contract) {
     boolean clustered = config.kafka().enabled();
     return (clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), redisHealth)))

@@ -10,11 +10,9 @@ import ordertimeout.store.OrderStore.Stock;
 import ordertimeout.store.OrderStore;
 import ordertimeout.timer.OwnedShards;
 
-import java.util.Set;
 
 /** Admin routes besides the admin close: stock levels, the node's stats, reconciliation on demand. */
 final class AdminRoutes {
-  private static final long MAX_AVAILABLE = 1_000_000_000_000L;
   /** A reconciliation reads every unpaid order: it may take a while on a large database. */
   private static final DeliveryOptions RECONCILE = new DeliveryOptions().setSendTimeout(300_000);
 
@@ -28,7 +26,7 @@ final class AdminRoutes {
     this.owned = owned;
   }
 
-  void mount(Router router, ApiContract contract) {
+  void mount(Router router, ContractChecks contract) {
     router.get("/v1/admin/inventory/:sku").handler(contract.validate("getInventory")).handler(ctx -> store.stock(sku(ctx))
         .onSuccess(stock -> OrderRoutes.json(ctx, 200, toJson(stock)))
         .onFailure(ctx::fail));
@@ -46,31 +44,7 @@ final class AdminRoutes {
 
   /** The optional body {@code {"repair": true|false}}; no body means false. */
   private static boolean repair(RoutingContext ctx) {
-    if (ApiContract.body(ctx) == null) {
-      return false;
-    }
-    JsonObject body = object(ctx, "{\"repair\": true}", Set.of("repair"));
-    Object value = body.getValue("repair", false);
-    if (!(value instanceof Boolean repair)) {
-      throw ApiException.badRequest("invalid_field", "'repair' must be true or false");
-    }
-    return repair;
-  }
-
-  /**
-   * The body (decoded by the contract's check, which refuses what is not JSON) as a JSON object with only
-   * {@code fields}, or 400 {@code malformed_json} / {@code unknown_field}.
-   */
-  private static JsonObject object(RoutingContext ctx, String shape, Set<String> fields) {
-    if (!(ApiContract.body(ctx) instanceof JsonObject body)) {
-      throw ApiException.badRequest("malformed_json", "the request body must be a JSON object " + shape);
-    }
-    for (String field : body.fieldNames()) {
-      if (!fields.contains(field)) {
-        throw ApiException.badRequest("unknown_field", "unknown field '" + field + "'");
-      }
-    }
-    return body;
+    return ContractChecks.body(ctx) instanceof JsonObject body && body.getBoolean("repair", false);
   }
 
   private void setAvailable(RoutingContext ctx) {
@@ -82,20 +56,11 @@ final class AdminRoutes {
   }
 
   private static long available(RoutingContext ctx) {
-    JsonObject body = object(ctx, "{\"available\": n}", Set.of("available"));
-    Long value = CreateOrderRequest.wholeNumber(body.getValue("available"));
-    if (value == null || value < 0 || value > MAX_AVAILABLE) {
-      throw ApiException.badRequest("invalid_field", "'available' must be a whole number from 0 to " + MAX_AVAILABLE);
-    }
-    return value;
+    return ((Number) ((JsonObject) ContractChecks.body(ctx)).getValue("available")).longValue();
   }
 
   private static String sku(RoutingContext ctx) {
-    String sku = ctx.pathParam("sku");
-    if (!CreateOrderRequest.IDENTIFIER.matcher(sku).matches()) {
-      throw ApiException.badRequest("invalid_sku", "a SKU is 1 to 64 letters, digits or . _ - : @");
-    }
-    return sku;
+    return (String) ContractChecks.parameter(ctx, "sku");
   }
 
   private static JsonObject toJson(Stock stock) {

@@ -9,7 +9,6 @@ import ordertimeout.store.OrderStore;
 
 import java.time.Instant;
 import java.util.List;
-import java.util.regex.Pattern;
 
 /**
  * The operator dashboard: the static page at /dashboard/ (no key: the page asks for the admin key and
@@ -17,9 +16,6 @@ import java.util.regex.Pattern;
  * GET /v1/admin/closes?limit=n and GET /v1/admin/orders/{id}/log.
  */
 final class DashboardRoutes {
-  static final int DEFAULT_LIMIT = 20;
-  static final int MAX_LIMIT = 200;
-  private static final Pattern LIMIT = Pattern.compile("[0-9]{1,4}");
 
   private final OrderStore store;
 
@@ -27,7 +23,7 @@ final class DashboardRoutes {
     this.store = store;
   }
 
-  void mount(Router router, ApiContract contract) {
+  void mount(Router router, ContractChecks contract) {
     router.get("/v1/admin/closes").handler(contract.validate("listCloses")).handler(this::latestCloses);
     router.get("/v1/admin/orders/:id/log").handler(contract.validate("getOrderLog")).handler(this::orderLog);
     // the route "/dashboard" also matches "/dashboard/": only the bare one is redirected (relative links need the slash)
@@ -45,7 +41,7 @@ final class DashboardRoutes {
   }
 
   private void latestCloses(RoutingContext ctx) {
-    int limit = limit(ctx);
+    int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
     store.latestCloses(limit).onSuccess(closes -> {
       JsonArray body = new JsonArray();
       for (OrderStore.RecentClose close : closes) {
@@ -70,20 +66,6 @@ final class DashboardRoutes {
       body.add(new JsonObject().put("event", line.event()).put("detail", line.detail()).put("at", iso(line.at())));
     }
     return body;
-  }
-
-  /** {@code limit}: 1 to 200, 20 when absent; anything else 400 {@code invalid_field}. */
-  private static int limit(RoutingContext ctx) {
-    List<String> values = ctx.queryParam("limit");
-    if (values.isEmpty()) {
-      return DEFAULT_LIMIT;
-    }
-    String value = values.get(0);
-    if (values.size() > 1 || !LIMIT.matcher(value).matches()
-        || Integer.parseInt(value) < 1 || Integer.parseInt(value) > MAX_LIMIT) {
-      throw ApiException.badRequest("invalid_field", "'limit' must be a whole number from 1 to " + MAX_LIMIT);
-    }
-    return Integer.parseInt(value);
   }
 
   private static void array(RoutingContext ctx, JsonArray body) {

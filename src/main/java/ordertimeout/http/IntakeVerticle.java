@@ -11,18 +11,16 @@ import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
 import ordertimeout.config.AppConfig;
 import ordertimeout.metrics.NodeStats;
+import ordertimeout.order.CreateOutcome;
+import ordertimeout.order.CreateRequest;
 import ordertimeout.order.OrderIds;
-import ordertimeout.store.OrderCreates.CreateOutcome;
-import ordertimeout.store.OrderCreates.CreateRequest;
-import ordertimeout.store.OrderCreates.CreateResult;
+import ordertimeout.order.PayRequest;
+import ordertimeout.order.StateChange;
 import ordertimeout.store.OrderCreates;
-import ordertimeout.store.OrderStore.PayRequest;
-import ordertimeout.store.OrderStore.StateChange;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
 import ordertimeout.timer.OwnedShards;
 
-import java.util.List;
 
 /**
  * The HTTP API: authentication, the contract's checks before each /v1 route (after the key check and the
@@ -35,10 +33,10 @@ public final class IntakeVerticle extends VerticleBase {
   private final OrderIds orderIds;
   private final OwnedShards owned;
   private final OpsRoutes opsRoutes;
-  private final ApiContract contract;
+  private final ContractChecks contract;
 
   public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned,
-                        OrderIds orderIds, OpsRoutes opsRoutes, ApiContract contract) {
+                        OrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
@@ -55,13 +53,13 @@ public final class IntakeVerticle extends VerticleBase {
     OrderCreates orderCreates = new OrderCreates(pool);
     AppConfig.Intake groups = config.intake();
     GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(),
-        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()).map(IntakeVerticle::asResults));
+        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));
     GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(), store::pay);
     Auth auth = new Auth(config.apiKeys());
     Router router = Router.router(vertx);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
     opsRoutes.mount(vertx, router);
-    router.get("/openapi.yaml").handler(contract::serve);
+    router.get("/openapi.yaml").handler(contract.document()::serve);
     router.post("/v1/orders").handler(this::timeCreate);
     router.route("/v1/*").handler(auth::authenticate);
     router.route("/v1/admin/*").handler(auth::requireAdmin);
@@ -78,12 +76,6 @@ public final class IntakeVerticle extends VerticleBase {
     // (HttpProtocolTest). Without h2c the server ignores the Upgrade header and such clients stay on HTTP/1.1.
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setHttp2ClearTextEnabled(false));
     return server.requestHandler(router).listen(config.http().port(), config.http().host());
-  }
-
-  private static List<Future<CreateOutcome>> asResults(List<CreateResult> results) {
-    return results.stream().<Future<CreateOutcome>>map(result -> result.rejection() != null
-        ? Future.failedFuture(result.rejection())
-        : Future.succeededFuture(result.outcome())).toList();
   }
 
   private static String clientOf(RoutingContext ctx) {

@@ -14,24 +14,22 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.limit.LimiterVerticle;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.CloseReason;
+import ordertimeout.order.CreateOutcome;
+import ordertimeout.order.CreateRequest;
 import ordertimeout.order.Deadlines;
+import ordertimeout.order.IdempotencyKey;
 import ordertimeout.order.NewOrder;
 import ordertimeout.order.Order;
 import ordertimeout.order.OrderIds;
 import ordertimeout.order.OrderRejected.Reason;
 import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderStatus;
+import ordertimeout.order.PayRequest;
+import ordertimeout.order.StateChange;
 import ordertimeout.order.TimeoutPolicy;
-import ordertimeout.store.OrderCreates.CreateOutcome;
-import ordertimeout.store.OrderCreates.CreateRequest;
-import ordertimeout.store.OrderCreates.IdempotencyKey;
-import ordertimeout.store.OrderStore.PayRequest;
-import ordertimeout.store.OrderStore.StateChange;
 import ordertimeout.store.OrderStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-
-import java.util.regex.Pattern;
 
 import static net.logstash.logback.argument.StructuredArguments.kv;
 
@@ -41,8 +39,6 @@ import static net.logstash.logback.argument.StructuredArguments.kv;
  */
 final class OrderRoutes {
   private static final Logger log = LoggerFactory.getLogger(OrderRoutes.class);
-  private static final Pattern IDEMPOTENCY_KEY = Pattern.compile("[\\x21-\\x7e]{1,255}");
-  private static final Pattern ORDER_ID = Pattern.compile("[0-9]{1,19}");
 
   private final Vertx vertx;
   private final AppConfig config;
@@ -65,7 +61,7 @@ final class OrderRoutes {
     this.stats = stats;
   }
 
-  void mount(Router router, ApiContract contract) {
+  void mount(Router router, ContractChecks contract) {
     router.post("/v1/orders").handler(contract.validate("createOrder")).handler(this::create);
     router.get("/v1/orders/:id").handler(contract.validate("getOrder"))
         .handler(ctx -> respond(ctx, 200, store.find(orderId(ctx), clientScope(ctx))));
@@ -78,14 +74,8 @@ final class OrderRoutes {
 
   private void create(RoutingContext ctx) {
     ApiKey caller = Auth.caller(ctx);
-    String key = ctx.request().getHeader("Idempotency-Key");
-    if (key == null) {
-      throw ApiException.badRequest("missing_idempotency_key", "the Idempotency-Key header is required");
-    }
-    if (!IDEMPOTENCY_KEY.matcher(key).matches()) {
-      throw ApiException.badRequest("invalid_idempotency_key", "the Idempotency-Key must be 1 to 255 visible ASCII characters");
-    }
-    CreateOrderRequest request = CreateOrderRequest.parse(ApiContract.body(ctx), policy, config.orders());
+    String key = (String) ContractChecks.parameter(ctx, "Idempotency-Key");
+    CreateOrderRequest request = CreateOrderRequest.of(ContractChecks.body(ctx), policy);
     int timeoutSeconds = policy.timeoutSeconds(request.category(), request.timeoutSeconds());
     long id = orderIds.next();
     NewOrder order = new NewOrder(id, OrderIds.shardOf(id, config.database().shards()), request.userId(),
@@ -94,17 +84,14 @@ final class OrderRoutes {
     createPermit(ctx, caller)
         .compose(permitted -> creates.submit(new CreateRequest(order, idempotency)))
         .onSuccess(outcome -> {
-          if (outcome.created() == null) {
+          AccessLog.orderId(ctx, outcome.order().id());
+          if (outcome.replay()) {
             stats.idempotentReplay();
           } else {
-            AccessLog.orderId(ctx, outcome.created().id());
             stats.orderCreated();
-            schedule(outcome.created());
+            schedule(outcome.order());
           }
-          ctx.response()
-              .setStatusCode(outcome.status())
-              .putHeader("Content-Type", "application/json")
-              .end(outcome.body());
+          json(ctx, 201, outcome.order().toJson());
         })
         .onFailure(ctx::fail);
   }
@@ -174,12 +161,12 @@ final class OrderRoutes {
     return caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
   }
 
-  /** The {@code :id} path parameter: 400 {@code invalid_order_id} unless a decimal 64-bit number. */
+  /**
+   * The {@code :id} path parameter, whose digits the contract checked: 400 {@code invalid_order_id} when they
+   * do not fit in 64 bits, which its pattern does not say.
+   */
   static long orderId(RoutingContext ctx) {
-    String id = ctx.pathParam("id");
-    if (!ORDER_ID.matcher(id).matches()) {
-      throw ApiException.badRequest("invalid_order_id", "an order id is a decimal number");
-    }
+    String id = (String) ContractChecks.parameter(ctx, "id");
     try {
       long parsed = Long.parseLong(id);
       AccessLog.orderId(ctx, parsed);

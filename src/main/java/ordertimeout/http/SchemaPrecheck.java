@@ -62,7 +62,7 @@ final class SchemaPrecheck {
     for (String keyword : schema.fieldNames()) {
       Object argument = schema.getValue(keyword);
       Predicate<Object> check = switch (keyword) {
-        case "$ref" -> argument instanceof String ref ? compile(document, ApiContract.at(document, ref), depth + 1) : null;
+        case "$ref" -> argument instanceof String ref ? compile(document, ApiDocument.at(document, ref), depth + 1) : null;
         case "type" -> type(argument);
         case "properties" -> properties(document, argument, depth);
         case "required" -> required(argument);

@@ -38,6 +38,24 @@ public record Order(
         .put("closedAt", iso(closedAt));
   }
 
+  /** The order back from {@link #toJson()}. */
+  public static Order fromJson(JsonObject json) {
+    List<OrderItem> items = json.getJsonArray("items").stream()
+        .map(item -> (JsonObject) item)
+        .map(item -> new OrderItem(item.getString("sku"), item.getInteger("qty")))
+        .toList();
+    String closeReason = json.getString("closeReason");
+    return new Order(Long.parseLong(json.getString("id")), json.getString("userId"), json.getString("category"),
+        OrderStatus.valueOf(json.getString("status")), closeReason == null ? null : CloseReason.valueOf(closeReason), items,
+        instant(json, "createdAt"), instant(json, "closeAt"), instant(json, "remindAt"), instant(json, "paidAt"),
+        instant(json, "closedAt"));
+  }
+
+  private static Instant instant(JsonObject json, String field) {
+    String text = json.getString(field);
+    return text == null ? null : Instant.parse(text);
+  }
+
   private static String iso(Instant instant) {
     return instant == null ? null : instant.toString();
   }

@@ -12,19 +12,11 @@ public final class TimeoutPolicy {
     this.config = config;
   }
 
-  public boolean knowsCategory(String category) {
-    return config.categoryTimeoutSeconds().containsKey(category);
-  }
-
   public String defaultCategory() {
     return config.defaultCategory();
   }
 
-  public boolean allowsTimeout(long seconds) {
-    return seconds >= config.minTimeoutSeconds() && seconds <= config.maxTimeoutSeconds();
-  }
-
-  /** The requested timeout when there is one (already checked with {@link #allowsTimeout}), else the category's. */
+  /** The requested timeout when there is one (the API contract holds it within the configured bounds), else the category's. */
   public int timeoutSeconds(String category, Optional<Integer> requested) {
     return requested.orElseGet(() -> config.categoryTimeoutSeconds().get(category));
   }

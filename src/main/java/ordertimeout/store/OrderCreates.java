@@ -1,12 +1,16 @@
 package ordertimeout.store;
 
 import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
 import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
+import ordertimeout.order.CreateOutcome;
+import ordertimeout.order.CreateRequest;
 import ordertimeout.order.Digests;
+import ordertimeout.order.IdempotencyKey;
 import ordertimeout.order.NewOrder;
 import ordertimeout.order.Order;
 import ordertimeout.order.OrderItem;
@@ -35,24 +39,24 @@ public final class OrderCreates {
     this.pool = pool;
   }
 
-  /** Idempotency keys are scoped per API client; {@code requestHash} tells a replay from a reuse. */
-  public record IdempotencyKey(String client, String key, String requestHash) {}
-
-  public record CreateRequest(NewOrder order, IdempotencyKey idempotency) {}
-
-  /** What to answer: the stored response on a replay ({@code created} null), or the new order. */
-  public record CreateOutcome(int status, String body, Order created) {}
-
   /** Exactly one of the two is set. */
-  public record CreateResult(CreateOutcome outcome, OrderRejected rejection) {
+  private record CreateResult(CreateOutcome outcome, OrderRejected rejection) {
     static CreateResult refused(Reason reason, String detail) {
       return new CreateResult(null, new OrderRejected(reason, detail));
     }
+
+    Future<CreateOutcome> future() {
+      return rejection == null ? Future.succeededFuture(outcome) : Future.failedFuture(rejection);
+    }
   }
 
-  /** Decides every request of the group; the list of results matches the list of requests. */
-  public Future<List<CreateResult>> create(List<CreateRequest> requests, int maxUnpaidPerUser) {
-    return pool.withTransaction(conn -> new Group(conn, requests, maxUnpaidPerUser).run());
+  /**
+   * Decides every request of the group: one result per request, in order, the outcome or {@link OrderRejected};
+   * the returned future fails only when nothing was committed.
+   */
+  public Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser) {
+    return pool.withTransaction(conn -> new Group(conn, requests, maxUnpaidPerUser).run())
+        .map(results -> results.stream().map(CreateResult::future).toList());
   }
 
   /** One group's transaction; requests still undecided have a null result. */
@@ -118,7 +122,7 @@ public final class OrderCreates {
       return Tuple.tuple().addArrayOfString(clients).addArrayOfString(keys);
     }
 
-    /** A key already stored answers its stored response (same request) or 422 (another request). */
+    /** A key already stored answers the order its first request created (same request), or is refused (another request). */
     private void replayStoredKeys(RowSet<Row> rows) {
       Map<String, Row> stored = new HashMap<>();
       rows.forEach(row -> stored.put(row.getString("client") + '\u0000' + row.getString("key"), row));
@@ -129,7 +133,7 @@ public final class OrderCreates {
           continue;
         }
         results[i] = row.getString("request_hash").equals(key.requestHash())
-            ? new CreateResult(new CreateOutcome(row.getInteger("response_status"), row.getString("response_body"), null), null)
+            ? new CreateResult(new CreateOutcome(Order.fromJson(new JsonObject(row.getString("response_body"))), true), null)
             : CreateResult.refused(Reason.IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was used for a different request body");
       }
     }
@@ -266,7 +270,7 @@ public final class OrderCreates {
           .addArrayOfString(reservedSkus).addArrayOfInteger(reservedQtys);
     }
 
-    /** Renders each new order's 201 response and stores it under its idempotency key. */
+    /** Stores each new order, as created, under its idempotency key: a replay answers it again. */
     private Future<Void> storeKeys(List<Integer> accepted, RowSet<Row> inserted) {
       Map<Long, Row> byId = new HashMap<>();
       inserted.forEach(row -> byId.put(row.getLong("id"), row));
@@ -286,7 +290,7 @@ public final class OrderCreates {
             row.getOffsetDateTime("created_at").toInstant(), row.getOffsetDateTime("close_at").toInstant(),
             row.getOffsetDateTime("remind_at") == null ? null : row.getOffsetDateTime("remind_at").toInstant(), null, null);
         String body = created.toJson().encode();
-        results[i] = new CreateResult(new CreateOutcome(201, body, created), null);
+        results[i] = new CreateResult(new CreateOutcome(created, false), null);
         clients[a] = key.client();
         keys[a] = key.key();
         hashes[a] = key.requestHash();

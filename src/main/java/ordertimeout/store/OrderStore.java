@@ -12,6 +12,8 @@ import ordertimeout.order.OrderItem;
 import ordertimeout.order.OrderRejected.Reason;
 import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderStatus;
+import ordertimeout.order.PayRequest;
+import ordertimeout.order.StateChange;
 
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
@@ -30,9 +32,6 @@ public final class OrderStore {
     this.pool = pool;
   }
 
-  /** The order after a pay or close request, and whether this request changed it. */
-  public record StateChange(Order order, boolean changed) {}
-
   public record Stock(String sku, long available, long reserved) {}
 
   /**
@@ -42,9 +41,6 @@ public final class OrderStore {
   public Future<Order> find(long id, String client) {
     return selectOrder(pool, id, client);
   }
-
-  /** A pay request: the order, and the client asking (null for an admin). */
-  public record PayRequest(long id, String client) {}
 
   /**
    * Pays a group of orders (group commit): one result per request, in order, each decided on its own: the order after

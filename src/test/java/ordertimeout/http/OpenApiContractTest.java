@@ -220,7 +220,7 @@ class OpenApiContractTest extends ServiceTestBase {
 
   /** The valid requests at the edges of the contract pass the service's own checks too. */
   @ParameterizedTest(name = "{0} {1} {3}")
-  @MethodSource("ordertimeout.http.ApiContractCheckTest#validEdges")
+  @MethodSource("ordertimeout.http.ContractChecksTest#validEdges")
   void theServiceTakesWhatTheContractTakes(String method, String path, String idempotencyKey, String body) {
     for (int i = 0; i < 50; i++) {
       api.setStock("SKU-" + i, 10_000);

@@ -31,13 +31,13 @@ class SchemaPrecheckTest {
       "virtual", "PHYSICAL", "checkout-8f14e45f", "\u2028", "~", "!", "\"", "null");
 
   private Vertx vertx;
-  private ApiContract contract;
+  private ContractChecks contract;
 
   @BeforeAll
   void load() {
     vertx = Vertx.vertx();
     AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), name -> null));
-    contract = TestService.await(ApiContract.load(vertx, config));
+    contract = TestService.await(ContractChecks.load(vertx, config));
   }
 
   @AfterAll
@@ -50,11 +50,11 @@ class SchemaPrecheckTest {
     for (String body : List.of(
         "{\"userId\":\"u-1\",\"items\":[{\"sku\":\"SKU-1\",\"qty\":2}]}",
         "{\"userId\":\"u-2\",\"category\":\"virtual\",\"items\":[{\"sku\":\"SKU-2\",\"qty\":3},{\"sku\":\"SKU-1\",\"qty\":1}],\"timeoutSeconds\":600}")) {
-      assertThat(contract.verdicts("createOrder", "body", Json.decodeValue(body))).isEqualTo(new ApiContract.Verdicts(true, true));
+      assertThat(contract.verdicts("createOrder", "body", Json.decodeValue(body))).isEqualTo(new ContractChecks.Verdicts(true, true));
     }
-    assertThat(contract.verdicts("createOrder", "Idempotency-Key", "checkout-8f14e45f")).isEqualTo(new ApiContract.Verdicts(true, true));
-    assertThat(contract.verdicts("payOrder", "id", "7417334514307825665")).isEqualTo(new ApiContract.Verdicts(true, true));
-    assertThat(contract.verdicts("setInventory", "body", new JsonObject().put("available", 100))).isEqualTo(new ApiContract.Verdicts(true, true));
+    assertThat(contract.verdicts("createOrder", "Idempotency-Key", "checkout-8f14e45f")).isEqualTo(new ContractChecks.Verdicts(true, true));
+    assertThat(contract.verdicts("payOrder", "id", "7417334514307825665")).isEqualTo(new ContractChecks.Verdicts(true, true));
+    assertThat(contract.verdicts("setInventory", "body", new JsonObject().put("available", 100))).isEqualTo(new ContractChecks.Verdicts(true, true));
   }
 
   @Test
@@ -64,7 +64,7 @@ class SchemaPrecheckTest {
     int leftToTheValidator = 0;
     for (int i = 0; i < 30_000; i++) {
       Object body = Json.decodeValue(Json.encode(mutate(validCreate(random), random, 1 + random.nextInt(3))));
-      ApiContract.Verdicts verdicts = contract.verdicts("createOrder", "body", body);
+      ContractChecks.Verdicts verdicts = contract.verdicts("createOrder", "body", body);
       assertThat(verdicts.precheckAccepts()).isNotNull();
       if (verdicts.precheckAccepts()) {
         assertThat(verdicts.valid()).as("accepted by the precheck, refused by the validator: %s", body).isTrue();
@@ -79,7 +79,7 @@ class SchemaPrecheckTest {
 
     for (String key : ODD_STRINGS) {
       for (String[] parameter : new String[][] {{"createOrder", "Idempotency-Key"}, {"payOrder", "id"}, {"setInventory", "sku"}}) {
-        ApiContract.Verdicts verdicts = contract.verdicts(parameter[0], parameter[1], key);
+        ContractChecks.Verdicts verdicts = contract.verdicts(parameter[0], parameter[1], key);
         if (verdicts.precheckAccepts()) {
           assertThat(verdicts.valid()).as("%s %s '%s'", parameter[0], parameter[1], key).isTrue();
         }

@@ -128,7 +128,7 @@ public final class CloseStormBenchmark {
     Vertx serviceVertx = Vertx.vertx();
     Service service = Service.start(serviceVertx, config, db.setup.connectOptions())
         .toCompletionStage().toCompletableFuture().get(5, TimeUnit.MINUTES);
-    long reloadMillis = service.stats().toJson().getLong("lastReloadMillis");
+    long reloadMillis = service.stats().snapshot().lastReloadMillis();
     if (Instant.now().isAfter(deadline)) {
       throw new IllegalStateException("the reload took past the deadline; raise the lead time");
     }

@@ -136,11 +136,11 @@ public final class ReloadBenchmark {
       long started = System.nanoTime();
       await(vertx.deployVerticle(new TimerVerticle(config, db.setup.connectOptions(), stats, OwnedShards.all(config.database().shards()))));
       long deployMillis = (System.nanoTime() - started) / 1_000_000;
-      JsonObject snapshot = stats.toJson();
-      long timers = snapshot.getJsonObject("pendingTimers").getLong("total");
+      NodeStats.Snapshot snapshot = stats.snapshot();
+      long timers = snapshot.pendingTimers();
       check("the wheel got one close timer per order", timers == orders);
       return new JsonObject()
-          .put("reloadMillis", snapshot.getLong("lastReloadMillis"))
+          .put("reloadMillis", snapshot.lastReloadMillis())
           .put("deployMillis", deployMillis)
           .put("closeTimers", timers);
     } finally {

@@ -32,7 +32,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * is only what a schema cannot say: a SKU that does not exist, a SKU listed twice.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ApiContractCheckTest {
+class ContractChecksTest {
   /** Left to the service: they depend on the data, or on comparing items with each other. */
   private static final Set<String> NOT_THE_CONTRACTS = Set.of("unknown_sku", "duplicate_sku");
 
@@ -43,15 +43,15 @@ class ApiContractCheckTest {
   void startRouter() {
     vertx = Vertx.vertx();
     AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), name -> null));
-    ApiContract contract = TestService.await(ApiContract.load(vertx, config));
+    ContractChecks contract = TestService.await(ContractChecks.load(vertx, config));
     Router router = Router.router(vertx);
     router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
-    router.post("/v1/orders").handler(contract.validate("createOrder")).handler(ApiContractCheckTest::accept);
-    router.get("/v1/orders/:id").handler(contract.validate("getOrder")).handler(ApiContractCheckTest::accept);
-    router.post("/v1/orders/:id/pay").handler(contract.validate("payOrder")).handler(ApiContractCheckTest::accept);
-    router.put("/v1/admin/inventory/:sku").handler(contract.validate("setInventory")).handler(ApiContractCheckTest::accept);
-    router.get("/v1/admin/closes").handler(contract.validate("listCloses")).handler(ApiContractCheckTest::accept);
-    router.post("/v1/admin/reconcile").handler(contract.validate("reconcile")).handler(ApiContractCheckTest::accept);
+    router.post("/v1/orders").handler(contract.validate("createOrder")).handler(ContractChecksTest::accept);
+    router.get("/v1/orders/:id").handler(contract.validate("getOrder")).handler(ContractChecksTest::accept);
+    router.post("/v1/orders/:id/pay").handler(contract.validate("payOrder")).handler(ContractChecksTest::accept);
+    router.put("/v1/admin/inventory/:sku").handler(contract.validate("setInventory")).handler(ContractChecksTest::accept);
+    router.get("/v1/admin/closes").handler(contract.validate("listCloses")).handler(ContractChecksTest::accept);
+    router.post("/v1/admin/reconcile").handler(contract.validate("reconcile")).handler(ContractChecksTest::accept);
     router.route().failureHandler(ctx -> {
       int status = ctx.failure() instanceof ApiException api ? api.status() : ctx.statusCode();
       // as the service's failure handler (Problems) names them
