@@ -18,7 +18,8 @@ import static io.gatling.javaapi.http.HttpDsl.status;
 /**
  * Creates orders with fresh idempotency keys at a constant arrival rate (open model). System
  * properties: baseUrl, rate (orders per second), duration (seconds), warmup (seconds, 5), skus (1000:
- * 1-3 items spread over SKU-0..SKU-999; 1: every order takes one unit of SKU-FLASH, a flash sale).
+ * 1-3 items spread over SKU-0..SKU-999; 1: every order takes one unit of SKU-FLASH, a flash sale),
+ * apiKey (a user key, dev-user-key).
  * The warm-up sends at the same rate first, silently: its requests are not in the statistics, so the
  * first seconds of Gatling's own JVM (p50 over 300 ms in its first second on 2026-11-30) are not
  * counted against the service. Fails (non-zero exit) unless p99 of the measured requests stays at or

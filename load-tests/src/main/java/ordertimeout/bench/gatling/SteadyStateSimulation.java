@@ -19,8 +19,8 @@ import static io.gatling.javaapi.http.HttpDsl.status;
 /**
  * Steady state: orders arrive at a constant rate with timeouts spread over 5-15 s; 60% of them are paid
  * at a random moment before their deadline, the rest are left to close on time. System properties:
- * baseUrl, rate (default 2000), duration (default 60 s). The closes are measured afterwards from the
- * database by SteadyStateBenchmark.
+ * baseUrl, rate (default 2000), duration (default 60 s), apiKey (a user key, dev-user-key). The closes
+ * are measured afterwards from the database by SteadyStateBenchmark.
  */
 public class SteadyStateSimulation extends Simulation {
   private final String baseUrl = System.getProperty("baseUrl", "http://127.0.0.1:8080");
@@ -28,7 +28,7 @@ public class SteadyStateSimulation extends Simulation {
   private final int seconds = Integer.getInteger("duration", 60);
 
   private final HttpProtocolBuilder protocol = http.baseUrl(baseUrl)
-      .header("Authorization", "Bearer dev-user-key")
+      .header("Authorization", "Bearer " + System.getProperty("apiKey", "dev-user-key"))
       .contentTypeHeader("application/json")
       .shareConnections();
 
