@@ -47,13 +47,10 @@ public final class IntakeBenchmark {
   private static final int WRK_CONNECTIONS = 64;
   private static final int WARM_UP_SECONDS = 5;
   /**
-   * Gatling tries these shares of wrk's closed-loop throughput, highest first, until one holds. Low
-   * shares: Gatling's own JVM shares the 2 cores with the service and PostgreSQL. On 2026-11-30, after
-   * its warm-up: 30% held on both spreads (p99 30 ms), 50% did not (p99 63 and 66 ms), 35% held in 4 of 6
-   * tries (p99 up to 44 ms when held, 51 and 57 ms when not). Since wrk got faster (schema V2) 35% went on holding
-   * on the flash sale (2,803-3,004/s) but not on the realistic spread (held 1,847 and 2,266/s, missed at 2,311/s
-   * with p99 63 ms): Gatling itself holds about 2,300/s there. One share only, so that run-all.sh stays within
-   * 15 minutes.
+   * Gatling tries these shares of wrk's closed-loop throughput, highest first, until one holds. A low
+   * share: Gatling's own JVM shares the 2 cores with the service and PostgreSQL, and holds about 2,300
+   * creates/s itself; higher shares missed p99 50 ms on one spread or the other. One share only, so that
+   * run-all.sh stays within 15 minutes.
    */
   private static final double[] GATLING_SHARES_OF_WRK = {0.30};
   private static final Pattern WRK_RATE = Pattern.compile("Requests/sec:\\s+([0-9.]+)");

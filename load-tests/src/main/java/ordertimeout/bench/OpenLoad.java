@@ -40,8 +40,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>It runs on a Vert.x instance of its own with one event loop, so all its state is confined to one
  * thread (plain HdrHistograms, no locks), in the JVM of the service under test: the generator thread's
- * own CPU time is measured and reported ({@link Result#cpuSeconds}): 0.16 cores at 500-700 creates/s
- * (with their pays), 0.19-0.20 at 2,000/s, on 2026-11-30. A separate JVM was not built: it would do the
+ * own CPU time is measured and reported ({@link Result#cpuSeconds}): about 0.2 cores at 2,000 creates/s
+ * with their pays. A separate JVM was not built: it would do the
  * same work plus a JIT and a GC of its own on the same two cores. Pipelining ({@code pipelining} above 1)
  * was measured worse: at 600/s, 16 connections pipelining 4 gave a create p99 of 988 ms against 127-141 ms
  * on 64 plain keep-alive connections (a slow create holds up the requests queued behind it), for the same CPU.

@@ -21,7 +21,7 @@ import static io.gatling.javaapi.http.HttpDsl.status;
  * 1-3 items spread over SKU-0..SKU-999; 1: every order takes one unit of SKU-FLASH, a flash sale),
  * apiKey (a user key, dev-user-key).
  * The warm-up sends at the same rate first, silently: its requests are not in the statistics, so the
- * first seconds of Gatling's own JVM (p50 over 300 ms in its first second on 2026-11-30) are not
+ * first seconds of Gatling's own JVM (p50 over 300 ms in its first second) are not
  * counted against the service. Fails (non-zero exit) unless p99 of the measured requests stays at or
  * under 50 ms with no failed request.
  */
