@@ -3,13 +3,13 @@ package ordertimeout.bus;
 /** Every event-bus address of the service. */
 public final class Addresses {
   /**
-   * {@link ordertimeout.order.Deadlines}: put deadlines and reminders into the wheel of their shard's owner.
+   * {@link ordertimeout.bus.Deadlines}: put deadlines and reminders into the wheel of their shard's owner.
    * One node alone: its timer takes them. In a cluster: the timer fan-out publishes them to Kafka.
    */
   public static final String TIMER_SCHEDULE = "timer.schedule";
   /** {@link CancelTimers}: drop an order's timers (it was paid or closed), on its shard's owner. */
   public static final String TIMER_CANCEL = "timer.cancel";
-  /** {@link ordertimeout.order.Deadlines} of shards this node owns, as they arrive from Kafka: into this node's wheel. */
+  /** {@link ordertimeout.bus.Deadlines} of shards this node owns, as they arrive from Kafka: into this node's wheel. */
   public static final String TIMER_OWNED_SCHEDULE = "timer.owned.schedule";
   /** {@link CancelTimers} of shards this node owns, as they arrive from Kafka. */
   public static final String TIMER_OWNED_CANCEL = "timer.owned.cancel";

@@ -3,7 +3,6 @@ package ordertimeout.bus;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.eventbus.MessageCodec;
-import ordertimeout.order.Deadlines;
 
 import java.util.List;
 

@@ -1,7 +1,7 @@
 package ordertimeout.cluster;
 
 import ordertimeout.bus.CancelTimers;
-import ordertimeout.order.Deadlines;
+import ordertimeout.bus.Deadlines;
 
 import java.util.ArrayList;
 import java.util.List;

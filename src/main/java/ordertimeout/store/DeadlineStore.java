@@ -6,8 +6,8 @@ import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
 import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
+import ordertimeout.bus.Deadlines;
 import ordertimeout.order.CloseReason;
-import ordertimeout.order.Deadlines;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;

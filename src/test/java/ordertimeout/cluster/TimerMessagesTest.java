@@ -1,6 +1,6 @@
 package ordertimeout.cluster;
 
-import ordertimeout.order.Deadlines;
+import ordertimeout.bus.Deadlines;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;

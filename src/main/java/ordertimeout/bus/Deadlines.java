@@ -1,4 +1,4 @@
-package ordertimeout.order;
+package ordertimeout.bus;
 
 /**
  * Deadlines and reminders of orders as epoch milliseconds ({@link #NONE} where a timer is not wanted),
