@@ -9,9 +9,9 @@ import java.util.List;
 
 /**
  * Which stable code a request that failed its check answers, read from the document: {@code malformed_json}
- * (no body, not JSON, not an object), {@code unknown_field} ({@code additionalProperties}), a parameter's
- * {@code x-problem-code} (or {@code x-missing-problem-code} when it is absent), a schema keyword's
- * {@code x-problem-codes}, else {@code invalid_field}.
+ * (no body, not JSON, not an object), {@code unknown_field} ({@code additionalProperties}), a schema keyword's
+ * {@code x-problem-codes}, else {@code invalid_field}. A parameter answers its own {@code x-problem-code} (or
+ * {@code x-missing-problem-code} when it is absent), which {@link ContractChecks} reads with the parameter.
  */
 final class ProblemCodes {
   static final String MALFORMED_JSON = "malformed_json";
