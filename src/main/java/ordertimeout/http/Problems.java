@@ -11,6 +11,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.ConnectException;
+import java.util.Locale;
 import java.util.concurrent.TimeoutException;
 
 import static net.logstash.logback.argument.StructuredArguments.kv;
@@ -73,12 +74,18 @@ final class Problems {
     }
   }
 
-  private static boolean isDatabaseUnavailable(Throwable failure) {
+  /**
+   * The database cannot be reached, or no pooled connection came within the pool's wait (vertx-sql-client fails
+   * that wait with "Timeout" or "Timeout waiting for connection", as a plain throwable of Vert.x's own).
+   */
+  static boolean isDatabaseUnavailable(Throwable failure) {
     for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
       if (cause instanceof ConnectException || cause instanceof TimeoutException) {
         return true;
       }
-      if (cause instanceof VertxException && String.valueOf(cause.getMessage()).toLowerCase().contains("closed")) {
+      String message = String.valueOf(cause.getMessage()).toLowerCase(Locale.ROOT);
+      if (cause instanceof VertxException && message.contains("closed")
+          || message.equals("timeout") || message.startsWith("timeout waiting for connection")) {
         return true;
       }
     }
