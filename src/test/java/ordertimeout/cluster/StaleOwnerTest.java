@@ -1,6 +1,5 @@
 package ordertimeout.cluster;
 
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.bus.Addresses;
@@ -11,6 +10,7 @@ import ordertimeout.support.Invariants;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestService;
+import ordertimeout.support.WheelFires;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -46,7 +46,7 @@ class StaleOwnerTest {
   void twoWheelsFiringTheSameDeadlinesCloseEachOrderOnce() throws Exception {
     TestDatabase.reset();
     try (TestService first = TestService.start(with(WHEELS_ONLY, "OT_NODE_ID", "11"))) {
-      Set<Long> firedByFirst = wheelFires(first.vertx());
+      WheelFires firedByFirst = WheelFires.of(first.vertx());
       first.api().setStock("SKU-S1", 100_000);
       first.api().setStock("SKU-S2", 100_000);
       List<String> ids = new ArrayList<>();
@@ -66,7 +66,7 @@ class StaleOwnerTest {
       }
 
       try (TestService second = TestService.start(with(WHEELS_ONLY, "OT_NODE_ID", "12"))) {
-        Set<Long> firedBySecond = wheelFires(second.vertx());
+        WheelFires firedBySecond = WheelFires.of(second.vertx());
         long loadedAfterMillis = (System.nanoTime() - creating) / 1_000_000;
         // the second node reloaded every pending order while none had closed yet: both wheels hold the same deadlines
         assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'"))
@@ -98,15 +98,15 @@ class StaleOwnerTest {
         assertThat(timedOut).hasSize(ids.size() - paid.size());
         // a wheel fires at the deadline whether or not the other node closed the order already
         Await.until("both wheels fired every timed-out order", Duration.ofSeconds(30),
-            () -> firedByFirst.containsAll(timedOut) && firedBySecond.containsAll(timedOut));
+            () -> firedByFirst.firedAll(timedOut) && firedBySecond.firedAll(timedOut));
         // a close is counted on its node right after its commit: the last ones may trail the database by a moment
         Await.until("both nodes counted their closes", Duration.ofSeconds(10), () -> first.service().stats().timeoutCloses(DueOrders.Path.WHEEL)
             + second.service().stats().timeoutCloses(DueOrders.Path.WHEEL) >= timedOut.size());
 
         long closedByFirst = first.service().stats().timeoutCloses(DueOrders.Path.WHEEL);
         long closedBySecond = second.service().stats().timeoutCloses(DueOrders.Path.WHEEL);
-        long firstOverlap = timedOut.stream().filter(firedByFirst::contains).count();
-        long secondOverlap = timedOut.stream().filter(firedBySecond::contains).count();
+        long firstOverlap = timedOut.stream().filter(firedByFirst::fired).count();
+        long secondOverlap = timedOut.stream().filter(firedBySecond::fired).count();
         System.out.printf("StaleOwnerTest: second node loaded %d ms after the first create; %d paid, %d pays answered order_closed; "
                 + "%d timed out; the wheel of node 11 fired %d of them (closed %d), node 12 fired %d (closed %d); none twice%n",
             loadedAfterMillis, paid.size(), refusedAsClosed, timedOut.size(), firstOverlap, closedByFirst, secondOverlap, closedBySecond);
@@ -116,9 +116,9 @@ class StaleOwnerTest {
             .isEqualTo(timedOut.size());
         for (String id : paid) {
           String other = payer.get(id).equals("11") ? "12" : "11";
-          Set<Long> firedByOther = other.equals("11") ? firedByFirst : firedBySecond;
-          assertThat(firedByOther).as("the wheel of node %s, which did not take the payment of %s, fired it", other, id)
-              .contains(Long.parseLong(id));
+          WheelFires firedByOther = other.equals("11") ? firedByFirst : firedBySecond;
+          assertThat(firedByOther.fired(Long.parseLong(id))).as("the wheel of node %s, which did not take the payment of %s, fired it", other, id)
+              .isTrue();
         }
         assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID'")).as("a stale timer closes no paid order")
             .isEqualTo(paid.size());
@@ -134,21 +134,6 @@ class StaleOwnerTest {
         Invariants.assertHold();
       }
     }
-  }
-
-  /** The order ids this node's wheel hands to its close path from now on (every close.due send marked WHEEL). */
-  private static Set<Long> wheelFires(Vertx vertx) {
-    Set<Long> fired = ConcurrentHashMap.newKeySet();
-    vertx.eventBus().addOutboundInterceptor(delivery -> {
-      if (delivery.message().address().equals(Addresses.CLOSE_DUE) && delivery.body() instanceof DueOrders due
-          && due.path() == DueOrders.Path.WHEEL) {
-        for (long id : due.orderIds()) {
-          fired.add(id);
-        }
-      }
-      delivery.next();
-    });
-    return fired;
   }
 
   private static Map<String, String> with(Map<String, String> common, String key, String value) {
