@@ -29,6 +29,9 @@ class RedisServiceTest extends ServiceTestBase {
     redis = TestRedis.start();
     return Map.of(
         "OT_REDIS_URL", redis.url(),
+        // a slow answer on a loaded machine is not an outage: the zero fallbacks below say which bucket served the
+        // creates, not how fast Redis answered (a stopped Redis refuses the connection at once, whatever the timeout)
+        "OT_REDIS_TIMEOUT_MILLIS", "2000",
         "OT_LIMITS_CREATES_PER_SECOND_PER_CLIENT", "1",
         "OT_LIMITS_CREATES_BURST", "5",
         "OT_RETENTION_INTERVAL_SECONDS", "1");
@@ -84,7 +87,9 @@ class RedisServiceTest extends ServiceTestBase {
     double before = Metrics.value(api, ran);
     Await.until("a retention run", Duration.ofSeconds(20), () -> Metrics.value(api, ran) > before);
     assertThat(redis.command("GET ot:lock:retention")).as("kept for the rest of the interval").startsWith("node-1-");
-    assertThat(Metrics.value(api, "ordertimeout_job_runs_total{job=\"retention\",outcome=\"skipped\"}"))
-        .as("one node: it never finds another holder").isZero();
+    // Not "never skipped": a tick that comes late lets the next come early (seen on a loaded machine), and that one
+    // finds this node's own claim on the interval, the only holder there is; it must never have run without the lock.
+    assertThat(Metrics.value(api, "ordertimeout_job_runs_total{job=\"retention\",outcome=\"ran_without_lock\"}"))
+        .as("retention runs without the lock (Redis not reached)").isZero();
   }
 }
