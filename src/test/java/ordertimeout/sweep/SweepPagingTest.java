@@ -56,8 +56,10 @@ class SweepPagingTest extends ServiceTestBase {
 
     long[] closes = concat(tied, fullPages, single);
     Await.until("the sweep to close every overdue order and send every overdue reminder", SAFETY,
-        () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID' AND close_at < now()") == 0
-            && Sql.count("SELECT count(*) FROM orders WHERE remind_at IS NOT NULL AND reminded_at IS NULL") == 0);
+        () -> service.service().stats().timeoutCloses(DueOrders.Path.SWEEP) - sweptBefore == closes.length
+            && api.stats().getLong("remindersSent") - remindedBefore == reminders.length);
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID' AND close_at < now()")).isZero();
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE remind_at IS NOT NULL AND reminded_at IS NULL")).isZero();
 
     Map<Long, Integer> swept = tap.timesSent(Addresses.CLOSE_DUE, DueOrders.Path.SWEEP);
     assertThat(swept.keySet()).as("every overdue order handed to the close path").isEqualTo(set(closes));
