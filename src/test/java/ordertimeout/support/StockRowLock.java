@@ -1,0 +1,83 @@
+package ordertimeout.support;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One SKU's inventory row locked (SELECT ... FOR UPDATE) by a transaction of the test's own, as another
+ * writer would hold it: a close batch of an order of that SKU waits for it, in flight, until
+ * {@link #close()} rolls the test's transaction back. Also finds the database backends of the close
+ * (or pay) transactions waiting for it, so that a test can cut one with {@code pg_terminate_backend}.
+ */
+public final class StockRowLock implements AutoCloseable {
+  /** What the backend of a stock move waiting for an inventory row lock is running (the store's LOCK_STOCK_OF_ORDERS). */
+  private static final String WAITING_STOCK_MOVES = """
+      SELECT pid FROM pg_stat_activity
+      WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF inv%' AND pid <> pg_backend_pid()
+      ORDER BY backend_start""";
+
+  private final Connection connection;
+
+  private StockRowLock(Connection connection) {
+    this.connection = connection;
+  }
+
+  public static StockRowLock hold(String sku) {
+    Connection connection = TestDatabase.jdbc();
+    try {
+      connection.setAutoCommit(false);
+      try (PreparedStatement lock = connection.prepareStatement("SELECT sku FROM inventory WHERE sku = ? FOR UPDATE")) {
+        lock.setString(1, sku);
+        lock.execute();
+      }
+      return new StockRowLock(connection);
+    } catch (SQLException e) {
+      try {
+        connection.close();
+      } catch (SQLException ignored) {
+        // the lock was not taken
+      }
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The backends of stock moves waiting for a row lock now, oldest first. */
+  public static List<Long> waitingBackends() {
+    return Sql.rows(WAITING_STOCK_MOVES).stream().map(row -> ((Number) row.get("pid")).longValue()).toList();
+  }
+
+  /** Waits (up to {@code timeout}) for a backend waiting for the lock that is not among {@code seen}, and returns it. */
+  public static long awaitWaitingBackend(Set<Long> seen, Duration timeout) {
+    AtomicLong found = new AtomicLong();
+    Await.until("a close transaction waiting for the locked stock row (other than " + seen + ")", timeout, () -> {
+      for (long pid : waitingBackends()) {
+        if (!seen.contains(pid)) {
+          found.set(pid);
+          return true;
+        }
+      }
+      return false;
+    });
+    return found.get();
+  }
+
+  /** Terminates a backend, as an administrator or a failover would: its client sees the connection closed. */
+  public static void terminate(long pid) {
+    Sql.execute("SELECT pg_terminate_backend(?::int)", pid);
+  }
+
+  /** Rolls the test's transaction back, which releases the lock. */
+  @Override
+  public void close() {
+    try (connection) {
+      connection.rollback();
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
