@@ -173,6 +173,9 @@ public final class Invariants {
     List<String> vanished = new ArrayList<>(putIn.keySet());
     vanished.removeAll(seen);
     vanished.forEach(sku -> wrong.put(sku, "put in, but no inventory row"));
-    softly.assertThat(wrong).as("stock conservation: available + reserved + sold = put in, per SKU").isEmpty();
+    Map<String, String> shown = new LinkedHashMap<>();
+    wrong.entrySet().stream().limit(SHOWN).forEach(entry -> shown.put(entry.getKey(), entry.getValue()));
+    softly.assertThat(shown).as("stock conservation: available + reserved + sold = put in, per SKU (%d SKUs wrong, first %d)",
+        wrong.size(), SHOWN).isEmpty();
   }
 }
