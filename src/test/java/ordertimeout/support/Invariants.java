@@ -164,7 +164,8 @@ public final class Invariants {
       if (expected == null) {
         wrong.put(sku, "no record of what was put in: stock written without Api (use StockLedger.putIn after writing it with SQL)");
       } else if (StockLedger.isUntrackable(expected)) {
-        wrong.put(sku, "stock set while payments of it were committing: what it was set against is unknown");
+        wrong.put(sku, "stock set while payments of it were committing, or by a request whose available could not be read: "
+            + "what it was set to is unknown");
       } else if (available + reserved + sold != expected) {
         wrong.put(sku, "available %d + reserved %d + sold %d = %d, but %d were put in"
             .formatted(available, reserved, sold, available + reserved + sold, expected));
