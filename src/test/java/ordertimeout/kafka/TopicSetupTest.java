@@ -6,15 +6,22 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigSource;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.KafkaBroker;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.config.ConfigResource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** Nodes that start together on fresh topics: whoever creates them, every node finds them ready. */
@@ -33,13 +40,39 @@ class TopicSetupTest {
     return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
   }
 
+  /**
+   * Ten times, two nodes race to create the same fresh topics: both succeed, and then (as each node goes on to use
+   * them at once) both topics are there with a partition per shard, each with its leader, and the settings asked for.
+   */
   @Test
   void twoNodesStartingTogetherBothFindTheNewTopicsReady() throws Exception {
-    for (int round = 0; round < 10; round++) {
-      ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
-      Future<Void> first = KafkaClients.ensureTopics(vertx, node(cluster, 1, Map.of()));
-      Future<Void> second = KafkaClients.ensureTopics(vertx, node(cluster, 2, Map.of()));
-      Future.all(first, second).toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaBroker.shared().bootstrapServers()))) {
+      for (int round = 0; round < 10; round++) {
+        ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
+        AppConfig firstNode = node(cluster, 1, Map.of());
+        Future<Void> first = KafkaClients.ensureTopics(vertx, firstNode);
+        Future<Void> second = KafkaClients.ensureTopics(vertx, node(cluster, 2, Map.of()));
+        Future.all(first, second).toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
+
+        String timers = cluster.timersTopic();
+        String events = cluster.eventsTopic();
+        Map<String, TopicDescription> topics = admin.describeTopics(List.of(timers, events)).allTopicNames().get(30, TimeUnit.SECONDS);
+        for (String topic : List.of(timers, events)) {
+          assertThat(topics.get(topic).partitions()).as("%s: a partition per shard", topic).hasSize(firstNode.database().shards())
+              .allSatisfy(partition -> {
+                assertThat(partition.leader()).as("%s-%d has a leader", topic, partition.partition()).isNotNull();
+                assertThat(partition.replicas()).as("replicas of %s-%d (replication factor 1 on one broker)", topic, partition.partition())
+                    .hasSize(1);
+              });
+        }
+        ConfigResource timersConfig = new ConfigResource(ConfigResource.Type.TOPIC, timers);
+        ConfigResource eventsConfig = new ConfigResource(ConfigResource.Type.TOPIC, events);
+        Map<ConfigResource, Config> configs = admin.describeConfigs(List.of(timersConfig, eventsConfig)).all().get(30, TimeUnit.SECONDS);
+        assertThat(configs.get(timersConfig).get("retention.ms").value()).as("timer messages kept a day").isEqualTo("86400000");
+        assertThat(configs.get(timersConfig).get("min.insync.replicas").value()).as("min.insync.replicas of %s", timers).isEqualTo("1");
+        assertThat(configs.get(eventsConfig).get("min.insync.replicas").value()).as("min.insync.replicas of %s", events).isEqualTo("1");
+        assertThat(configs.get(eventsConfig).get("retention.ms").isDefault()).as("events kept as long as the broker keeps them").isTrue();
+      }
     }
   }
 

@@ -150,8 +150,10 @@ public final class Api {
    */
   public Response send(HttpRequest.Builder request) {
     HttpRequest built = request.build();
+    StockLedger.Write stockWrite = StockLedger.before(built);
     try {
       HttpResponse<String> response = http.sendAsync(built, HttpResponse.BodyHandlers.ofString()).get(40, TimeUnit.SECONDS);
+      StockLedger.after(stockWrite, response.statusCode(), response.body());
       return new Response(response.statusCode(), response.body(), response);
     } catch (TimeoutException e) {
       throw new IllegalStateException("no answer to " + built.method() + " " + built.uri() + " within 40 s", e);
@@ -164,7 +166,12 @@ public final class Api {
   }
 
   public CompletableFuture<Response> sendAsync(HttpRequest.Builder request) {
-    return http.sendAsync(request.build(), HttpResponse.BodyHandlers.ofString())
-        .thenApply(response -> new Response(response.statusCode(), response.body(), response));
+    HttpRequest built = request.build();
+    StockLedger.Write stockWrite = StockLedger.before(built);
+    return http.sendAsync(built, HttpResponse.BodyHandlers.ofString())
+        .thenApply(response -> {
+          StockLedger.after(stockWrite, response.statusCode(), response.body());
+          return new Response(response.statusCode(), response.body(), response);
+        });
   }
 }

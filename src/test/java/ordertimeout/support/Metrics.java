@@ -3,7 +3,10 @@ package ordertimeout.support;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** One sample of a node's GET /metrics text, looked up by its name and labels as written there. */
+/**
+ * Values of a node's GET /metrics text that must be there: a meter that is missing (renamed, never registered) fails
+ * the lookup instead of reading as 0, which would pass checks like {@code >= 0} or {@code isZero()}.
+ */
 public final class Metrics {
   private Metrics() {}
 
@@ -15,5 +18,20 @@ public final class Metrics {
       throw new AssertionError("no sample " + series + " in /metrics");
     }
     return Double.parseDouble(sample.group(1));
+  }
+
+  /**
+   * The sum of the samples of {@code name} whose labels include {@code labels} (name, value, name, value...) in
+   * {@code scrape}, failing when there is none.
+   */
+  public static double sum(Prometheus scrape, String name, String... labels) {
+    if (!scrape.has(name, labels)) {
+      StringBuilder series = new StringBuilder(name);
+      for (int i = 0; i < labels.length; i += 2) {
+        series.append(i == 0 ? "{" : ",").append(labels[i]).append("=\"").append(labels[i + 1]).append('"');
+      }
+      throw new AssertionError("no sample " + series + (labels.length > 0 ? "}" : "") + " in /metrics");
+    }
+    return scrape.sum(name, labels);
   }
 }

@@ -8,6 +8,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.TestInstance;
 
+import java.time.Instant;
 import java.util.Map;
 import java.util.UUID;
 
@@ -15,12 +16,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Runs the real service once per test class on the shared test database; every test starts from
- * empty tables and ends with the invariants checked.
+ * empty tables (and an empty {@link StockLedger}) and ends with the invariants checked.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 public abstract class ServiceTestBase {
   protected TestService service;
   protected Api api;
+  private Instant serviceStarted;
 
   /** OT_* overrides for this class's service. */
   protected Map<String, String> overrides() {
@@ -30,6 +32,7 @@ public abstract class ServiceTestBase {
   @BeforeAll
   void startService() {
     service = TestService.start(overrides());
+    serviceStarted = Instant.now();
     api = service.api();
   }
 
@@ -45,9 +48,10 @@ public abstract class ServiceTestBase {
     TestDatabase.reset();
   }
 
+  /** With the service still running: no order left overdue, besides the invariants of the data. */
   @AfterEach
   void invariantsHold() {
-    Invariants.assertHold();
+    Invariants.assertHold(service.config(), serviceStarted);
   }
 
   protected static JsonObject orderBody(String userId, int timeoutSeconds, Object... skuAndQty) {
