@@ -11,6 +11,7 @@ import ordertimeout.support.KafkaBroker;
 import ordertimeout.support.NodeProcess;
 import ordertimeout.support.Prometheus;
 import ordertimeout.support.Sql;
+import ordertimeout.support.StockLedger;
 import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestRedis;
 import org.junit.jupiter.api.Test;
@@ -86,6 +87,9 @@ class NodeKillTest {
       List<NodeProcess> survivors = nodes.subList(0, 2);
 
       Sql.execute("INSERT INTO inventory (sku, available, reserved) SELECT 'SKU-' || n, 1000000, 0 FROM generate_series(0, ?) n", SKUS - 1);
+      for (int n = 0; n < SKUS; n++) {
+        StockLedger.putIn("SKU-" + n, 1_000_000);
+      }
       Load load = new Load(nodes);
       Thread loadThread = new Thread(load, "node-kill-test-load");
       loadThread.start();

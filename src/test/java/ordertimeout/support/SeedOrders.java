@@ -37,7 +37,12 @@ public final class SeedOrders {
   public static void insert(String sku, long[] ids, long closeInMillis, long stepMillis, Long remindBeforeMillis) {
     Long[] boxed = Arrays.stream(ids).boxed().toArray(Long[]::new);
     Integer[] shards = Arrays.stream(ids).mapToObj(id -> OrderIds.shardOf(id, TestDatabase.SHARDS)).toArray(Integer[]::new);
-    Sql.execute("INSERT INTO inventory (sku, available) VALUES (?, 1000000) ON CONFLICT (sku) DO NOTHING", sku);
+    if (Sql.count("SELECT count(*) FROM inventory WHERE sku = ?", sku) == 0) {
+      Sql.execute("INSERT INTO inventory (sku, available) VALUES (?, 1000000)", sku);
+      StockLedger.putIn(sku, 1_000_000);
+    }
+    // the seeded orders' units are reserved on top of what is available: put in with them
+    StockLedger.putIn(sku, ids.length);
     Sql.execute("""
         WITH input AS (
           SELECT id, shard, date_trunc('second', now()) + (? + (n - 1) * ?) * interval '1 millisecond' AS close_at
