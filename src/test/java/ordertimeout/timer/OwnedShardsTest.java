@@ -29,6 +29,7 @@ class OwnedShardsTest {
     OwnedShards owned = OwnedShards.none(8);
     owned.add(new int[] {2});
     owned.markLoaded(new int[] {2});
+    assertThat(owned.isLoaded(2)).isTrue();
     owned.remove(new int[] {2});
     owned.markLoaded(new int[] {2}); // a late load of a shard no longer owned does not count
     assertThat(owned.isLoaded(2)).isFalse();
