@@ -440,6 +440,11 @@ class TimeWheelTest {
     assertThat(sink.closes).containsExactly(1L);
     assertThat(sink.advance(wheel, START + 1_000 * 365 * DAY, BATCH)).isZero();
     assertThat(wheel.pending()).isEqualTo(1);
+
+    TimeWheel startingBefore1970 = new TimeWheel(TICK, -START, 16); // Long.MAX_VALUE - start overflows here
+    startingBefore1970.schedule(3, Long.MAX_VALUE, CLOSE);
+    assertThat(sink.advance(startingBefore1970, -START + 1_000 * 365 * DAY, BATCH)).isZero();
+    assertThat(startingBefore1970.pending()).isEqualTo(1);
   }
 
   @Test
