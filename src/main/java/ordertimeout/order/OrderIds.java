@@ -1,5 +1,7 @@
 package ordertimeout.order;
 
+import java.util.function.LongSupplier;
+
 /**
  * Time-ordered 64-bit order ids: 41 bits of milliseconds since 2025-01-01, 10 bits of node id,
  * 12 bits of sequence within the millisecond. Thread-safe; one generator per node.
@@ -12,18 +14,25 @@ public final class OrderIds {
   private static final long SEQUENCE_MASK = (1L << SEQUENCE_BITS) - 1;
 
   private final long nodeBits;
+  private final LongSupplier clock;
   private long lastMillis = -1;
   private long sequence;
 
   public OrderIds(int nodeId) {
+    this(nodeId, System::currentTimeMillis);
+  }
+
+  /** {@code clock} answers the wall-clock time in milliseconds; a test holds it still or turns it back. */
+  OrderIds(int nodeId, LongSupplier clock) {
     if (nodeId < 0 || nodeId >= (1 << NODE_BITS)) {
       throw new IllegalArgumentException("node id must be in [0, 1023]: " + nodeId);
     }
     this.nodeBits = (long) nodeId << SEQUENCE_BITS;
+    this.clock = clock;
   }
 
   public synchronized long next() {
-    long now = Math.max(System.currentTimeMillis(), lastMillis); // never step back with the wall clock
+    long now = Math.max(clock.getAsLong(), lastMillis); // never step back with the wall clock
     if (now == lastMillis) {
       sequence = (sequence + 1) & SEQUENCE_MASK;
       if (sequence == 0) {

@@ -1,5 +1,7 @@
 package ordertimeout.timer;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import ordertimeout.metrics.Meters;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -29,6 +31,7 @@ class OwnedShardsTest {
     OwnedShards owned = OwnedShards.none(8);
     owned.add(new int[] {2});
     owned.markLoaded(new int[] {2});
+    assertThat(owned.isLoaded(2)).isTrue();
     owned.remove(new int[] {2});
     owned.markLoaded(new int[] {2}); // a late load of a shard no longer owned does not count
     assertThat(owned.isLoaded(2)).isFalse();
@@ -45,5 +48,18 @@ class OwnedShardsTest {
     assertThat(owned.allLoaded()).isTrue();
     owned.forgetLoaded();
     assertThat(owned.allLoaded()).isFalse();
+  }
+
+  @Test
+  void ownsWhatItWasGivenAndItsGaugesSaySo() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    OwnedShards owned = OwnedShards.none(8).bindTo(registry);
+    owned.add(new int[] {1, 5});
+    assertThat(owned.owns(1)).isTrue();
+    assertThat(owned.owns(2)).isFalse();
+    assertThat(registry.get(Meters.SHARDS_OWNED).gauge().value()).isEqualTo(2);
+    assertThat(registry.get(Meters.WHEEL_LOADED).gauge().value()).isZero();
+    owned.markLoaded(new int[] {1, 5});
+    assertThat(registry.get(Meters.WHEEL_LOADED).gauge().value()).isEqualTo(1);
   }
 }

@@ -15,6 +15,7 @@ import java.util.Random;
 import static ordertimeout.timer.TimeWheel.CLOSE;
 import static ordertimeout.timer.TimeWheel.REMIND;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 @Timeout(30) // a lost timer could otherwise keep a stepping loop going for long
 class TimeWheelTest {
@@ -376,6 +377,153 @@ class TimeWheelTest {
     }
     assertThat(wheel.pending()).isZero();
     assertThat(reference.pending).isZero();
+  }
+
+  @Test
+  void refusesATickCapacityKindOrBatchItCannotWorkWith() {
+    assertThatThrownBy(() -> new TimeWheel(0, START, 16)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new TimeWheel(TICK, START, -1)).isInstanceOf(IllegalArgumentException.class);
+    TimeWheel wheel = new TimeWheel(1, START, 0); // the smallest allowed: 1 ms ticks, no capacity asked for
+    Recorder sink = new Recorder();
+    assertThatThrownBy(() -> wheel.schedule(1, START, (byte) TimeWheel.KIND_LIMIT)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> wheel.schedule(1, START, (byte) -1)).isInstanceOf(IllegalArgumentException.class);
+    byte lastKind = TimeWheel.KIND_LIMIT - 1;
+    wheel.schedule(1, START + 1, lastKind);
+    assertThat(wheel.pending(lastKind)).isEqualTo(1);
+    assertThat(wheel.pending((byte) TimeWheel.KIND_LIMIT)).as("no such kind").isZero();
+    assertThat(wheel.pending((byte) -1)).isZero();
+    assertThatThrownBy(() -> wheel.advance(START + 1, 0, sink)).isInstanceOf(IllegalArgumentException.class);
+    List<Byte> kinds = new ArrayList<>();
+    assertThat(wheel.advance(START + 1, 1, (kind, ids, count) -> kinds.add(kind))).isEqualTo(1);
+    assertThat(kinds).containsExactly(lastKind);
+  }
+
+  @Test
+  void heapBytesCountsEveryArray() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    // 16 cells of two longs, their hash chains, 16 buckets, one word of each free-cell bitmap; the slot heads
+    long slab = 8 * 2 * 16 + 4 * 16 + 4 * 16 + 8 + 8;
+    long slots = 4 * (256 + 4 * 64);
+    assertThat(wheel.heapBytes()).isEqualTo(slab + slots);
+    for (long id = 0; id < 8; id++) wheel.schedule(id, START + 600 * DAY, CLOSE); // beyond the horizon
+    assertThat(wheel.heapBytes()).as("the far list: an int and a long for each of 8").isEqualTo(slab + slots + 12 * 8);
+    wheel.schedule(8, START + 600 * DAY, CLOSE);
+    assertThat(wheel.heapBytes()).as("grown by half, plus 8").isEqualTo(slab + slots + 12 * 20);
+    wheel.schedule(9, START + SECOND, CLOSE);
+    wheel.advance(START + SECOND, 100, (kind, ids, count) -> { });
+    assertThat(wheel.heapBytes()).as("and the batch of the kind that fired").isEqualTo(slab + slots + 12 * 20 + 8 * 100);
+  }
+
+  @Test
+  void aTimerExactlyAtTheHorizonWaitsInTheFarListAndFiresOnTime() {
+    TimeWheel wheel = new TimeWheel(1, START, 16); // 1 ms ticks: the horizon is 2^32 ms ahead
+    Recorder sink = new Recorder();
+    long horizon = 1L << 32;
+    wheel.schedule(1, START + horizon, CLOSE);
+    // re-examined at the far list's first pass (tick 2^26), when it is again exactly at the horizon
+    wheel.schedule(2, START + horizon + (1L << 26), CLOSE);
+    assertThat(sink.advance(wheel, START + horizon - 1, BATCH)).isZero();
+    assertThat(sink.advance(wheel, START + horizon, BATCH)).isEqualTo(1);
+    assertThat(sink.closes).containsExactly(1L);
+    assertThat(sink.advance(wheel, START + horizon + (1L << 26) - 1, BATCH)).isZero();
+    assertThat(sink.advance(wheel, START + horizon + (1L << 26), BATCH)).isEqualTo(1);
+    assertThat(sink.closes).containsExactly(1L, 2L);
+  }
+
+  @Test
+  void anyDueTimeIsAcceptedTheEarliestFiringAtOnceTheLatestNever() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    wheel.schedule(1, Long.MIN_VALUE, CLOSE);
+    wheel.schedule(2, Long.MAX_VALUE, CLOSE);
+    assertThat(sink.advance(wheel, START, BATCH)).isEqualTo(1);
+    assertThat(sink.closes).containsExactly(1L);
+    assertThat(sink.advance(wheel, START + 1_000 * 365 * DAY, BATCH)).isZero();
+    assertThat(wheel.pending()).isEqualTo(1);
+
+    TimeWheel startingBefore1970 = new TimeWheel(TICK, -START, 16); // Long.MAX_VALUE - start overflows here
+    startingBefore1970.schedule(3, Long.MAX_VALUE, CLOSE);
+    assertThat(sink.advance(startingBefore1970, -START + 1_000 * 365 * DAY, BATCH)).isZero();
+    assertThat(startingBefore1970.pending()).isEqualTo(1);
+  }
+
+  @Test
+  void cancelWhereWalksAFullSlab() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    for (long id = 0; id < 16; id++) wheel.schedule(id, START + SECOND, CLOSE); // every cell in use
+    assertThat(wheel.cancelWhere(id -> id % 2 == 0)).isEqualTo(8);
+    assertThat(sink.advance(wheel, START + SECOND, BATCH)).isEqualTo(8);
+    assertThat(sink.closes).allSatisfy(id -> assertThat(id % 2).isEqualTo(1));
+  }
+
+  @Test
+  void aFullSlabAQuarterOfItTombstonesIsReclaimedRatherThanGrown() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    for (long id = 0; id < 16; id++) wheel.schedule(id, START + HOUR, CLOSE);
+    for (long id = 0; id < 4; id++) wheel.cancel(id);
+    long bytes = wheel.heapBytes();
+    wheel.schedule(16, START + HOUR, CLOSE);
+    assertThat(wheel.heapBytes()).isEqualTo(bytes);
+    assertThat(sink.advance(wheel, START + HOUR, BATCH)).isEqualTo(13);
+  }
+
+  @Test
+  void cellsOfTombstonesPassedByTheClockAreFreeAgainAlsoForTheSink() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    for (long id = 0; id < 15; id++) wheel.schedule(id, START + SECOND, CLOSE);
+    for (long id = 0; id < 15; id++) wheel.cancel(id);
+    wheel.schedule(15, START + 2 * SECOND, CLOSE);
+    long bytes = wheel.heapBytes() + 8 * BATCH; // the close batch the advance allocates
+    List<Long> fired = new ArrayList<>();
+    wheel.advance(START + 2 * SECOND, BATCH, (kind, ids, count) -> {
+      // the sink cannot reclaim tombstones: it takes the cells their slot freed, or the slab grows
+      for (long id = 100; id < 115; id++) wheel.schedule(id, START + HOUR, CLOSE);
+    });
+    assertThat(wheel.heapBytes()).isEqualTo(bytes);
+    wheel.advance(START + HOUR, BATCH, (kind, ids, count) -> {
+      for (int i = 0; i < count; i++) fired.add(ids[i]);
+    });
+    assertThat(fired).hasSize(15).allSatisfy(id -> assertThat(id).isBetween(100L, 114L));
+  }
+
+  @Test
+  void cellsFreedBeyondTheFirst4096AreFoundThroughTheSecondBitmapLevel() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 5_000);
+    Recorder sink = new Recorder();
+    for (long id = 0; id < 4_096; id++) wheel.schedule(id, START + HOUR, CLOSE);
+    for (long id = 4_096; id < 5_000; id++) wheel.schedule(id, START + SECOND, CLOSE);
+    assertThat(sink.advance(wheel, START + SECOND, BATCH)).isEqualTo(904); // frees cells 4096-4999 only
+    long bytes = wheel.heapBytes();
+    for (long id = 10_000; id < 10_904; id++) wheel.schedule(id, START + 2 * HOUR, CLOSE);
+    assertThat(wheel.heapBytes()).isEqualTo(bytes);
+    sink.closes.clear();
+    assertThat(sink.advance(wheel, START + 2 * HOUR, BATCH)).isEqualTo(5_000);
+    assertThat(sink.closes).doesNotHaveDuplicates().hasSize(5_000);
+    assertThat(sink.closes.stream().filter(id -> id < 4_096)).hasSize(4_096);
+  }
+
+  @Test
+  void aWheelClearedWithoutShrinkingForgetsEveryCellAndCount() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    for (long id = 0; id < 10; id++) wheel.schedule(id, START + SECOND, CLOSE);
+    sink.advance(wheel, START + SECOND, BATCH); // cells 0-9 freed
+    wheel.schedule(20, START + HOUR, REMIND);
+    wheel.clear(); // capacity unchanged: the arrays are reset in place
+
+    assertThat(wheel.pending(CLOSE)).isZero();
+    assertThat(wheel.pending(REMIND)).isZero();
+    assertThat(wheel.cancel(20)).as("not found through the order-id index").isZero();
+    wheel.schedule(1, START + 2 * HOUR, CLOSE);
+    wheel.schedule(2, START + 2 * HOUR, CLOSE);
+    wheel.schedule(3, START + 2 * SECOND, CLOSE);
+    sink.closes.clear();
+    sink.advance(wheel, START + 2 * SECOND, BATCH);
+    wheel.schedule(4, START + 2 * HOUR, CLOSE); // takes the cell order 3 freed, not one of the cleared ones
+    sink.advance(wheel, START + 2 * HOUR, BATCH);
+    assertThat(sink.closes).containsExactlyInAnyOrder(3L, 1L, 2L, 4L);
   }
 
   @Test
