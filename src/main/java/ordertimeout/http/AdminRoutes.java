@@ -1,36 +1,53 @@
 package ordertimeout.http;
 
+import io.vertx.core.Future;
 import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import ordertimeout.bus.Addresses;
 import ordertimeout.metrics.NodeStats;
-import ordertimeout.store.OrderStore.Stock;
-import ordertimeout.store.OrderStore;
+import ordertimeout.order.Digests;
+import ordertimeout.order.IdempotencyKey;
+import ordertimeout.store.InventoryStore.Change;
+import ordertimeout.store.InventoryStore.Stock;
+import ordertimeout.store.InventoryStore;
 import ordertimeout.timer.OwnedShards;
 
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
 
-/** Admin routes besides the admin close: stock levels, the node's stats, reconciliation on demand. */
+
+/**
+ * Admin routes besides the admin close: stock levels and their changes, the node's stats, reconciliation on demand.
+ * A stock answer carries the row's version as its ETag; a PUT of an existing SKU must send it back in If-Match.
+ */
 final class AdminRoutes {
   /** A reconciliation reads every unpaid order: it may take a while on a large database. */
   private static final DeliveryOptions RECONCILE = new DeliveryOptions().setSendTimeout(300_000);
+  /** The most available units a PUT may set, which an adjust may not add beyond: the document's rule. */
+  private static final String MAX_AVAILABLE = "#/components/schemas/SetStock/properties/available/maximum";
 
-  private final OrderStore store;
+  private final InventoryStore inventory;
   private final NodeStats stats;
   private final OwnedShards owned;
 
-  AdminRoutes(OrderStore store, NodeStats stats, OwnedShards owned) {
-    this.store = store;
+  AdminRoutes(InventoryStore inventory, NodeStats stats, OwnedShards owned) {
+    this.inventory = inventory;
     this.stats = stats;
     this.owned = owned;
   }
 
   void mount(Router router, ContractChecks contract) {
-    router.get("/v1/admin/inventory/:sku").handler(contract.validate("getInventory")).handler(ctx -> store.stock(sku(ctx))
-        .onSuccess(stock -> OrderRoutes.json(ctx, 200, toJson(stock)))
-        .onFailure(ctx::fail));
+    long maxAvailable = ((Number) ApiDocument.at(contract.document().json(), MAX_AVAILABLE)).longValue();
+    router.get("/v1/admin/inventory/:sku").handler(contract.validate("getInventory"))
+        .handler(ctx -> respond(ctx, inventory.stock(sku(ctx))));
     router.put("/v1/admin/inventory/:sku").handler(contract.validate("setInventory")).handler(this::setAvailable);
+    router.post("/v1/admin/inventory/:sku/adjust").handler(contract.validate("adjustInventory"))
+        .handler(ctx -> adjust(ctx, maxAvailable));
+    router.get("/v1/admin/inventory/:sku/log").handler(contract.validate("getInventoryLog")).handler(this::log);
     router.get("/v1/admin/stats").handler(contract.validate("getStats")).handler(ctx -> OrderRoutes.json(ctx, 200, StatsJson.of(stats.snapshot(), owned)));
     router.post("/v1/admin/reconcile").handler(contract.validate("reconcile")).handler(this::reconcile);
   }
@@ -47,23 +64,72 @@ final class AdminRoutes {
     return ContractChecks.body(ctx) instanceof JsonObject body && body.getBoolean("repair", false);
   }
 
+  /** Without If-Match only a new SKU is set (created); with it only the version the caller read. */
   private void setAvailable(RoutingContext ctx) {
     String sku = sku(ctx);
-    long available = available(ctx);
-    store.setAvailable(sku, available)
-        .onSuccess(stock -> OrderRoutes.json(ctx, 200, toJson(stock)))
-        .onFailure(ctx::fail);
+    long available = ((Number) body(ctx).getValue("available")).longValue();
+    String client = Auth.caller(ctx).client();
+    String ifMatch = (String) ContractChecks.parameter(ctx, "If-Match");
+    respond(ctx, ifMatch == null
+        ? inventory.create(sku, available, client)
+        : inventory.setIfVersion(sku, available, versions(ifMatch), client));
   }
 
-  private static long available(RoutingContext ctx) {
-    return ((Number) ((JsonObject) ContractChecks.body(ctx)).getValue("available")).longValue();
+  /**
+   * The versions an If-Match names; null for {@code *} (any). It compares strongly: a weak tag ({@code W/"..."}), or
+   * anything that is not a tag, matches nothing.
+   */
+  private static String[] versions(String ifMatch) {
+    if (ifMatch.trim().equals("*")) {
+      return null;
+    }
+    List<String> versions = new ArrayList<>();
+    for (String tag : ifMatch.split(",")) {
+      String trimmed = tag.trim();
+      if (trimmed.length() >= 2 && trimmed.startsWith("\"") && trimmed.endsWith("\"")) {
+        versions.add(trimmed.substring(1, trimmed.length() - 1));
+      }
+    }
+    return versions.toArray(String[]::new);
+  }
+
+  private void adjust(RoutingContext ctx, long maxAvailable) {
+    String sku = sku(ctx);
+    long delta = ((Number) body(ctx).getValue("delta")).longValue();
+    String key = (String) ContractChecks.parameter(ctx, "Idempotency-Key");
+    String requestHash = HexFormat.of().formatHex(Digests.sha256("adjust", sku, Long.toString(delta)));
+    respond(ctx, inventory.adjust(sku, delta, maxAvailable, new IdempotencyKey(Auth.caller(ctx).client(), key, requestHash)));
+  }
+
+  private void log(RoutingContext ctx) {
+    int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
+    inventory.log(sku(ctx), limit).onSuccess(changes -> {
+      JsonArray body = new JsonArray();
+      changes.forEach(change -> body.add(toJson(change)));
+      ctx.response().setStatusCode(200).putHeader("Content-Type", "application/json").end(body.encode());
+    }).onFailure(ctx::fail);
+  }
+
+  private static JsonObject toJson(Change change) {
+    return new JsonObject().put("at", change.at().toString()).put("client", change.client()).put("operation", change.operation())
+        .put("availableBefore", change.availableBefore()).put("availableAfter", change.availableAfter()).put("delta", change.delta());
+  }
+
+  /** The stock, with its version as a strong ETag (none on a replayed answer, whose row may have moved on since). */
+  private static void respond(RoutingContext ctx, Future<Stock> stock) {
+    stock.onSuccess(found -> {
+      if (found.version() != null) {
+        ctx.response().putHeader("ETag", '"' + found.version() + '"');
+      }
+      OrderRoutes.json(ctx, 200, found.toJson());
+    }).onFailure(ctx::fail);
+  }
+
+  private static JsonObject body(RoutingContext ctx) {
+    return (JsonObject) ContractChecks.body(ctx);
   }
 
   private static String sku(RoutingContext ctx) {
     return (String) ContractChecks.parameter(ctx, "sku");
-  }
-
-  private static JsonObject toJson(Stock stock) {
-    return new JsonObject().put("sku", stock.sku()).put("available", stock.available()).put("reserved", stock.reserved());
   }
 }

@@ -16,6 +16,7 @@ import ordertimeout.order.CreateRequest;
 import ordertimeout.order.OrderIds;
 import ordertimeout.order.PayRequest;
 import ordertimeout.order.StateChange;
+import ordertimeout.store.InventoryStore;
 import ordertimeout.store.OrderCreates;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
@@ -66,7 +67,7 @@ public final class IntakeVerticle extends VerticleBase {
     router.post("/v1/orders").handler(this::refuseWhileDraining);
     router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
     new OrderRoutes(vertx, config, store, creates, pays, orderIds, stats).mount(router, contract);
-    new AdminRoutes(store, stats, owned).mount(router, contract);
+    new AdminRoutes(new InventoryStore(pool), stats, owned).mount(router, contract);
     new DashboardRoutes(store).mount(router, contract);
     router.route().failureHandler(Problems::handle);
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));

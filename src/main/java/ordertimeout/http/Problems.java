@@ -61,6 +61,9 @@ final class Problems {
       case ORDER_CLOSED -> send(ctx, 409, "order_closed", rejected.getMessage());
       case ORDER_PAID -> send(ctx, 409, "order_paid", rejected.getMessage());
       case TOO_MANY_UNPAID_ORDERS -> send(ctx, 429, "too_many_unpaid_orders", rejected.getMessage());
+      case STOCK_OUT_OF_RANGE -> send(ctx, 409, "stock_out_of_range", rejected.getMessage());
+      case PRECONDITION_FAILED -> send(ctx, 412, "precondition_failed", rejected.getMessage());
+      case PRECONDITION_REQUIRED -> send(ctx, 428, "precondition_required", rejected.getMessage());
     }
   }
 

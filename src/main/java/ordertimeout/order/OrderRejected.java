@@ -11,7 +11,10 @@ public final class OrderRejected extends RuntimeException {
     IDEMPOTENCY_KEY_REUSED,
     ORDER_CLOSED,
     ORDER_PAID,
-    INVENTORY_NOT_FOUND
+    INVENTORY_NOT_FOUND,
+    STOCK_OUT_OF_RANGE,
+    PRECONDITION_FAILED,
+    PRECONDITION_REQUIRED
   }
 
   private final Reason reason;

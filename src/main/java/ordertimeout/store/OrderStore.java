@@ -24,15 +24,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-/** Reading, paying and closing orders on request, and stock levels: each one transaction with compare-and-set guards. */
+/** Reading, paying and closing orders on request: each one transaction with compare-and-set guards. */
 public final class OrderStore {
   private final Pool pool;
 
   public OrderStore(Pool pool) {
     this.pool = pool;
   }
-
-  public record Stock(String sku, long available, long reserved) {}
 
   /**
    * The order, if {@code client} may see it: its own orders for a client, every order for an admin
@@ -181,24 +179,6 @@ public final class OrderStore {
       }
       return lines;
     });
-  }
-
-  public Future<Stock> stock(String sku) {
-    return pool.preparedQuery(Sql.SELECT_INVENTORY).execute(Tuple.of(sku)).map(rows -> {
-      if (rows.size() == 0) {
-        throw new OrderRejected(Reason.INVENTORY_NOT_FOUND, "no inventory for SKU " + sku);
-      }
-      return toStock(rows.iterator().next());
-    });
-  }
-
-  public Future<Stock> setAvailable(String sku, long available) {
-    return pool.preparedQuery(Sql.UPSERT_INVENTORY).execute(Tuple.of(sku, available))
-        .map(rows -> toStock(rows.iterator().next()));
-  }
-
-  private static Stock toStock(Row row) {
-    return new Stock(row.getString("sku"), row.getLong("available"), row.getLong("reserved"));
   }
 
   private static Order toOrder(Row row) {

@@ -271,14 +271,67 @@ final class Sql {
       WHERE o.id = $1
       ORDER BY l.id""";
 
-  // ---- inventory
+  // ---- inventory: stock levels and the admins' changes, each logged by the statement that makes it (InventoryStore)
 
-  static final String SELECT_INVENTORY = "SELECT sku, available, reserved FROM inventory WHERE sku = $1";
+  /**
+   * A SKU's stock and its version: the row's {@code xmin}, the id of the transaction that wrote this version of the
+   * row. Every change of the row (a reservation, a close, a payment, a repair, an admin's change) writes a new version
+   * with its own transaction's id, so the version moves with no write of its own on those paths.
+   */
+  static final String SELECT_INVENTORY = "SELECT sku, available, reserved, xmin::text AS version FROM inventory WHERE sku = $1";
 
-  static final String UPSERT_INVENTORY = """
-      INSERT INTO inventory (sku, available) VALUES ($1, $2)
-      ON CONFLICT (sku) DO UPDATE SET available = EXCLUDED.available, updated_at = now()
-      RETURNING sku, available, reserved""";
+  /** A new SKU with {@code $2} available, logged as the admin client {@code $3}'s; no row when the SKU has one already. */
+  static final String CREATE_INVENTORY = """
+      WITH created AS (
+        INSERT INTO inventory (sku, available) VALUES ($1, $2) ON CONFLICT (sku) DO NOTHING
+        RETURNING sku, available, reserved, xmin::text AS version),
+      logged AS (
+        INSERT INTO inventory_log (sku, client, operation, available_after, delta)
+        SELECT sku, $3, 'SET', available, available FROM created)
+      SELECT sku, available, reserved, version FROM created""";
+
+  /**
+   * Sets {@code available} to {@code $2} if the row's version is one of {@code $3} (null: whatever it is), logged as
+   * the admin client {@code $4}'s; no row otherwise. A version that another transaction is replacing is waited for
+   * and then compared with the row it committed, so a change that commits meanwhile is never overwritten.
+   */
+  static final String SET_AVAILABLE_IF_VERSION = """
+      WITH was AS (
+        SELECT sku, available FROM inventory WHERE sku = $1 AND ($3::text[] IS NULL OR xmin::text = ANY($3)) FOR UPDATE),
+      changed AS (
+        UPDATE inventory AS inv SET available = $2, updated_at = now()
+        FROM was WHERE inv.sku = was.sku
+        RETURNING inv.sku, was.available AS available_before, inv.available, inv.reserved, inv.xmin::text AS version),
+      logged AS (
+        INSERT INTO inventory_log (sku, client, operation, available_before, available_after, delta)
+        SELECT sku, $4, 'SET', available_before, available, available - available_before FROM changed)
+      SELECT sku, available, reserved, version FROM changed""";
+
+  /**
+   * Adds {@code $2} (negative: takes away) to {@code available} in one update, so concurrent changes all count,
+   * logged as the admin client {@code $4}'s; no row when there is no such SKU or the result would be below zero or,
+   * for an increase, above {@code $3}.
+   */
+  static final String ADJUST_AVAILABLE = """
+      WITH changed AS (
+        UPDATE inventory SET available = available + $2, updated_at = now()
+        WHERE sku = $1 AND available + $2 >= 0 AND ($2 < 0 OR available + $2 <= $3)
+        RETURNING sku, available, reserved, xmin::text AS version),
+      logged AS (
+        INSERT INTO inventory_log (sku, client, operation, available_before, available_after, delta)
+        SELECT sku, $4, 'ADJUST', available - $2, available, $2 FROM changed)
+      SELECT sku, available, reserved, version FROM changed""";
+
+  /**
+   * A SKU's latest {@code $2} admin changes, newest first; one row with a null id when it has none (a SKU set before
+   * the log existed), none when there is no such SKU.
+   */
+  static final String INVENTORY_LOG = """
+      SELECT l.id, l.client, l.operation, l.available_before, l.available_after, l.delta, l.at
+      FROM inventory inv LEFT JOIN LATERAL (
+        SELECT * FROM inventory_log WHERE sku = inv.sku ORDER BY id DESC LIMIT $2) AS l ON true
+      WHERE inv.sku = $1
+      ORDER BY l.id DESC""";
 
   // ---- reconciliation: the stock invariant and overdue orders (MaintenanceStore)
 

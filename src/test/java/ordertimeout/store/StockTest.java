@@ -1,10 +1,13 @@
 package ordertimeout.store;
 
+import io.vertx.core.json.JsonObject;
 import ordertimeout.support.Api;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import org.junit.jupiter.api.Test;
 
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -75,13 +78,161 @@ class StockTest extends ServiceTestBase {
   }
 
   @Test
-  void adminSetsAvailableStock() {
-    Api.Response set = api.put("/v1/admin/inventory/NEW-SKU", Api.ADMIN_KEY, "{\"available\":100}");
-    assertThat(set.status()).isEqualTo(200);
-    assertThat(set.json().getMap()).isEqualTo(Map.of("sku", "NEW-SKU", "available", 100, "reserved", 0));
+  void adminSetsAvailableStockOfTheVersionItRead() {
+    Api.Response created = api.put("/v1/admin/inventory/NEW-SKU", Api.ADMIN_KEY, "{\"available\":100}");
+    assertThat(created.status()).isEqualTo(200);
+    assertThat(created.json().getMap()).isEqualTo(Map.of("sku", "NEW-SKU", "available", 100, "reserved", 0));
+    assertThat(created.etag()).matches("\"[0-9]+\"");
     create("u-1", 600, "NEW-SKU", 10);
-    Api.Response lowered = api.put("/v1/admin/inventory/NEW-SKU", Api.ADMIN_KEY, "{\"available\":5}");
+    String read = api.get("/v1/admin/inventory/NEW-SKU", Api.ADMIN_KEY).etag();
+    Api.Response lowered = putIfMatch("NEW-SKU", 5, read);
+    assertThat(lowered.status()).as(lowered.body()).isEqualTo(200);
     assertThat(lowered.json().getLong("available")).isEqualTo(5);
     assertThat(lowered.json().getLong("reserved")).as("reservations stay").isEqualTo(10);
+    assertThat(lowered.etag()).isNotEqualTo(read).isEqualTo(api.get("/v1/admin/inventory/NEW-SKU", Api.ADMIN_KEY).etag());
+  }
+
+  @Test
+  void aSetFromAStaleReadIsRefusedAndChangesNothing() {
+    api.setStock("SKU-1", 100);
+    String read = api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag();
+    create("u-1", 600, "SKU-1", 2);
+    long logLines = Sql.count("SELECT count(*) FROM inventory_log");
+
+    Api.Response stale = putIfMatch("SKU-1", 150, read);
+
+    assertThat(stale.status()).as(stale.body()).isEqualTo(412);
+    assertThat(stale.code()).isEqualTo("precondition_failed");
+    assertThat(api.stock("SKU-1").getMap()).isEqualTo(Map.of("sku", "SKU-1", "available", 98, "reserved", 2));
+    assertThat(Sql.count("SELECT count(*) FROM inventory_log")).isEqualTo(logLines);
+    assertThat(putIfMatch("SKU-1", 150, "W/" + api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag()).status())
+        .as("a weak tag never matches").isEqualTo(412);
+    assertThat(putIfMatch("NO-SUCH-SKU", 1, "*").status()).as("no row, no version to match").isEqualTo(412);
+  }
+
+  @Test
+  void aSetWithoutIfMatchOnlyCreates() {
+    api.setStock("SKU-1", 100);
+    Api.Response blind = api.put("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY, "{\"available\":7}");
+    assertThat(blind.status()).as(blind.body()).isEqualTo(428);
+    assertThat(blind.code()).isEqualTo("precondition_required");
+    assertThat(api.stock("SKU-1").getLong("available")).isEqualTo(100);
+    Api.Response anyVersion = putIfMatch("SKU-1", 7, "*");
+    assertThat(anyVersion.status()).isEqualTo(200);
+    assertThat(anyVersion.json().getLong("available")).isEqualTo(7);
+  }
+
+  @Test
+  void everyChangeOfTheRowGivesItANewVersion() {
+    api.setStock("SKU-1", 100);
+    List<String> versions = new ArrayList<>();
+    Runnable read = () -> versions.add(api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag());
+    read.run();
+    String paid = create("u-1", 600, "SKU-1", 1).getString("id");
+    read.run();
+    assertThat(api.pay(paid).status()).isEqualTo(200);
+    read.run();
+    String cancelled = create("u-2", 600, "SKU-1", 1).getString("id");
+    read.run();
+    assertThat(api.cancel(cancelled).status()).isEqualTo(200);
+    read.run();
+    assertThat(api.adjustStock("SKU-1", 5, "restock-1").status()).isEqualTo(200);
+    read.run();
+    assertThat(api.post("/v1/admin/reconcile", Api.ADMIN_KEY).status()).isEqualTo(200);
+    read.run();
+    assertThat(versions.subList(0, 6)).as("create, pay, create, cancel, adjust: each a new version").doesNotHaveDuplicates();
+    assertThat(versions.get(6)).as("a read changes nothing").isEqualTo(versions.get(5));
+  }
+
+  @Test
+  void concurrentAdjustsAndOrdersNeverLoseAnUpdate() {
+    api.setStock("HOT", 100);
+    List<CompletableFuture<Api.Response>> adjusts = IntStream.range(0, 50)
+        .mapToObj(i -> api.adjustStockAsync("HOT", 1, "restock-" + i)).toList();
+    List<CompletableFuture<Api.Response>> creates = IntStream.range(0, 20)
+        .mapToObj(i -> api.createOrderAsync(UUID.randomUUID().toString(), orderBody("buyer-" + i, 600, "HOT", 1))).toList();
+    assertThat(adjusts.stream().map(CompletableFuture::join)).allSatisfy(r -> assertThat(r.status()).as(r.body()).isEqualTo(200));
+    assertThat(creates.stream().map(CompletableFuture::join)).allSatisfy(r -> assertThat(r.status()).as(r.body()).isEqualTo(201));
+    assertThat(api.stock("HOT").getMap()).isEqualTo(Map.of("sku", "HOT", "available", 100 + 50 - 20, "reserved", 20));
+    assertThat(Sql.count("SELECT count(*) FROM inventory_log WHERE sku = 'HOT' AND operation = 'ADJUST'")).isEqualTo(50);
+  }
+
+  @Test
+  void aRetriedAdjustCountsOnce() {
+    api.setStock("SKU-1", 100);
+    Api.Response first = api.adjustStock("SKU-1", 10, "restock-7");
+    Api.Response retried = api.adjustStock("SKU-1", 10, "restock-7");
+    assertThat(first.status()).isEqualTo(200);
+    assertThat(first.etag()).isNotNull();
+    assertThat(retried.status()).isEqualTo(200);
+    assertThat(retried.json()).isEqualTo(first.json());
+    assertThat(retried.etag()).as("a replay's row may have moved on: no version").isNull();
+    Api.Response reused = api.adjustStock("SKU-1", 11, "restock-7");
+    assertThat(reused.status()).isEqualTo(422);
+    assertThat(reused.code()).isEqualTo("idempotency_key_reused");
+    List<Api.Response> together = IntStream.range(0, 10).mapToObj(i -> api.adjustStockAsync("SKU-1", 3, "restock-8")).toList()
+        .stream().map(CompletableFuture::join).toList();
+    assertThat(together).allSatisfy(r -> assertThat(r.status() == 200 || "request_in_progress".equals(r.code())).as(r.body()).isTrue());
+    assertThat(api.stock("SKU-1").getLong("available")).isEqualTo(113);
+    assertThat(Sql.count("SELECT count(*) FROM inventory_log WHERE operation = 'ADJUST'")).isEqualTo(2);
+  }
+
+  @Test
+  void anAdjustOutOfRangeIsRefusedAndChangesNothing() {
+    api.setStock("SKU-1", 5);
+    create("u-1", 600, "SKU-1", 2);
+    Api.Response belowZero = api.adjustStock("SKU-1", -4, "correction-1");
+    assertThat(belowZero.status()).isEqualTo(409);
+    assertThat(belowZero.code()).isEqualTo("stock_out_of_range");
+    Api.Response aboveCeiling = api.adjustStock("SKU-1", 1_000_000_000_000L, "restock-1");
+    assertThat(aboveCeiling.status()).isEqualTo(409);
+    assertThat(aboveCeiling.code()).isEqualTo("stock_out_of_range");
+    assertThat(api.adjustStock("NO-SUCH-SKU", 1, "restock-2").code()).isEqualTo("inventory_not_found");
+    assertThat(api.stock("SKU-1").getMap()).isEqualTo(Map.of("sku", "SKU-1", "available", 3, "reserved", 2));
+    assertThat(Sql.count("SELECT count(*) FROM inventory_log WHERE operation = 'ADJUST'")).isZero();
+    assertThat(Sql.count("SELECT count(*) FROM idempotency_keys")).as("only the order's key").isEqualTo(1);
+    Api.Response retried = api.adjustStock("SKU-1", -3, "correction-1");
+    assertThat(retried.status()).as("a refused adjust stored nothing: its key runs anew").isEqualTo(200);
+    assertThat(retried.json().getLong("available")).isZero();
+  }
+
+  @Test
+  void theLogHoldsEveryAdminChangeNewestFirst() {
+    assertThat(api.put("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY, "{\"available\":100}").status()).isEqualTo(200);
+    assertThat(api.adjustStock("SKU-1", 5, "restock-1").status()).isEqualTo(200);
+    create("u-1", 600, "SKU-1", 4);
+    assertThat(api.adjustStock("SKU-1", -3, "correction-1").status()).isEqualTo(200);
+    assertThat(putIfMatch("SKU-1", 50, api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag()).status()).isEqualTo(200);
+
+    Api.Response log = api.get("/v1/admin/inventory/SKU-1/log", Api.ADMIN_KEY);
+
+    assertThat(log.status()).isEqualTo(200);
+    List<Map<String, Object>> changes = log.jsonArray().stream().map(change -> {
+      Map<String, Object> fields = new HashMap<>(((JsonObject) change).getMap());
+      assertThat(fields.remove("at")).isNotNull();
+      return fields;
+    }).toList();
+    assertThat(changes).containsExactly(
+        change("SET", 98, 50),
+        change("ADJUST", 101, 98),
+        change("ADJUST", 100, 105),
+        change("SET", null, 100));
+    assertThat(api.get("/v1/admin/inventory/SKU-1/log?limit=1", Api.ADMIN_KEY).jsonArray()).hasSize(1);
+    assertThat(api.get("/v1/admin/inventory/NO-SUCH-SKU/log", Api.ADMIN_KEY).code()).isEqualTo("inventory_not_found");
+  }
+
+  private static Map<String, Object> change(String operation, Integer before, int after) {
+    Map<String, Object> change = new HashMap<>();
+    change.put("client", "dev-admin");
+    change.put("operation", operation);
+    change.put("availableBefore", before);
+    change.put("availableAfter", after);
+    change.put("delta", after - (before == null ? 0 : before));
+    return change;
+  }
+
+  private Api.Response putIfMatch(String sku, long available, String etag) {
+    return api.send(api.request("PUT", "/v1/admin/inventory/" + sku, Api.ADMIN_KEY, new JsonObject().put("available", available).encode())
+        .header("If-Match", etag));
   }
 }

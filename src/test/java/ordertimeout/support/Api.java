@@ -52,6 +52,14 @@ public final class Api {
     public String contentType() {
       return raw.headers().firstValue("Content-Type").orElse("");
     }
+
+    public JsonArray jsonArray() {
+      return new JsonArray(body);
+    }
+
+    public String etag() {
+      return raw.headers().firstValue("ETag").orElse(null);
+    }
   }
 
   public Response createOrder(String idempotencyKey, JsonObject body) {
@@ -122,11 +130,42 @@ public final class Api {
     return get("/v1/admin/inventory/" + sku, ADMIN_KEY).json();
   }
 
+  /**
+   * Sets a SKU's available units as an admin should: with the version of a fresh read in If-Match (none for a new SKU),
+   * read again and retried when orders changed the row in between.
+   */
   public void setStock(String sku, long available) {
-    Response response = put("/v1/admin/inventory/" + sku, ADMIN_KEY, new JsonObject().put("available", available).encode());
-    if (response.status() != 200) {
-      throw new IllegalStateException("setting stock failed: " + response.body());
+    String path = "/v1/admin/inventory/" + sku;
+    String body = new JsonObject().put("available", available).encode();
+    for (int attempt = 0; attempt < 20; attempt++) {
+      Response read = get(path, ADMIN_KEY);
+      HttpRequest.Builder set = request("PUT", path, ADMIN_KEY, body);
+      if (read.status() == 200) {
+        set.header("If-Match", read.etag());
+      }
+      Response response = send(set);
+      if (response.status() == 200) {
+        return;
+      }
+      if (response.status() != 412 && response.status() != 428) {
+        throw new IllegalStateException("setting stock failed: " + response.body());
+      }
     }
+    throw new IllegalStateException("the stock of " + sku + " changed under each of 20 attempts to set it");
+  }
+
+  /** {@code POST /v1/admin/inventory/{sku}/adjust} with {@code {"delta": delta}} and the key. */
+  public Response adjustStock(String sku, long delta, String idempotencyKey) {
+    return send(adjustRequest(sku, delta, idempotencyKey));
+  }
+
+  public CompletableFuture<Response> adjustStockAsync(String sku, long delta, String idempotencyKey) {
+    return sendAsync(adjustRequest(sku, delta, idempotencyKey));
+  }
+
+  private HttpRequest.Builder adjustRequest(String sku, long delta, String idempotencyKey) {
+    return request("POST", "/v1/admin/inventory/" + sku + "/adjust", ADMIN_KEY, new JsonObject().put("delta", delta).encode())
+        .header("Idempotency-Key", idempotencyKey);
   }
 
   public JsonObject stats() {
