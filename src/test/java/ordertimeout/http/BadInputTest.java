@@ -19,6 +19,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class BadInputTest extends ServiceTestBase {
   private static final String ITEM = "{\"sku\":\"SKU-1\",\"qty\":1}";
   private static final String VALID_ORDER = "{\"userId\":\"u-1\",\"items\":[" + ITEM + "]}";
+  private static final String ADJUST = "/v1/admin/inventory/SKU-1/adjust";
 
   private String existingOrderId;
 
@@ -82,9 +83,24 @@ class BadInputTest extends ServiceTestBase {
         Arguments.of("stock unknown field", "PUT", "/v1/admin/inventory/SKU-1", Api.ADMIN_KEY, "{\"available\":5,\"reserved\":0}", null, 400, "unknown_field"),
         Arguments.of("stock malformed", "PUT", "/v1/admin/inventory/SKU-1", Api.ADMIN_KEY, "{", null, 400, "malformed_json"),
         Arguments.of("bad sku in path", "PUT", "/v1/admin/inventory/" + "S".repeat(65), Api.ADMIN_KEY, "{\"available\":5}", null, 400, "invalid_sku"),
+        Arguments.of("stock set without If-Match", "PUT", "/v1/admin/inventory/SKU-1", Api.ADMIN_KEY, "{\"available\":5}", null, 428, "precondition_required"),
+        Arguments.of("adjust by zero", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":0}", "k-1", 400, "invalid_field"),
+        Arguments.of("adjust without delta", "POST", ADJUST, Api.ADMIN_KEY, "{}", "k-1", 400, "invalid_field"),
+        Arguments.of("adjust by text", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":\"5\"}", "k-1", 400, "invalid_field"),
+        Arguments.of("adjust by a fraction", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":1.5}", "k-1", 400, "invalid_field"),
+        Arguments.of("adjust beyond its bound", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":1000000000001}", "k-1", 400, "invalid_field"),
+        Arguments.of("adjust beyond 64 bits", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":-9223372036854775809}", "k-1", 400, "invalid_field"),
+        Arguments.of("adjust unknown field", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":1,\"reason\":\"count\"}", "k-1", 400, "unknown_field"),
+        Arguments.of("adjust malformed", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":", "k-1", 400, "malformed_json"),
+        Arguments.of("adjust without Idempotency-Key", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":1}", null, 400, "missing_idempotency_key"),
+        Arguments.of("adjust below zero", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":-10}", "k-1", 409, "stock_out_of_range"),
+        Arguments.of("adjust of no SKU", "POST", "/v1/admin/inventory/NO-SUCH/adjust", Api.ADMIN_KEY, "{\"delta\":1}", "k-1", 404, "inventory_not_found"),
+        Arguments.of("stock log limit zero", "GET", "/v1/admin/inventory/SKU-1/log?limit=0", Api.ADMIN_KEY, null, null, 400, "invalid_field"),
+        Arguments.of("stock log limit not a number", "GET", "/v1/admin/inventory/SKU-1/log?limit=ten", Api.ADMIN_KEY, null, null, 400, "invalid_field"),
         Arguments.of("no key", "GET", "/v1/orders/1", null, null, null, 401, "unauthorized"),
         Arguments.of("unknown key", "POST", "/v1/orders", "not-a-key", VALID_ORDER, "k-1", 401, "unauthorized"),
         Arguments.of("user key on admin stock", "PUT", "/v1/admin/inventory/SKU-1", Api.USER_KEY, "{\"available\":5}", null, 403, "forbidden"),
+        Arguments.of("user key on stock adjust", "POST", ADJUST, Api.USER_KEY, "{\"delta\":1}", "k-1", 403, "forbidden"),
         Arguments.of("user key on admin close", "POST", "/v1/admin/orders/1/close", Api.USER_KEY, null, null, 403, "forbidden"),
         Arguments.of("user key on admin stats", "GET", "/v1/admin/stats", Api.USER_KEY, null, null, 403, "forbidden"));
   }
@@ -119,6 +135,7 @@ class BadInputTest extends ServiceTestBase {
     return Map.of(
         "orders", Sql.rows("SELECT id, status, closed_at, paid_at FROM orders ORDER BY id"),
         "inventory", Sql.rows("SELECT sku, available, reserved FROM inventory ORDER BY sku"),
+        "inventoryLog", Sql.count("SELECT count(*) FROM inventory_log"),
         "keys", Sql.count("SELECT count(*) FROM idempotency_keys"),
         "outbox", Sql.count("SELECT count(*) FROM outbox"),
         "log", Sql.count("SELECT count(*) FROM order_log"),

@@ -50,6 +50,8 @@ class ContractChecksTest {
     router.get("/v1/orders/:id").handler(contract.validate("getOrder")).handler(ContractChecksTest::accept);
     router.post("/v1/orders/:id/pay").handler(contract.validate("payOrder")).handler(ContractChecksTest::accept);
     router.put("/v1/admin/inventory/:sku").handler(contract.validate("setInventory")).handler(ContractChecksTest::accept);
+    router.post("/v1/admin/inventory/:sku/adjust").handler(contract.validate("adjustInventory")).handler(ContractChecksTest::accept);
+    router.get("/v1/admin/inventory/:sku/log").handler(contract.validate("getInventoryLog")).handler(ContractChecksTest::accept);
     router.get("/v1/admin/closes").handler(contract.validate("listCloses")).handler(ContractChecksTest::accept);
     router.post("/v1/admin/reconcile").handler(contract.validate("reconcile")).handler(ContractChecksTest::accept);
     router.route().failureHandler(ctx -> {
@@ -123,7 +125,13 @@ class ContractChecksTest {
         Arguments.of("POST", "/v1/orders", "a+b%20c\"", "{\"userId\":\"true\",\"items\":[{\"sku\":\"-1\",\"qty\":1}]}"),
         Arguments.of("GET", "/v1/orders/9223372036854775807", null, null),
         Arguments.of("POST", "/v1/orders/0/pay", null, "{\"ignored\": true}"),
-        Arguments.of("PUT", "/v1/admin/inventory/SKU-1", null, "{\"available\":0}"),
+        Arguments.of("PUT", "/v1/admin/inventory/NEW-SKU", null, "{\"available\":0}"),
+        Arguments.of("POST", "/v1/admin/inventory/NO-STOCK/adjust", "k", "{\"delta\":1000000000000}"),
+        Arguments.of("POST", "/v1/admin/inventory/NO-STOCK/adjust", "k", "{\"delta\":-1000000000000}"),
+        Arguments.of("POST", "/v1/admin/inventory/SKU-1/adjust", "k", "{\"delta\":1}"),
+        Arguments.of("POST", "/v1/admin/inventory/SKU-1/adjust", "k", "{\"delta\":-1.0}"),
+        Arguments.of("GET", "/v1/admin/inventory/SKU-1/log?limit=200", null, null),
+        Arguments.of("GET", "/v1/admin/inventory/SKU-1/log", null, null),
         Arguments.of("PUT", "/v1/admin/inventory/" + "S".repeat(64), null, "{\"available\":1000000000000}"),
         Arguments.of("GET", "/v1/admin/closes?limit=200", null, null),
         Arguments.of("GET", "/v1/admin/closes?limit=01", null, null),

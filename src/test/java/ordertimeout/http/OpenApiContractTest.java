@@ -239,7 +239,7 @@ class OpenApiContractTest extends ServiceTestBase {
     Api.Response response = api.send(request);
     assertThat(response.status()).as(response.body()).isIn(200, 201, 404);
     if (response.status() == 404) {
-      assertThat(response.code()).as("a valid id of no order").isEqualTo("order_not_found");
+      assertThat(response.code()).as("a valid id of no order, or SKU of no stock").isIn("order_not_found", "inventory_not_found");
     }
   }
 
@@ -318,8 +318,56 @@ class OpenApiContractTest extends ServiceTestBase {
     s.put("getInventory/stock", (t, e, c) -> t.order("SKU-1", 2));
     s.put("getInventory/unknownSku", (t, e, c) -> c.pathParams.put("sku", "NO-SUCH-SKU"));
     s.put("setInventory/set", (t, e, c) -> {});
+    s.put("setInventory/conditional", (t, e, c) -> {
+      t.api.setStock("SKU-1", 100);
+      c.headers.put("If-Match", t.api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag());
+    });
     s.put("setInventory/negative", (t, e, c) -> c.body = "{\"available\":-1}");
     s.put("setInventory/unknownField", (t, e, c) -> c.body = "{\"available\":5,\"reserved\":0}");
+    s.put("setInventory/staleVersion", (t, e, c) -> {
+      t.api.setStock("SKU-1", 100);
+      c.headers.put("If-Match", t.api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag());
+      t.order("SKU-1", 2);
+      c.body = "{\"available\":5}";
+    });
+    s.put("setInventory/noIfMatch", (t, e, c) -> {
+      t.api.setStock("SKU-1", 100);
+      c.body = "{\"available\":5}";
+    });
+    for (String name : List.of("restock", "correction")) {
+      s.put("adjustInventory/" + name, (t, e, c) -> {
+        t.api.setStock("SKU-1", 100);
+        c.headers.put("Idempotency-Key", UUID.randomUUID().toString());
+      });
+    }
+    s.put("adjustInventory/belowZero", (t, e, c) -> {
+      t.api.setStock("SKU-1", 100);
+      c.headers.put("Idempotency-Key", UUID.randomUUID().toString());
+      c.body = "{\"delta\":-101}";
+    });
+    s.put("adjustInventory/deltaZero", (t, e, c) -> {
+      c.headers.put("Idempotency-Key", UUID.randomUUID().toString());
+      c.body = "{\"delta\":0}";
+    });
+    s.put("adjustInventory/missingIdempotencyKey", (t, e, c) -> c.body = "{\"delta\":5}");
+    s.put("adjustInventory/keyReused", (t, e, c) -> {
+      t.api.setStock("SKU-1", 100);
+      String key = UUID.randomUUID().toString();
+      assertThat(t.api.adjustStock("SKU-1", 1, key).status()).isEqualTo(200);
+      c.headers.put("Idempotency-Key", key);
+      c.body = "{\"delta\":2}";
+    });
+    s.put("adjustInventory/unknownSku", (t, e, c) -> {
+      c.pathParams.put("sku", "NO-SUCH-SKU");
+      c.headers.put("Idempotency-Key", UUID.randomUUID().toString());
+      c.body = "{\"delta\":5}";
+    });
+    s.put("getInventoryLog/createdThenCorrected", (t, e, c) -> {
+      t.api.setStock("SKU-1", 100);
+      assertThat(t.api.adjustStock("SKU-1", -3, UUID.randomUUID().toString()).status()).isEqualTo(200);
+    });
+    s.put("getInventoryLog/limitTooLarge", (t, e, c) -> c.query = "?limit=500");
+    s.put("getInventoryLog/unknownSku", (t, e, c) -> c.pathParams.put("sku", "NO-SUCH-SKU"));
     s.put("getStats/stats", (t, e, c) -> t.order("SKU-1", 2));
 
     s.put("reconcile/repair", (t, e, c) -> t.api.setStock("SKU-1", 100));
@@ -519,7 +567,8 @@ class OpenApiContractTest extends ServiceTestBase {
     return operations;
   }
 
-  private Map.Entry<String, JsonObject> operationFor(String method, String path) {
+  private Map.Entry<String, JsonObject> operationFor(String method, String pathAndQuery) {
+    String path = pathAndQuery.replaceFirst("\\?.*", "");
     for (Map.Entry<String, JsonObject> operation : operations(resolved).entrySet()) {
       String template = operation.getValue().getString("x-path");
       Pattern pattern = Pattern.compile(template.replaceAll("\\{[^}]+}", "[^/]+"));
