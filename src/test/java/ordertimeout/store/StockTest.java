@@ -2,10 +2,14 @@ package ordertimeout.store;
 
 import io.vertx.core.json.JsonObject;
 import ordertimeout.support.Api;
+import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
+import ordertimeout.support.StockRowLock;
 import org.junit.jupiter.api.Test;
 
+import java.net.http.HttpRequest;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -108,6 +112,29 @@ class StockTest extends ServiceTestBase {
     assertThat(putIfMatch("SKU-1", 150, "W/" + api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag()).status())
         .as("a weak tag never matches").isEqualTo(412);
     assertThat(putIfMatch("NO-SUCH-SKU", 1, "*").status()).as("no row, no version to match").isEqualTo(412);
+  }
+
+  @Test
+  void aSetWaitingBehindAnOrderIsRefusedOnceTheOrderCommits() {
+    api.setStock("SKU-1", 100);
+    String read = api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag();
+    CompletableFuture<Api.Response> order;
+    CompletableFuture<Api.Response> set;
+    try (StockRowLock held = StockRowLock.hold("SKU-1")) {
+      order = api.createOrderAsync(UUID.randomUUID().toString(), orderBody("u-1", 600, "SKU-1", 2));
+      awaitTransactionsWaitingForALock(1);
+      set = api.sendAsync(putIfMatchRequest("SKU-1", 150, read));
+      awaitTransactionsWaitingForALock(2);
+    }
+    assertThat(order.join().status()).isEqualTo(201);
+    Api.Response refused = set.join();
+    assertThat(refused.status()).as("the version it read moved while it waited: " + refused.body()).isEqualTo(412);
+    assertThat(api.stock("SKU-1").getMap()).isEqualTo(Map.of("sku", "SKU-1", "available", 98, "reserved", 2));
+  }
+
+  private static void awaitTransactionsWaitingForALock(int count) {
+    Await.until(count + " transactions waiting for a lock", Duration.ofSeconds(30), () -> Sql.count(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()") >= count);
   }
 
   @Test
@@ -232,7 +259,11 @@ class StockTest extends ServiceTestBase {
   }
 
   private Api.Response putIfMatch(String sku, long available, String etag) {
-    return api.send(api.request("PUT", "/v1/admin/inventory/" + sku, Api.ADMIN_KEY, new JsonObject().put("available", available).encode())
-        .header("If-Match", etag));
+    return api.send(putIfMatchRequest(sku, available, etag));
+  }
+
+  private HttpRequest.Builder putIfMatchRequest(String sku, long available, String etag) {
+    return api.request("PUT", "/v1/admin/inventory/" + sku, Api.ADMIN_KEY, new JsonObject().put("available", available).encode())
+        .header("If-Match", etag);
   }
 }
