@@ -61,6 +61,10 @@ final class Problems {
       case ORDER_CLOSED -> send(ctx, 409, "order_closed", rejected.getMessage());
       case ORDER_PAID -> send(ctx, 409, "order_paid", rejected.getMessage());
       case TOO_MANY_UNPAID_ORDERS -> send(ctx, 429, "too_many_unpaid_orders", rejected.getMessage());
+      case ORDER_ID_UNAVAILABLE -> {
+        ctx.response().putHeader("Retry-After", "1");
+        send(ctx, 503, "order_id_unavailable", rejected.getMessage());
+      }
     }
   }
 

@@ -11,7 +11,9 @@ public final class OrderRejected extends RuntimeException {
     IDEMPOTENCY_KEY_REUSED,
     ORDER_CLOSED,
     ORDER_PAID,
-    INVENTORY_NOT_FOUND
+    INVENTORY_NOT_FOUND,
+    /** No unique id to give the order now (a transient condition of the node: answered 503). */
+    ORDER_ID_UNAVAILABLE
   }
 
   private final Reason reason;
