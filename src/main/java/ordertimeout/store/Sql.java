@@ -35,20 +35,22 @@ final class Sql {
              greatest(0, (extract(epoch FROM expires_at - now()) * 1000)::bigint) AS expires_in_millis
       FROM node_leases WHERE node_id = $1 FOR UPDATE""";
 
-  /** Takes the lease (its row locked by {@link #LOCK_NODE_LEASE} and found free) for {@code $2}, {@code $3} ms. */
-  static final String TAKE_NODE_LEASE = holdNodeLease("node_id = $1");
+  /**
+   * Takes the lease (its row locked by {@link #LOCK_NODE_LEASE} and found free) for holder {@code $2}, {@code $3} ms.
+   * The new holder's ids start after the previous mark, so the new mark is past it by the lease too.
+   */
+  static final String TAKE_NODE_LEASE = holdNodeLease("greatest(id_high_water_millis + $3, $4)", "node_id = $1");
 
   /** Renews the lease of holder {@code $2} for {@code $3} ms; no row when another holder took it. */
-  static final String RENEW_NODE_LEASE = holdNodeLease("node_id = $1 AND holder = $2");
+  static final String RENEW_NODE_LEASE = holdNodeLease("greatest(id_high_water_millis, $4)", "node_id = $1 AND holder = $2");
 
-  /** The high-water mark {@code $4} only ever rises. */
-  private static String holdNodeLease(String condition) {
+  /** The high-water mark only ever rises: to {@code highWater}, computed from the mark {@code $4} the node asks for. */
+  private static String holdNodeLease(String highWater, String condition) {
     return """
         UPDATE node_leases
-        SET holder = $2, expires_at = now() + $3 * interval '1 millisecond',
-            id_high_water_millis = greatest(id_high_water_millis, $4), renewed_at = now()
+        SET holder = $2, expires_at = now() + $3 * interval '1 millisecond', id_high_water_millis = %s, renewed_at = now()
         WHERE %s
-        RETURNING id_high_water_millis""".formatted(condition);
+        RETURNING id_high_water_millis""".formatted(highWater, condition);
   }
 
   /** Frees the lease at once and leaves the exact last millisecond of its ids to the next holder. */
