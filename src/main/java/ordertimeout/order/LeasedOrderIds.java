@@ -59,10 +59,6 @@ public final class LeasedOrderIds {
     this.heldUntilNanos = untilNanos;
   }
 
-  public synchronized boolean held() {
-    return held && nanoClock.getAsLong() - heldUntilNanos <= 0;
-  }
-
   /** No more ids; answers the millisecond of the last one, the high-water mark to leave to the next holder. */
   public synchronized long release() {
     held = false;
