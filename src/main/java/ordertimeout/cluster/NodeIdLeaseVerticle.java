@@ -104,7 +104,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
     return sentNanos + TimeUnit.MILLISECONDS.toNanos(leaseMillis - leaseMillis / 10);
   }
 
-  /** A renewal still running when the next is due makes that one skip. */
+  /** A renewal still running when the next is due makes that one skip; one that takes a third of the lease is given up. */
   private void renew() {
     if (renewing) {
       return;
@@ -133,7 +133,9 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
             }
             return null;
           });
-    done.onFailure(failure -> log.warn("could not renew the lease on node.id {} ({}); creates answer 503 order_id_unavailable "
+    // a renewal that hangs (the database unreachable, not refusing) must not keep the next ones from trying
+    done.timeout(leaseMillis / 3, TimeUnit.MILLISECONDS)
+        .onFailure(failure -> log.warn("could not renew the lease on node.id {} ({}); creates answer 503 order_id_unavailable "
             + "if that lasts past the lease", nodeId, failure.toString()))
         .onComplete(finished -> renewing = false);
   }
