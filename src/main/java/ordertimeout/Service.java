@@ -8,6 +8,7 @@ import io.vertx.core.Vertx;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.LocalCodec;
 import ordertimeout.close.CloseVerticle;
+import ordertimeout.cluster.NodeIdLeaseVerticle;
 import ordertimeout.cluster.ShardOwnershipVerticle;
 import ordertimeout.cluster.TimerFanoutVerticle;
 import ordertimeout.config.AppConfig;
@@ -24,7 +25,7 @@ import ordertimeout.metrics.Alarms;
 import ordertimeout.metrics.MonitorVerticle;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.metrics.Telemetry;
-import ordertimeout.order.OrderIds;
+import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.redis.RedisHealth;
 import ordertimeout.store.Migrations;
 import ordertimeout.sweep.SweepVerticle;
@@ -91,7 +92,7 @@ public final class Service {
 
   private static Future<Service> start(Vertx vertx, PrometheusMeterRegistry registry, AppConfig config, PgConnectOptions database) {
     LocalCodec.registerAll(vertx);
-    OrderIds orderIds = new OrderIds(config.nodeId());
+    LeasedOrderIds orderIds = new LeasedOrderIds(config.node().id(), config.node().wallClock());
     Future<ContractChecks> contract = ContractChecks.load(vertx, config);
     return vertx.executeBlocking(Migrations::latestOnClassPath)
         .map(latest -> new Service(vertx, config, database, registry, latest))
@@ -99,13 +100,15 @@ public final class Service {
   }
 
   /**
-   * Limiter and close first, so that the timer's first due batch has somewhere to go; on a node alone
-   * the timer loads every shard before it finishes starting; in a cluster the timer fan-out and the
-   * shard ownership come next (the group then assigns shards, loaded as they come); intake last.
+   * The lease on the node id first (a node whose id another running node holds starts nothing); then limiter
+   * and close, so that the timer's first due batch has somewhere to go; on a node alone the timer loads every
+   * shard before it finishes starting; in a cluster the timer fan-out and the shard ownership come next (the
+   * group then assigns shards, loaded as they come); intake last.
    */
-  private Future<Service> deploy(PgConnectOptions database, OrderIds orderIds, Future<ContractChecks> contract) {
+  private Future<Service> deploy(PgConnectOptions database, LeasedOrderIds orderIds, Future<ContractChecks> contract) {
     boolean clustered = config.kafka().enabled();
-    return (clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
+    return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds))
+        .compose(lease -> clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), redisHealth)))
         .compose(id -> vertx.deployVerticle(close))
         .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, stats, owned)))

@@ -59,7 +59,7 @@ public final class CloseVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1));
+    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1), config.node().wallClock());
     EventBus bus = vertx.eventBus();
     return Future.join(
         bus.<DueOrders>consumer(Addresses.CLOSE_DUE, message -> enqueue(Kind.CLOSE, message)).completion(),
@@ -193,7 +193,7 @@ public final class CloseVerticle extends VerticleBase {
       log.warn("gave up closing {} orders after {} attempts; the sweep will take them: {}",
           ids.length, config.close().maxAttempts(), failure.toString());
     } else {
-      long retryAt = System.currentTimeMillis() + config.sweep().intervalSeconds() * 1000L;
+      long retryAt = config.node().wallClock().millis() + config.sweep().intervalSeconds() * 1000L;
       long[] none = new long[ids.length];
       long[] retry = new long[ids.length];
       Arrays.fill(none, Deadlines.NONE);

@@ -1,5 +1,7 @@
 package ordertimeout.config;
 
+import ordertimeout.clock.WallClock;
+
 import java.net.InetAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -14,7 +16,7 @@ import java.util.Set;
 
 /** The whole configuration, read once at start into typed records and validated. */
 public record AppConfig(
-    int nodeId,
+    Node node,
     Http http,
     Intake intake,
     Database database,
@@ -32,6 +34,17 @@ public record AppConfig(
     Logging logging,
     Kafka kafka,
     Redis redis) {
+
+  /**
+   * {@code id}: part of every order id, held by a lease in PostgreSQL of {@code leaseSeconds} (renewed every third of
+   * it) so that two running nodes never share one; {@code clockOffsetMillis}: fault injection only, this node's wall
+   * clock runs this far ahead (negative: behind).
+   */
+  public record Node(int id, int leaseSeconds, long clockOffsetMillis) {
+    public WallClock wallClock() {
+      return new WallClock(clockOffsetMillis);
+    }
+  }
 
   public record Http(String host, int port, int instances, int maxBodyBytes) {}
 
@@ -149,10 +162,14 @@ public record AppConfig(
 
   static final Set<String> DEV_KEYS = Set.of("dev-user-key", "dev-admin-key");
   private static final int SEVEN_DAYS = 7 * 24 * 3600;
+  private static final long ONE_DAY_MILLIS = 24 * 3600 * 1000L;
 
   public static AppConfig from(ConfigSource source) {
     AppConfig config = new AppConfig(
-        source.integer("node.id", 1, 0, 1023),
+        new Node(
+            source.integer("node.id", 1, 0, 1023),
+            source.integer("node.leaseSeconds", 10, 3, 300),
+            source.number("node.clockOffsetMillis", 0, -ONE_DAY_MILLIS, ONE_DAY_MILLIS)),
         new Http(
             source.string("http.host", "127.0.0.1"),
             source.integer("http.port", 8080, 0, 65535),

@@ -13,7 +13,7 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.CreateOutcome;
 import ordertimeout.order.CreateRequest;
-import ordertimeout.order.OrderIds;
+import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.order.PayRequest;
 import ordertimeout.order.StateChange;
 import ordertimeout.store.InventoryStore;
@@ -31,13 +31,13 @@ public final class IntakeVerticle extends VerticleBase {
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final NodeStats stats;
-  private final OrderIds orderIds;
+  private final LeasedOrderIds orderIds;
   private final OwnedShards owned;
   private final OpsRoutes opsRoutes;
   private final ContractChecks contract;
 
   public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned,
-                        OrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract) {
+                        LeasedOrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
@@ -51,7 +51,8 @@ public final class IntakeVerticle extends VerticleBase {
   public Future<?> start() {
     Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances());
     OrderStore store = new OrderStore(pool);
-    OrderCreates orderCreates = new OrderCreates(pool);
+    int shards = config.database().shards();
+    OrderCreates orderCreates = new OrderCreates(pool, order -> order.withId(orderIds.next(), shards));
     AppConfig.Intake groups = config.intake();
     GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(),
         requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));

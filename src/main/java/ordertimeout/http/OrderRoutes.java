@@ -20,6 +20,7 @@ import ordertimeout.order.CreateRequest;
 import ordertimeout.order.IdempotencyKey;
 import ordertimeout.order.NewOrder;
 import ordertimeout.order.Order;
+import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.order.OrderIds;
 import ordertimeout.order.OrderRejected.Reason;
 import ordertimeout.order.OrderRejected;
@@ -46,11 +47,11 @@ final class OrderRoutes {
   private final GroupCommit<CreateRequest, CreateOutcome> creates;
   private final GroupCommit<PayRequest, StateChange> pays;
   private final TimeoutPolicy policy;
-  private final OrderIds orderIds;
+  private final LeasedOrderIds orderIds;
   private final NodeStats stats;
 
   OrderRoutes(Vertx vertx, AppConfig config, OrderStore store, GroupCommit<CreateRequest, CreateOutcome> creates,
-              GroupCommit<PayRequest, StateChange> pays, OrderIds orderIds, NodeStats stats) {
+              GroupCommit<PayRequest, StateChange> pays, LeasedOrderIds orderIds, NodeStats stats) {
     this.vertx = vertx;
     this.config = config;
     this.store = store;

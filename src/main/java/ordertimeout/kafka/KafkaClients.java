@@ -79,7 +79,7 @@ public final class KafkaClients {
   private static Map<String, String> common(AppConfig config, String purpose) {
     Map<String, String> settings = new HashMap<>();
     settings.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, config.kafka().bootstrapServers());
-    settings.put(CommonClientConfigs.CLIENT_ID_CONFIG, "order-timeout-" + config.nodeId() + "-" + purpose);
+    settings.put(CommonClientConfigs.CLIENT_ID_CONFIG, "order-timeout-" + config.node().id() + "-" + purpose);
     return settings;
   }
 

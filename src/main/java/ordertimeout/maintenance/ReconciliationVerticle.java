@@ -58,7 +58,7 @@ public final class ReconciliationVerticle extends VerticleBase {
   public Future<?> start() {
     store = MaintenanceStore.shared(vertx, connectOptions);
     long intervalMillis = config.reconciliation().intervalHours() * 3_600_000L;
-    periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.nodeId(), redisHealth, stats.registry());
+    periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.node().id(), redisHealth, stats.registry());
     timer = vertx.setPeriodic(intervalMillis, id -> periodic.run(() -> reconcile(false))
         .onFailure(failure -> log.warn("reconciliation failed, the next run tries again: {}", failure.toString())));
     return vertx.eventBus().<Boolean>consumer(Addresses.RECONCILE, this::onRequest).completion();

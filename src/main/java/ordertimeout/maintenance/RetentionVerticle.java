@@ -52,7 +52,7 @@ public final class RetentionVerticle extends VerticleBase {
       stats.retentionDeleted(table, 0);
     }
     long intervalMillis = config.retention().intervalSeconds() * 1000L;
-    periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.nodeId(), redisHealth, stats.registry());
+    periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.node().id(), redisHealth, stats.registry());
     timer = vertx.setPeriodic(intervalMillis, id -> runOnce());
     return Future.succeededFuture();
   }

@@ -78,7 +78,7 @@ public final class MonitorVerticle extends VerticleBase {
   }
 
   private void evaluateAlarms() {
-    alarms.evaluate(System.currentTimeMillis(), new Alarms.Readings(
+    alarms.evaluate(config.node().wallClock().millis(), new Alarms.Readings(
         stats.recentLatenessP99Millis(), stats.sweepCatches(), stats.closeBatchesGivenUp(), outboxOldestAgeSeconds,
         stats.lastReconciliationSkuDifferences() < 0 ? Double.NaN : stats.lastReconciliationSkuDifferences()));
   }

@@ -11,4 +11,10 @@ public record NewOrder(
     String category,
     List<OrderItem> items,
     int timeoutSeconds,
-    Optional<Integer> remindAfterSeconds) {}
+    Optional<Integer> remindAfterSeconds) {
+
+  /** The same order under another id (and so in that id's shard). */
+  public NewOrder withId(long newId, int shards) {
+    return new NewOrder(newId, OrderIds.shardOf(newId, shards), userId, category, items, timeoutSeconds, remindAfterSeconds);
+  }
+}

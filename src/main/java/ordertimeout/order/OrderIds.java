@@ -1,5 +1,7 @@
 package ordertimeout.order;
 
+import ordertimeout.clock.WallClock;
+
 import java.util.function.LongSupplier;
 
 /**
@@ -18,8 +20,8 @@ public final class OrderIds {
   private long lastMillis = -1;
   private long sequence;
 
-  public OrderIds(int nodeId) {
-    this(nodeId, System::currentTimeMillis);
+  public OrderIds(int nodeId, WallClock clock) {
+    this(nodeId, clock::millis);
   }
 
   /** {@code clock} answers the wall-clock time in milliseconds; a test holds it still or turns it back. */
@@ -29,6 +31,19 @@ public final class OrderIds {
     }
     this.nodeBits = (long) nodeId << SEQUENCE_BITS;
     this.clock = clock;
+  }
+
+  /** Every id from now on is of a millisecond after {@code millis} (the high-water mark a previous holder of the node id stored). */
+  public synchronized void startAfter(long millis) {
+    if (millis >= lastMillis) {
+      lastMillis = millis;
+      sequence = SEQUENCE_MASK; // the next id in this millisecond borrows the next one
+    }
+  }
+
+  /** The millisecond of the last id (or the one {@link #startAfter} set); -1 before either. */
+  public synchronized long lastMillis() {
+    return lastMillis;
   }
 
   public synchronized long next() {

@@ -14,7 +14,9 @@ public final class OrderRejected extends RuntimeException {
     INVENTORY_NOT_FOUND,
     STOCK_OUT_OF_RANGE,
     PRECONDITION_FAILED,
-    PRECONDITION_REQUIRED
+    PRECONDITION_REQUIRED,
+    /** No unique id to give the order now (a transient condition of the node: answered 503). */
+    ORDER_ID_UNAVAILABLE
   }
 
   private final Reason reason;

@@ -7,6 +7,7 @@ import io.vertx.sqlclient.RowSet;
 import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
 import ordertimeout.bus.Deadlines;
+import ordertimeout.clock.WallClock;
 import ordertimeout.order.CloseReason;
 
 import java.time.Instant;
@@ -19,9 +20,12 @@ public final class DeadlineStore {
   private static final OffsetDateTime BEFORE_ANY_DEADLINE = Instant.EPOCH.atOffset(ZoneOffset.UTC);
 
   private final Pool pool;
+  private final WallClock clock;
 
-  public DeadlineStore(Pool pool) {
+  /** {@code clock}: this node's, on which the wheel's deadlines are. */
+  public DeadlineStore(Pool pool, WallClock clock) {
     this.pool = pool;
+    this.clock = clock;
   }
 
   /**
@@ -55,7 +59,7 @@ public final class DeadlineStore {
         }));
   }
 
-  private static Future<Deadlines> stillUnpaid(SqlConnection conn, Long[] ids) {
+  private Future<Deadlines> stillUnpaid(SqlConnection conn, Long[] ids) {
     return conn.preparedQuery(Sql.SELECT_NOT_YET_DUE).execute(Tuple.of(ids)).map(rows -> dueLater(rows, true));
   }
 
@@ -144,8 +148,8 @@ public final class DeadlineStore {
    * Rows of ids with how long until they are due by the database clock, as deadlines on this node's
    * clock: a node whose clock runs ahead puts them back for exactly the time the database still wants.
    */
-  private static Deadlines dueLater(RowSet<Row> rows, boolean close) {
-    long now = System.currentTimeMillis();
+  private Deadlines dueLater(RowSet<Row> rows, boolean close) {
+    long now = clock.millis();
     int size = rows.size();
     long[] ids = new long[size];
     long[] closeAt = new long[size];

@@ -17,6 +17,8 @@ import ordertimeout.order.OrderItem;
 import ordertimeout.order.OrderRejected.Reason;
 import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderStatus;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -25,18 +27,26 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.UnaryOperator;
 
 /**
  * Creates a group of orders in one transaction (group commit): each order with its items, its
  * reservation, its idempotency key and its ORDER_CREATED event. Each request is decided on its own,
- * in arrival order — one order's insufficient stock, exceeded cap or reused key never fails the
- * others in its group; a refused one leaves nothing behind.
+ * in arrival order — one order's insufficient stock, exceeded cap, reused key or taken id never
+ * fails the others in its group; a refused one leaves nothing behind.
  */
 public final class OrderCreates {
-  private final Pool pool;
+  private static final Logger log = LoggerFactory.getLogger(OrderCreates.class);
+  /** Inserts of one order whose id was taken already before it is refused (with a unique generator, one is plenty). */
+  private static final int ID_ATTEMPTS = 3;
 
-  public OrderCreates(Pool pool) {
+  private final Pool pool;
+  private final UnaryOperator<NewOrder> withNewId;
+
+  /** {@code withNewId}: the same order under a new id, for one whose id is taken; or {@link OrderRejected} when there is none. */
+  public OrderCreates(Pool pool, UnaryOperator<NewOrder> withNewId) {
     this.pool = pool;
+    this.withNewId = withNewId;
   }
 
   /** Exactly one of the two is set. */
@@ -55,7 +65,7 @@ public final class OrderCreates {
    * the returned future fails only when nothing was committed.
    */
   public Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser) {
-    return pool.withTransaction(conn -> new Group(conn, requests, maxUnpaidPerUser).run())
+    return pool.withTransaction(conn -> new Group(conn, requests, maxUnpaidPerUser, withNewId).run())
         .map(results -> results.stream().map(CreateResult::future).toList());
   }
 
@@ -64,12 +74,15 @@ public final class OrderCreates {
     private final SqlConnection conn;
     private final List<CreateRequest> requests;
     private final int maxUnpaidPerUser;
+    private final UnaryOperator<NewOrder> withNewId;
     private final CreateResult[] results;
 
-    Group(SqlConnection conn, List<CreateRequest> requests, int maxUnpaidPerUser) {
+    /** {@code requests} is copied: a request whose id is taken gets a new one in its place. */
+    Group(SqlConnection conn, List<CreateRequest> requests, int maxUnpaidPerUser, UnaryOperator<NewOrder> withNewId) {
       this.conn = conn;
-      this.requests = requests;
+      this.requests = new ArrayList<>(requests);
       this.maxUnpaidPerUser = maxUnpaidPerUser;
+      this.withNewId = withNewId;
       this.results = new CreateResult[requests.size()];
     }
 
@@ -184,7 +197,6 @@ public final class OrderCreates {
     /** Decides each open request in arrival order, then writes the accepted ones. */
     private Future<Void> reserveAndInsert(Map<String, Long> unpaidByUser, Map<String, Long> available) {
       Map<String, Long> unpaid = new HashMap<>(unpaidByUser);
-      Map<String, Integer> reserved = new HashMap<>();
       List<Integer> accepted = new ArrayList<>();
       for (int i : undecided()) {
         NewOrder order = requests.get(i).order();
@@ -198,15 +210,48 @@ public final class OrderCreates {
         unpaid.put(user, userUnpaid + 1);
         for (OrderItem item : order.items()) {
           available.merge(item.sku(), (long) -item.qty(), Long::sum);
-          reserved.merge(item.sku(), item.qty(), Integer::sum);
         }
         accepted.add(i);
       }
       if (accepted.isEmpty()) {
         return Future.succeededFuture();
       }
-      return conn.preparedQuery(Sql.INSERT_ORDERS).execute(insertOrdersTuple(accepted, reserved))
-          .compose(rows -> storeKeys(accepted, rows));
+      return insert(accepted, new HashMap<>(), 1).compose(created -> storeKeys(inserted(accepted), created));
+    }
+
+    /**
+     * Inserts the orders {@code pending}; one whose id another order has already (two nodes that minted the same
+     * id) inserts nothing, and is inserted again under a new id, {@value #ID_ATTEMPTS} times at most, then refused:
+     * only that request fails, the rest of its group goes on. Answers every order inserted, by id.
+     */
+    private Future<Map<Long, Row>> insert(List<Integer> pending, Map<Long, Row> created, int attempt) {
+      return conn.preparedQuery(Sql.INSERT_ORDERS).execute(insertOrdersTuple(pending)).compose(rows -> {
+        rows.forEach(row -> created.put(row.getLong("id"), row));
+        List<Integer> again = new ArrayList<>();
+        for (int i : pending) {
+          CreateRequest request = requests.get(i);
+          if (created.containsKey(request.order().id())) {
+            continue;
+          }
+          log.warn("order id {} is taken already (another node minted it too); attempt {} of {} for this order",
+              request.order().id(), attempt, ID_ATTEMPTS);
+          if (attempt >= ID_ATTEMPTS) {
+            results[i] = CreateResult.refused(Reason.ORDER_ID_UNAVAILABLE, "no unique id could be given to the order; retry");
+            continue;
+          }
+          try {
+            requests.set(i, new CreateRequest(withNewId.apply(request.order()), request.idempotency()));
+            again.add(i);
+          } catch (OrderRejected noId) {
+            results[i] = new CreateResult(null, noId);
+          }
+        }
+        return again.isEmpty() ? Future.succeededFuture(created) : insert(again, created, attempt + 1);
+      });
+    }
+
+    private List<Integer> inserted(List<Integer> accepted) {
+      return accepted.stream().filter(i -> results[i] == null).toList();
     }
 
     private CreateResult refusal(NewOrder order, long userUnpaid, Map<String, Long> available) {
@@ -227,14 +272,7 @@ public final class OrderCreates {
       return null;
     }
 
-    private Tuple insertOrdersTuple(List<Integer> accepted, Map<String, Integer> reserved) {
-      String[] reservedSkus = new String[reserved.size()];
-      Integer[] reservedQtys = new Integer[reserved.size()];
-      int r = 0;
-      for (Map.Entry<String, Integer> sku : reserved.entrySet()) {
-        reservedSkus[r] = sku.getKey();
-        reservedQtys[r++] = sku.getValue();
-      }
+    private Tuple insertOrdersTuple(List<Integer> accepted) {
       int n = accepted.size();
       Long[] ids = new Long[n];
       Integer[] shards = new Integer[n];
@@ -266,14 +304,14 @@ public final class OrderCreates {
           .addArrayOfLong(ids).addArrayOfInteger(shards).addArrayOfString(clients).addArrayOfString(userIds)
           .addArrayOfString(categories).addArrayOfInteger(timeouts).addArrayOfInteger(reminders)
           .addArrayOfLong(itemOrders.toArray(Long[]::new)).addArrayOfString(itemSkus.toArray(String[]::new))
-          .addArrayOfInteger(itemQtys.toArray(Integer[]::new))
-          .addArrayOfString(reservedSkus).addArrayOfInteger(reservedQtys);
+          .addArrayOfInteger(itemQtys.toArray(Integer[]::new));
     }
 
     /** Stores each new order, as created, under its idempotency key: a replay answers it again. */
-    private Future<Void> storeKeys(List<Integer> accepted, RowSet<Row> inserted) {
-      Map<Long, Row> byId = new HashMap<>();
-      inserted.forEach(row -> byId.put(row.getLong("id"), row));
+    private Future<Void> storeKeys(List<Integer> accepted, Map<Long, Row> byId) {
+      if (accepted.isEmpty()) {
+        return Future.succeededFuture();
+      }
       int n = accepted.size();
       String[] clients = new String[n];
       String[] keys = new String[n];

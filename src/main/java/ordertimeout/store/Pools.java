@@ -16,6 +16,8 @@ import java.util.concurrent.TimeUnit;
 public final class Pools {
   public static final String INTAKE = "order-timeout-intake";
   public static final String DEADLINES = "order-timeout-deadlines";
+  /** One connection of its own for the node-id lease, so that its renewal never queues behind busy intake or closes. */
+  public static final String NODE_LEASE = "order-timeout-node-lease";
 
   /**
    * How long a transaction or statement waits for a free connection before it fails. The pool's own connection

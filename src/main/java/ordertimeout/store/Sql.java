@@ -23,6 +23,41 @@ final class Sql {
         GROUP BY o.id""".formatted(condition);
   }
 
+  // ---- node-id leases (NodeLeases)
+
+  /** A node id never held before gets a free row, so that the take below can lock it. */
+  static final String ADD_NODE_LEASE = """
+      INSERT INTO node_leases (node_id, holder, expires_at, id_high_water_millis, renewed_at)
+      VALUES ($1, '', 'epoch', -1, now()) ON CONFLICT (node_id) DO NOTHING""";
+
+  static final String LOCK_NODE_LEASE = """
+      SELECT holder, expires_at, id_high_water_millis, expires_at > now() AS live,
+             greatest(0, (extract(epoch FROM expires_at - now()) * 1000)::bigint) AS expires_in_millis
+      FROM node_leases WHERE node_id = $1 FOR UPDATE""";
+
+  /**
+   * Takes the lease (its row locked by {@link #LOCK_NODE_LEASE} and found free) for holder {@code $2}, {@code $3} ms.
+   * The new holder's ids start after the previous mark, so the new mark is past it by the lease too.
+   */
+  static final String TAKE_NODE_LEASE = holdNodeLease("greatest(id_high_water_millis + $3, $4)", "node_id = $1");
+
+  /** Renews the lease of holder {@code $2} for {@code $3} ms; no row when another holder took it. */
+  static final String RENEW_NODE_LEASE = holdNodeLease("greatest(id_high_water_millis, $4)", "node_id = $1 AND holder = $2");
+
+  /** The high-water mark only ever rises: to {@code highWater}, computed from the mark {@code $4} the node asks for. */
+  private static String holdNodeLease(String highWater, String condition) {
+    return """
+        UPDATE node_leases
+        SET holder = $2, expires_at = now() + $3 * interval '1 millisecond', id_high_water_millis = %s, renewed_at = now()
+        WHERE %s
+        RETURNING id_high_water_millis""".formatted(highWater, condition);
+  }
+
+  /** Frees the lease at once and leaves the exact last millisecond of its ids to the next holder. */
+  static final String RELEASE_NODE_LEASE = """
+      UPDATE node_leases SET expires_at = now(), id_high_water_millis = $3, renewed_at = now()
+      WHERE node_id = $1 AND holder = $2""";
+
   // ---- create, a group of orders per transaction
 
   /**
@@ -54,9 +89,10 @@ final class Sql {
       SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
 
   /**
-   * The orders, their items, log lines, ORDER_CREATED events and stock reservations ({@code $11} SKUs,
-   * {@code $12} quantities, summed per SKU), in one statement from parallel arrays. The clock is read
-   * here, after the locks were granted, so that lock waits do not eat into the time to pay.
+   * The orders, their items, log lines, ORDER_CREATED events and stock reservations (summed per SKU), in one
+   * statement from parallel arrays. The clock is read here, after the locks were granted, so that lock waits do not
+   * eat into the time to pay. An order whose id is taken already inserts nothing at all (no items, no reservation),
+   * and is missing from the rows returned.
    */
   static final String INSERT_ORDERS = """
       WITH t AS (SELECT clock_timestamp() AS at),
@@ -70,13 +106,16 @@ final class Sql {
         SELECT i.id, i.shard, i.client, i.user_id, i.category, 'UNPAID', t.at,
                t.at + i.timeout_seconds * interval '1 second', t.at + i.remind_after_seconds * interval '1 second'
         FROM input i CROSS JOIN t
+        ON CONFLICT (id) DO NOTHING
         RETURNING id, user_id, category, created_at, close_at, remind_at),
+      created_items AS (
+        SELECT d.order_id, d.sku, d.qty FROM items_in d JOIN created c ON c.id = d.order_id),
       items AS (
-        INSERT INTO order_items (order_id, sku, qty) SELECT order_id, sku, qty FROM items_in),
+        INSERT INTO order_items (order_id, sku, qty) SELECT order_id, sku, qty FROM created_items),
       reserved AS (
         UPDATE inventory AS inv
         SET available = inv.available - d.qty, reserved = inv.reserved + d.qty, updated_at = now()
-        FROM unnest($11::text[], $12::int[]) AS d (sku, qty)
+        FROM (SELECT sku, sum(qty) AS qty FROM created_items GROUP BY sku) AS d
         WHERE inv.sku = d.sku),
       logged AS (
         INSERT INTO order_log (order_id, event, detail, at)
@@ -88,7 +127,7 @@ final class Sql {
                                   'closeAt', c.close_at, 'remindAt', c.remind_at,
                                   'items', jsonb_agg(jsonb_build_object('sku', d.sku, 'qty', d.qty) ORDER BY d.sku)),
                c.created_at
-        FROM created c JOIN items_in d ON d.order_id = c.id
+        FROM created c JOIN created_items d ON d.order_id = c.id
         GROUP BY c.id, c.user_id, c.category, c.close_at, c.remind_at, c.created_at)
       SELECT id, created_at, close_at, remind_at FROM created""";
 

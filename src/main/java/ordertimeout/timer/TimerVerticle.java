@@ -11,6 +11,7 @@ import ordertimeout.bus.CancelTimers;
 import ordertimeout.bus.Deadlines;
 import ordertimeout.bus.DueOrders;
 import ordertimeout.bus.ShardChange;
+import ordertimeout.clock.WallClock;
 import ordertimeout.config.AppConfig;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.OrderIds;
@@ -40,6 +41,7 @@ public final class TimerVerticle extends VerticleBase {
   private final NodeStats stats;
   private final OwnedShards owned;
   private final boolean clustered;
+  private final WallClock clock;
   private TimeWheel wheel;
   private DeadlineStore store;
   private long tickTimer = -1;
@@ -50,12 +52,13 @@ public final class TimerVerticle extends VerticleBase {
     this.stats = stats;
     this.owned = owned;
     this.clustered = config.kafka().enabled();
+    this.clock = config.node().wallClock();
   }
 
   @Override
   public Future<?> start() {
-    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1));
-    wheel = new TimeWheel(config.timer().tickMillis(), System.currentTimeMillis(), 1 << 16);
+    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1), config.node().wallClock());
+    wheel = new TimeWheel(config.timer().tickMillis(), clock.millis(), 1 << 16);
     EventBus bus = vertx.eventBus();
     Future<Void> ready = clustered
         ? Future.join(
@@ -209,7 +212,7 @@ public final class TimerVerticle extends VerticleBase {
   private void fireDue() {
     int shards = config.database().shards();
     EventBus bus = vertx.eventBus();
-    wheel.advance(System.currentTimeMillis(), config.timer().batchSize(), (kind, ids, count) -> {
+    wheel.advance(clock.millis(), config.timer().batchSize(), (kind, ids, count) -> {
       long[] batch = Arrays.copyOf(ids, count);
       for (long id : batch) {
         stats.timersRemoved(OrderIds.shardOf(id, shards), 1);

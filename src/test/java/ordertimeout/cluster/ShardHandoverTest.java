@@ -84,7 +84,7 @@ class ShardHandoverTest {
 
   /** The client id of the node's timer consumer, as the broker lists group members. */
   private static String clientId(TestService node) {
-    return "order-timeout-" + node.config().nodeId() + "-shards";
+    return "order-timeout-" + node.config().node().id() + "-shards";
   }
 
   private static List<String> members(Admin admin, String group) throws Exception {

@@ -1,5 +1,6 @@
 package ordertimeout.order;
 
+import ordertimeout.clock.WallClock;
 import org.junit.jupiter.api.Test;
 
 import java.util.concurrent.atomic.AtomicLong;
@@ -84,8 +85,23 @@ class OrderIdsTest {
   }
 
   @Test
+  void afterAHighWaterMarkIdsStartPastItEvenOnAClockBehindIt() {
+    AtomicLong clock = new AtomicLong(T);
+    OrderIds ids = new OrderIds(9, clock::get);
+    long before = ids.next();
+    ids.startAfter(T + 60_000);
+    long id = ids.next();
+    assertThat(millisOf(id)).as("the millisecond after the mark, not the clock's").isEqualTo(T + 60_001);
+    assertThat(sequenceOf(id)).isZero();
+    assertThat(ids.next()).isEqualTo(id + 1);
+    assertThat(ids.lastMillis()).isEqualTo(T + 60_001);
+    ids.startAfter(T);
+    assertThat(ids.next()).as("a lower mark moves nothing back").isEqualTo(id + 2).isGreaterThan(before);
+  }
+
+  @Test
   void idsFromTheRealClockIncreaseAndCarryTheNodeAndTheTime() {
-    OrderIds ids = new OrderIds(42);
+    OrderIds ids = new OrderIds(42, WallClock.SYSTEM);
     long before = System.currentTimeMillis();
     long previous = ids.next();
     for (int i = 0; i < 10_000; i++) {
@@ -105,10 +121,10 @@ class OrderIdsTest {
 
   @Test
   void aNodeIdMustFitItsTenBits() {
-    assertThatThrownBy(() -> new OrderIds(-1)).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> new OrderIds(1024)).isInstanceOf(IllegalArgumentException.class);
-    assertThat(nodeOf(new OrderIds(0).next())).isZero();
-    assertThat(nodeOf(new OrderIds(1023).next())).isEqualTo(1023);
+    assertThatThrownBy(() -> new OrderIds(-1, WallClock.SYSTEM)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new OrderIds(1024, WallClock.SYSTEM)).isInstanceOf(IllegalArgumentException.class);
+    assertThat(nodeOf(new OrderIds(0, WallClock.SYSTEM).next())).isZero();
+    assertThat(nodeOf(new OrderIds(1023, WallClock.SYSTEM).next())).isEqualTo(1023);
   }
 
   /**

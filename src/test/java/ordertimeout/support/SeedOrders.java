@@ -1,5 +1,6 @@
 package ordertimeout.support;
 
+import ordertimeout.clock.WallClock;
 import ordertimeout.order.OrderIds;
 
 import java.util.Arrays;
@@ -13,7 +14,7 @@ import java.util.Arrays;
  */
 public final class SeedOrders {
   /** A node id no test node uses: seeded ids never collide with the service's own. */
-  private static final OrderIds IDS = new OrderIds(1000);
+  private static final OrderIds IDS = new OrderIds(1000, WallClock.SYSTEM);
 
   private SeedOrders() {}
 

@@ -1,0 +1,142 @@
+package ordertimeout.cluster;
+
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.VerticleBase;
+import io.vertx.pgclient.PgConnectOptions;
+import ordertimeout.config.AppConfig;
+import ordertimeout.order.LeasedOrderIds;
+import ordertimeout.store.NodeLeases;
+import ordertimeout.store.NodeLeases.HeldElsewhere;
+import ordertimeout.store.NodeLeases.Taken;
+import ordertimeout.store.Pools;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Holds this node's {@code node.id} by a lease in PostgreSQL, so that no two running nodes mint order ids with the
+ * same one. At start it takes the lease; one held by another instance is waited for until it expires (a node that
+ * died without releasing it), and a holder that renews meanwhile is a running node: the start fails. The lease is
+ * renewed every third of {@code node.leaseSeconds}, with a high-water mark past every id the node can mint until
+ * the renewed lease ends; ids stop when a renewal is overdue (see {@link LeasedOrderIds}) and go on once one
+ * succeeds. On stop the lease is released with the exact last millisecond of the node's ids.
+ */
+public final class NodeIdLeaseVerticle extends VerticleBase {
+  private static final Logger log = LoggerFactory.getLogger(NodeIdLeaseVerticle.class);
+  private static final long RELEASE_WAIT_MILLIS = 2000;
+
+  private final PgConnectOptions connectOptions;
+  private final LeasedOrderIds ids;
+  private final int nodeId;
+  private final long leaseMillis;
+  private final String holder = UUID.randomUUID().toString();
+  private NodeLeases leases;
+  private long renewTimer = -1;
+  private boolean renewing;
+  private boolean ours;
+
+  public NodeIdLeaseVerticle(AppConfig config, PgConnectOptions connectOptions, LeasedOrderIds ids) {
+    this.connectOptions = connectOptions;
+    this.ids = ids;
+    this.nodeId = config.node().id();
+    this.leaseMillis = config.node().leaseSeconds() * 1000L;
+  }
+
+  @Override
+  public Future<?> start() {
+    leases = new NodeLeases(Pools.shared(vertx, Pools.NODE_LEASE, connectOptions, 1, 1));
+    return takeAtStart(null).onSuccess(taken -> renewTimer = vertx.setPeriodic(leaseMillis / 3, id -> renew()));
+  }
+
+  @Override
+  public Future<?> stop() {
+    vertx.cancelTimer(renewTimer);
+    long lastMillis = ids.release();
+    if (!ours) {
+      return Future.succeededFuture();
+    }
+    return leases.release(nodeId, holder, lastMillis)
+        .timeout(RELEASE_WAIT_MILLIS, TimeUnit.MILLISECONDS)
+        .onFailure(failure -> log.warn("could not release the lease on node.id {}; it frees when it expires: {}", nodeId, failure.toString()))
+        .otherwiseEmpty();
+  }
+
+  /** {@code seen}: the other holder's lease found by the previous attempt, null on the first. */
+  private Future<Void> takeAtStart(HeldElsewhere seen) {
+    long sentNanos = System.nanoTime();
+    long highWater = ids.highWaterFor(leaseMillis);
+    return leases.take(nodeId, holder, leaseMillis, highWater).compose(take -> {
+      if (take.taken() != null) {
+        hold(take.taken(), sentNanos);
+        return Future.succeededFuture();
+      }
+      HeldElsewhere other = take.heldElsewhere();
+      if (seen != null && !other.expiresAt().isEqual(seen.expiresAt())) {
+        return Future.failedFuture(new IllegalStateException("node.id " + nodeId + " is in use by a running node (instance "
+            + other.holder() + " renewed its lease while this one waited): give each node its own node.id"));
+      }
+      log.warn("node.id {} is leased to instance {} until {}: a node that stopped without releasing it, or one still running; "
+          + "waiting for the lease to expire", nodeId, other.holder(), other.expiresAt());
+      Promise<Void> retried = Promise.promise();
+      vertx.setTimer(other.expiresInMillis() + 100, id -> takeAtStart(other).onComplete(retried));
+      return retried.future();
+    });
+  }
+
+  private void hold(Taken taken, long sentNanos) {
+    if (!ours) {
+      ids.startAfter(taken.previousHighWaterMillis());
+      ours = true;
+      log.info("node.id {} leased to this node (instance {}); its order ids start after millisecond {}",
+          nodeId, holder, taken.previousHighWaterMillis());
+    }
+    ids.heldUntil(taken.highWaterMillis(), validUntil(sentNanos));
+  }
+
+  /**
+   * The database counts the lease from when it ran the statement, after {@code sentNanos}; counted here from
+   * {@code sentNanos} and a tenth shorter (for clocks that run at slightly different rates), it ends here first.
+   */
+  private long validUntil(long sentNanos) {
+    return sentNanos + TimeUnit.MILLISECONDS.toNanos(leaseMillis - leaseMillis / 10);
+  }
+
+  /** A renewal still running when the next is due makes that one skip; one that takes a third of the lease is given up. */
+  private void renew() {
+    if (renewing) {
+      return;
+    }
+    renewing = true;
+    long sentNanos = System.nanoTime();
+    long highWater = ids.highWaterFor(leaseMillis);
+    Future<Void> done = ours
+        ? leases.renew(nodeId, holder, leaseMillis, highWater).map(renewed -> {
+            if (renewed) {
+              ids.heldUntil(highWater, validUntil(sentNanos));
+            } else {
+              ours = false;
+              ids.release();
+              log.error("node.id {} was taken by another instance after this node's lease expired: creates answer 503 "
+                  + "order_id_unavailable until this node takes it back", nodeId);
+            }
+            return null;
+          })
+        : leases.take(nodeId, holder, leaseMillis, highWater).map(take -> {
+            if (take.taken() != null) {
+              hold(take.taken(), sentNanos);
+            } else {
+              log.error("node.id {} is leased to instance {} until {}: creates answer 503 order_id_unavailable; "
+                  + "give each node its own node.id", nodeId, take.heldElsewhere().holder(), take.heldElsewhere().expiresAt());
+            }
+            return null;
+          });
+    // a renewal that hangs (the database unreachable, not refusing) must not keep the next ones from trying
+    done.timeout(leaseMillis / 3, TimeUnit.MILLISECONDS)
+        .onFailure(failure -> log.warn("could not renew the lease on node.id {} ({}); creates answer 503 order_id_unavailable "
+            + "if that lasts past the lease", nodeId, failure.toString()))
+        .onComplete(finished -> renewing = false);
+  }
+}

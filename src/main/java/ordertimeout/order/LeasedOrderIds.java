@@ -1,0 +1,67 @@
+package ordertimeout.order;
+
+import ordertimeout.clock.WallClock;
+import ordertimeout.order.OrderRejected.Reason;
+
+import java.util.function.LongSupplier;
+
+/**
+ * This node's order ids, minted only while it holds the lease on its node id and below the high-water mark stored
+ * with that lease, so that no other node can mint the same ids and a restarted node starts past every id minted
+ * before. The lease's validity runs on the monotonic clock from the moment its renewal was sent, so it ends here
+ * before it ends in the database. Thread-safe.
+ */
+public final class LeasedOrderIds {
+  private final OrderIds ids;
+  private final LongSupplier wallMillis;
+  private final LongSupplier nanoClock;
+  private boolean held;
+  private long heldUntilNanos;
+  private long highWaterMillis;
+
+  public LeasedOrderIds(int nodeId, WallClock clock) {
+    this(new OrderIds(nodeId, clock), clock::millis, System::nanoTime);
+  }
+
+  LeasedOrderIds(OrderIds ids, LongSupplier wallMillis, LongSupplier nanoClock) {
+    this.ids = ids;
+    this.wallMillis = wallMillis;
+    this.nanoClock = nanoClock;
+  }
+
+  /** A new id; {@link OrderRejected} ({@link Reason#ORDER_ID_UNAVAILABLE}) while the lease is not held. */
+  public synchronized long next() {
+    if (!held || nanoClock.getAsLong() - heldUntilNanos > 0) {
+      throw new OrderRejected(Reason.ORDER_ID_UNAVAILABLE,
+          "this node does not hold the lease on its node id (the database unreachable, or the id taken by another node); retry");
+    }
+    if (Math.max(wallMillis.getAsLong(), ids.lastMillis()) >= highWaterMillis) {
+      throw new OrderRejected(Reason.ORDER_ID_UNAVAILABLE,
+          "this node's clock passed the high-water mark of its ids until the next renewal of its lease; retry");
+    }
+    return ids.next();
+  }
+
+  /** The high-water mark to store with a renewal sent now: past every id this node can mint until that lease ends. */
+  public synchronized long highWaterFor(long leaseMillis) {
+    return Math.max(wallMillis.getAsLong(), ids.lastMillis()) + leaseMillis;
+  }
+
+  /** A lease was taken: every id from now on is of a millisecond after the one its previous holder stored. */
+  public synchronized void startAfter(long previousHighWaterMillis) {
+    ids.startAfter(previousHighWaterMillis);
+  }
+
+  /** The database holds the lease for this node with {@code highWaterMillis}, valid here until {@code untilNanos} ({@link System#nanoTime}). */
+  public synchronized void heldUntil(long highWaterMillis, long untilNanos) {
+    this.held = true;
+    this.highWaterMillis = highWaterMillis;
+    this.heldUntilNanos = untilNanos;
+  }
+
+  /** No more ids; answers the millisecond of the last one, the high-water mark to leave to the next holder. */
+  public synchronized long release() {
+    held = false;
+    return ids.lastMillis();
+  }
+}

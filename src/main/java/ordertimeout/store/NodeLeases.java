@@ -1,0 +1,52 @@
+package ordertimeout.store;
+
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+
+import java.time.OffsetDateTime;
+
+/** The leases on node ids in PostgreSQL; every lease time is the database's. */
+public final class NodeLeases {
+  private final Pool pool;
+
+  public NodeLeases(Pool pool) {
+    this.pool = pool;
+  }
+
+  /** What a take found: exactly one of the two is set. */
+  public record Take(Taken taken, HeldElsewhere heldElsewhere) {}
+
+  /** The lease is this holder's now; its ids must start after {@code previousHighWaterMillis}. */
+  public record Taken(long previousHighWaterMillis, long highWaterMillis) {}
+
+  /** Another holder's lease, live for {@code expiresInMillis} more unless renewed. */
+  public record HeldElsewhere(String holder, OffsetDateTime expiresAt, long expiresInMillis) {}
+
+  /** Takes the lease on {@code nodeId} for {@code holder} unless another holder's is live. */
+  public Future<Take> take(int nodeId, String holder, long leaseMillis, long highWaterMillis) {
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.ADD_NODE_LEASE).execute(Tuple.of(nodeId))
+        .compose(added -> conn.preparedQuery(Sql.LOCK_NODE_LEASE).execute(Tuple.of(nodeId)))
+        .compose(rows -> {
+          Row lease = rows.iterator().next();
+          if (lease.getBoolean("live") && !lease.getString("holder").equals(holder)) {
+            return Future.succeededFuture(new Take(null, new HeldElsewhere(lease.getString("holder"),
+                lease.getOffsetDateTime("expires_at"), lease.getLong("expires_in_millis"))));
+          }
+          long previous = lease.getLong("id_high_water_millis");
+          return conn.preparedQuery(Sql.TAKE_NODE_LEASE).execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis))
+              .map(held -> new Take(new Taken(previous, held.iterator().next().getLong("id_high_water_millis")), null));
+        }));
+  }
+
+  /** Renews this holder's lease; false when it is not this holder's any more (another took it after it expired). */
+  public Future<Boolean> renew(int nodeId, String holder, long leaseMillis, long highWaterMillis) {
+    return pool.preparedQuery(Sql.RENEW_NODE_LEASE).execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis))
+        .map(rows -> rows.rowCount() == 1);
+  }
+
+  public Future<Void> release(int nodeId, String holder, long highWaterMillis) {
+    return pool.preparedQuery(Sql.RELEASE_NODE_LEASE).execute(Tuple.of(nodeId, holder, highWaterMillis)).mapEmpty();
+  }
+}

@@ -1,0 +1,54 @@
+package ordertimeout.order;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Ids only while the lease holds and below its high-water mark, on clocks the test moves. */
+class LeasedOrderIdsTest {
+  private static final long T = 1_735_689_600_000L + 86_400_000L;
+
+  private final AtomicLong wall = new AtomicLong(T);
+  private final AtomicLong nanos = new AtomicLong(1_000);
+  private final LeasedOrderIds ids = new LeasedOrderIds(new OrderIds(4, wall::get), wall::get, nanos::get);
+
+  @Test
+  void noIdBeforeTheLeaseIsHeldNorAfterItsValidityEndsUntilARenewal() {
+    assertUnavailable("does not hold the lease");
+    ids.heldUntil(T + 10_000, 5_000);
+    long first = ids.next();
+    nanos.set(5_000);
+    assertThat(ids.next()).as("the last nanosecond of the lease").isGreaterThan(first);
+    nanos.set(5_001);
+    assertUnavailable("does not hold the lease");
+    ids.heldUntil(T + 10_000, 9_000);
+    assertThat(ids.next()).isGreaterThan(first);
+  }
+
+  @Test
+  void noIdPastTheHighWaterMarkEvenWhenTheClockJumpsAhead() {
+    ids.heldUntil(ids.highWaterFor(10_000), Long.MAX_VALUE);
+    long before = ids.next();
+    wall.set(T + 10_000);
+    assertUnavailable("passed the high-water mark");
+    ids.heldUntil(ids.highWaterFor(10_000), Long.MAX_VALUE);
+    assertThat(ids.next() >>> 22).as("the renewal moved the mark past the clock").isGreaterThan(before >>> 22);
+  }
+
+  @Test
+  void aReleaseStopsTheIdsAndAnswersTheLastMillisecond() {
+    ids.startAfter(T + 500);
+    ids.heldUntil(T + 60_000, Long.MAX_VALUE);
+    ids.next();
+    assertThat(ids.release()).as("the millisecond after the previous holder's mark").isEqualTo(T + 501);
+    assertUnavailable("does not hold the lease");
+  }
+
+  private void assertUnavailable(String why) {
+    assertThatThrownBy(ids::next).isInstanceOf(OrderRejected.class).hasMessageContaining(why)
+        .extracting(failure -> ((OrderRejected) failure).reason()).isEqualTo(OrderRejected.Reason.ORDER_ID_UNAVAILABLE);
+  }
+}
