@@ -58,6 +58,7 @@ public final class IntakeVerticle extends VerticleBase {
     Auth auth = new Auth(config.apiKeys());
     Router router = Router.router(vertx);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
+    router.route().handler(RequestTargets::refuseMalformed);
     opsRoutes.mount(vertx, router);
     router.get("/openapi.yaml").handler(contract.document()::serve);
     router.post("/v1/orders").handler(this::timeCreate);

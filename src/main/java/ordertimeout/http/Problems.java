@@ -42,8 +42,8 @@ final class Problems {
           requestId(ctx));
       ctx.response().putHeader("Retry-After", "1");
       send(ctx, 503, "service_busy", "the service could not take the request now; nothing was changed, retry later");
-    } else if (ctx.statusCode() == 413) {
-      sendStatus(ctx, 413);
+    } else if (ctx.statusCode() >= 400 && ctx.statusCode() < 500) {
+      sendStatus(ctx, ctx.statusCode());
     } else {
       log.error("{} {} failed {}", ctx.request().method(), ctx.request().path(), requestId(ctx), failure);
       send(ctx, 500, "internal_error", "an unexpected error; nothing was committed unless the order shows it");
