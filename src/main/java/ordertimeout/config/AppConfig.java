@@ -245,7 +245,7 @@ public record AppConfig(
       try {
         role = Role.valueOf(String.valueOf(entry.get("role")).toUpperCase());
       } catch (IllegalArgumentException e) {
-        throw new ConfigException(at + ".role", "expected user or admin, found " + entry.get("role"));
+        throw new ConfigException(at + ".role", "expected user or admin");
       }
       Object client = entry.get("client");
       if (client == null || client.toString().isBlank()) {
@@ -326,7 +326,7 @@ public record AppConfig(
       try {
         uri = new URI(url);
       } catch (URISyntaxException e) {
-        throw new ConfigException("redis.url", "not a URL: " + e.getMessage());
+        throw new ConfigException("redis.url", "not a URL: " + Secrets.withoutPasswords(e.getMessage()));
       }
       String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
       if (!scheme.equals("redis") && !scheme.equals("rediss") && !scheme.equals("unix")) {

@@ -4,6 +4,7 @@ import io.vertx.pgclient.PgConnectOptions;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigException;
+import ordertimeout.config.Secrets;
 import org.flywaydb.core.Flyway;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,7 +49,7 @@ public final class DatabaseSetup implements AutoCloseable {
     try {
       return new DatabaseSetup(PgConnectOptions.fromUri(url), null);
     } catch (RuntimeException e) {
-      throw new ConfigException("database.url", "not a postgresql:// URL (" + e.getMessage() + ")");
+      throw new ConfigException("database.url", "not a postgresql:// URL (" + Secrets.withoutPasswords(e.getMessage()) + ")");
     }
   }
 
