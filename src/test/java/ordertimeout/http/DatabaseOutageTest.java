@@ -143,7 +143,8 @@ class DatabaseOutageTest {
 
   private static EmbeddedPostgres start(Path data, int port) {
     try {
-      return EmbeddedPostgres.builder().setDataDirectory(data).setCleanDataDirectory(false).setPort(port).start();
+      return EmbeddedPostgres.builder().setDataDirectory(data).setCleanDataDirectory(false).setPort(port)
+          .setPgBinaryResolver(DatabaseSetup.BUNDLED_BINARIES).start();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
