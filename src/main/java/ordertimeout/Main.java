@@ -4,6 +4,7 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigException;
 import ordertimeout.config.ConfigSource;
 import ordertimeout.config.LogSetup;
+import ordertimeout.config.Secrets;
 import ordertimeout.store.DatabaseSetup;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,6 +33,10 @@ public final class Main {
     } catch (ConfigException | IllegalArgumentException e) {
       log.error("refusing to start: {}", e.getMessage());
       System.exit(2);
+      return;
+    } catch (RuntimeException e) {
+      log.error("cannot prepare the database: {}", Secrets.withoutPasswords(String.valueOf(e.getMessage())));
+      System.exit(1);
       return;
     }
     Service.start(config, database.connectOptions())

@@ -15,6 +15,7 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.delivery.OutboxRelayVerticle;
 import ordertimeout.http.ContractChecks;
 import ordertimeout.http.Draining;
+import ordertimeout.http.HttpConnections;
 import ordertimeout.http.IntakeVerticle;
 import ordertimeout.http.OpsRoutes;
 import ordertimeout.kafka.KafkaClients;
@@ -48,6 +49,7 @@ public final class Service {
   private final PrometheusMeterRegistry registry;
   private final Draining draining;
   private final OpsRoutes opsRoutes;
+  private final HttpConnections connections;
   private final Alarms alarms;
   private final CloseVerticle close;
   private final OwnedShards owned;
@@ -69,6 +71,7 @@ public final class Service {
     int shards = config.database().shards();
     this.owned = (config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards)).bindTo(registry);
     this.opsRoutes = new OpsRoutes(registry, database, latestMigration, owned, draining);
+    this.connections = new HttpConnections(config.http(), registry);
     this.redisHealth = config.redis().enabled() ? new RedisHealth(registry, config.redis()) : null;
   }
 
@@ -128,7 +131,7 @@ public final class Service {
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
         .compose(id -> contract)
-        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api),
+        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections),
             new DeploymentOptions().setInstances(config.http().instances())))
         .map(id -> this);
   }

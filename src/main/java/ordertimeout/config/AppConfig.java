@@ -46,7 +46,14 @@ public record AppConfig(
     }
   }
 
-  public record Http(String host, int port, int instances, int maxBodyBytes) {}
+  /**
+   * {@code idleTimeoutSeconds}: a connection on which nothing is read or written for this long is closed;
+   * {@code requestReadTimeoutSeconds}: a request's head and body must have arrived within this long of the
+   * server starting to wait for it (the connection opened or the previous request answered), or the
+   * connection is closed; {@code maxConnections}: open connections per node, one more is closed at once.
+   */
+  public record Http(String host, int port, int instances, int maxBodyBytes, int idleTimeoutSeconds,
+                     int requestReadTimeoutSeconds, int maxConnections) {}
 
   /** Group commit of creates and of pays: per intake instance at most {@code groupsInFlight} transactions of each, of up to {@code groupMaxSize} requests. */
   public record Intake(int groupMaxSize, int groupsInFlight) {}
@@ -174,7 +181,10 @@ public record AppConfig(
             source.string("http.host", "127.0.0.1"),
             source.integer("http.port", 8080, 0, 65535),
             source.integer("http.instances", 2, 1, 64),
-            source.integer("http.maxBodyBytes", 65536, 1024, 16 * 1024 * 1024)),
+            source.integer("http.maxBodyBytes", 65536, 1024, 16 * 1024 * 1024),
+            source.integer("http.idleTimeoutSeconds", 60, 1, 3600),
+            source.integer("http.requestReadTimeoutSeconds", 30, 1, 3600),
+            source.integer("http.maxConnections", 10_000, 1, 1_000_000)),
         new Intake(
             source.integer("intake.groupMaxSize", 256, 1, 10_000),
             source.integer("intake.groupsInFlight", 1, 1, 64)),
@@ -252,7 +262,7 @@ public record AppConfig(
       try {
         role = Role.valueOf(String.valueOf(entry.get("role")).toUpperCase());
       } catch (IllegalArgumentException e) {
-        throw new ConfigException(at + ".role", "expected user or admin, found " + entry.get("role"));
+        throw new ConfigException(at + ".role", "expected user or admin");
       }
       Object client = entry.get("client");
       if (client == null || client.toString().isBlank()) {
@@ -333,7 +343,7 @@ public record AppConfig(
       try {
         uri = new URI(url);
       } catch (URISyntaxException e) {
-        throw new ConfigException("redis.url", "not a URL: " + e.getMessage());
+        throw new ConfigException("redis.url", "not a URL: " + Secrets.withoutPasswords(e.getMessage()));
       }
       String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
       if (!scheme.equals("redis") && !scheme.equals("rediss") && !scheme.equals("unix")) {

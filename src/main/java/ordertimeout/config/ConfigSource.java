@@ -3,6 +3,9 @@ package ordertimeout.config;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
+import org.yaml.snakeyaml.error.Mark;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
+import org.yaml.snakeyaml.error.YAMLException;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -60,7 +63,12 @@ public final class ConfigSource {
 
   @SuppressWarnings("unchecked")
   private static Map<String, Object> parse(InputStream in, String name) {
-    Object doc = new Yaml(new SafeConstructor(new LoaderOptions())).load(in);
+    Object doc;
+    try {
+      doc = new Yaml(new SafeConstructor(new LoaderOptions())).load(in);
+    } catch (YAMLException e) {
+      throw new IllegalArgumentException(name + " is not valid YAML: " + yamlProblem(e));
+    }
     if (doc == null) {
       return Map.of();
     }
@@ -68,6 +76,18 @@ public final class ConfigSource {
       throw new IllegalArgumentException(name + " must hold a YAML mapping at its top level");
     }
     return (Map<String, Object>) doc;
+  }
+
+  /**
+   * SnakeYAML's messages quote the offending line, which may hold an API key or a password: only the problem
+   * and where it is.
+   */
+  private static String yamlProblem(YAMLException e) {
+    if (e instanceof MarkedYAMLException marked) {
+      Mark mark = marked.getProblemMark();
+      return marked.getProblem() + (mark == null ? "" : " (line " + (mark.getLine() + 1) + ", column " + (mark.getColumn() + 1) + ")");
+    }
+    return "the document cannot be read";
   }
 
   /** OT_ + upper snake case of the dotted path: orders.maxUnpaidPerUser -> OT_ORDERS_MAX_UNPAID_PER_USER. */
@@ -80,7 +100,11 @@ public final class ConfigSource {
   public Object raw(String key) {
     String override = environment.apply(environmentVariable(key));
     if (override != null) {
-      return new Yaml(new SafeConstructor(new LoaderOptions())).load(override);
+      try {
+        return new Yaml(new SafeConstructor(new LoaderOptions())).load(override);
+      } catch (YAMLException e) {
+        throw new ConfigException(key, environmentVariable(key) + " is not valid YAML: " + yamlProblem(e));
+      }
     }
     Object node = root;
     for (String part : key.split("\\.")) {
@@ -98,7 +122,7 @@ public final class ConfigSource {
       return fallback;
     }
     if (value instanceof Map || value instanceof List) {
-      throw new ConfigException(key, "expected a text value, found " + value);
+      throw new ConfigException(key, "expected a text value, found " + kindOf(value));
     }
     return value.toString();
   }
@@ -134,7 +158,7 @@ public final class ConfigSource {
       return Map.of();
     }
     if (!(value instanceof Map)) {
-      throw new ConfigException(key, "expected a mapping, found " + value);
+      throw new ConfigException(key, "expected a mapping, found " + kindOf(value));
     }
     return (Map<String, Object>) value;
   }
@@ -145,8 +169,19 @@ public final class ConfigSource {
       return List.of();
     }
     if (!(value instanceof List<?> list)) {
-      throw new ConfigException(key, "expected a list, found " + value);
+      throw new ConfigException(key, "expected a list, found " + kindOf(value));
     }
     return list;
+  }
+
+  /** What a value is, never the value itself: a wrong value may be a secret (an API key, a URL with its password). */
+  private static String kindOf(Object value) {
+    if (value instanceof Map) {
+      return "a mapping";
+    }
+    if (value instanceof List) {
+      return "a list";
+    }
+    return value instanceof String ? "a text value" : "a " + value.getClass().getSimpleName().toLowerCase(Locale.ROOT);
   }
 }

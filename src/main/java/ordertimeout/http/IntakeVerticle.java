@@ -22,6 +22,8 @@ import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
 import ordertimeout.timer.OwnedShards;
 
+import java.util.concurrent.TimeUnit;
+
 
 /**
  * The HTTP API: authentication, the contract's checks before each /v1 route (after the key check and the
@@ -35,9 +37,10 @@ public final class IntakeVerticle extends VerticleBase {
   private final OwnedShards owned;
   private final OpsRoutes opsRoutes;
   private final ContractChecks contract;
+  private final HttpConnections connections;
 
   public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned,
-                        LeasedOrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract) {
+                        LeasedOrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract, HttpConnections connections) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
@@ -45,6 +48,7 @@ public final class IntakeVerticle extends VerticleBase {
     this.owned = owned;
     this.opsRoutes = opsRoutes;
     this.contract = contract;
+    this.connections = connections;
   }
 
   @Override
@@ -58,8 +62,11 @@ public final class IntakeVerticle extends VerticleBase {
         requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));
     GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(), store::pay);
     Auth auth = new Auth(config.apiKeys());
+    HttpConnections.Guard guard = connections.guard(vertx);
     Router router = Router.router(vertx);
+    router.route().handler(guard::handle);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
+    router.route().handler(RequestTargets::refuseMalformed);
     opsRoutes.mount(vertx, router);
     router.get("/openapi.yaml").handler(contract.document()::serve);
     router.post("/v1/orders").handler(this::timeCreate);
@@ -76,8 +83,9 @@ public final class IntakeVerticle extends VerticleBase {
     // HTTP/1.1 only: the JDK's HttpClient, which by default asks for an upgrade to HTTP/2 over cleartext (h2c),
     // now and then waited for good or misread the frames when the upgraded connection carried large answers
     // (HttpProtocolTest). Without h2c the server ignores the Upgrade header and such clients stay on HTTP/1.1.
-    HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setHttp2ClearTextEnabled(false));
-    return server.requestHandler(router).listen(config.http().port(), config.http().host());
+    HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setHttp2ClearTextEnabled(false)
+        .setIdleTimeout(config.http().idleTimeoutSeconds()).setIdleTimeoutUnit(TimeUnit.SECONDS));
+    return server.connectionHandler(guard::opened).requestHandler(router).listen(config.http().port(), config.http().host());
   }
 
   private static String clientOf(RoutingContext ctx) {

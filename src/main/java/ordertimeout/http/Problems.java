@@ -3,13 +3,17 @@ package ordertimeout.http;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.vertx.core.VertxException;
 import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.http.HttpClosedException;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.pgclient.PgException;
+import io.vertx.sqlclient.ClosedConnectionException;
+import io.vertx.sqlclient.DatabaseException;
 import ordertimeout.order.OrderRejected;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.io.IOException;
 import java.net.ConnectException;
 import java.util.Locale;
 import java.util.concurrent.TimeoutException;
@@ -30,6 +34,9 @@ final class Problems {
       sendRejected(ctx, rejected);
     } else if (failure == null) {
       sendStatus(ctx, ctx.statusCode());
+    } else if (failure instanceof HttpClosedException) {
+      log.debug("{} {}: the client closed the connection before its request was read {}", ctx.request().method(), ctx.request().path(),
+          requestId(ctx));
     } else if (isDatabaseUnavailable(failure)) {
       log.warn("{} {}: database unavailable: {} {}", ctx.request().method(), ctx.request().path(), failure.toString(), requestId(ctx));
       ctx.response().putHeader("Retry-After", "1");
@@ -42,8 +49,8 @@ final class Problems {
           requestId(ctx));
       ctx.response().putHeader("Retry-After", "1");
       send(ctx, 503, "service_busy", "the service could not take the request now; nothing was changed, retry later");
-    } else if (ctx.statusCode() == 413) {
-      sendStatus(ctx, 413);
+    } else if (ctx.statusCode() >= 400 && ctx.statusCode() < 500) {
+      sendStatus(ctx, ctx.statusCode());
     } else {
       log.error("{} {} failed {}", ctx.request().method(), ctx.request().path(), requestId(ctx), failure);
       send(ctx, 500, "internal_error", "an unexpected error; nothing was committed unless the order shows it");
@@ -82,21 +89,36 @@ final class Problems {
   }
 
   /**
-   * The database cannot be reached, or no pooled connection came within the pool's wait (vertx-sql-client fails
-   * that wait with "Timeout" or "Timeout waiting for connection", as a plain throwable of Vert.x's own).
+   * The database cannot be reached or is going away, as a restart, a crash or a cut network show it: a refused
+   * or timed-out connect; a connection closed or reset under a query (vertx-sql-client's
+   * {@link ClosedConnectionException}, a netty I/O error); the server's own word (SQLSTATE class 08, connection
+   * exception; 57P01 admin shutdown, which {@code pg_ctl stop -m fast|immediate} and {@code pg_terminate_backend}
+   * send; 57P02 crash shutdown; 57P03 cannot connect now, while it starts or recovers; class 53, insufficient
+   * resources, such as too many connections); no pooled connection within the pool's wait (vertx-sql-client
+   * fails that wait with "Timeout" or "Timeout waiting for connection", as a plain throwable of Vert.x's own),
+   * or a pool closed while the node stops.
    */
   static boolean isDatabaseUnavailable(Throwable failure) {
     for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-      if (cause instanceof ConnectException || cause instanceof TimeoutException) {
+      if (cause instanceof ConnectException || cause instanceof TimeoutException || cause instanceof ClosedConnectionException
+          || cause instanceof IOException) {
+        return true;
+      }
+      if (cause instanceof DatabaseException database && isUnavailableState(database.getSqlState())) {
         return true;
       }
       String message = String.valueOf(cause.getMessage()).toLowerCase(Locale.ROOT);
       if (cause instanceof VertxException && message.contains("closed")
-          || message.equals("timeout") || message.startsWith("timeout waiting for connection")) {
+          || message.equals("timeout") || message.startsWith("timeout waiting for connection") || message.equals("pool closed")) {
         return true;
       }
     }
     return false;
+  }
+
+  private static boolean isUnavailableState(String sqlState) {
+    return sqlState != null && (sqlState.startsWith("08") || sqlState.startsWith("53")
+        || sqlState.equals("57P01") || sqlState.equals("57P02") || sqlState.equals("57P03"));
   }
 
   private static Object requestId(RoutingContext ctx) {

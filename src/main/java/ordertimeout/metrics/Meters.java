@@ -15,6 +15,11 @@ public final class Meters {
   public static final String IDEMPOTENT_REPLAYS = "ordertimeout.idempotent.replays";
   public static final String RATE_LIMITED = "ordertimeout.rate.limited";
 
+  // ---- HTTP connections
+  public static final String HTTP_CONNECTIONS_OPEN = "ordertimeout.http.connections.open";
+  public static final String HTTP_CONNECTIONS_REFUSED = "ordertimeout.http.connections.refused";
+  public static final String HTTP_REQUEST_READ_TIMEOUTS = "ordertimeout.http.request.read.timeouts";
+
   // ---- the timer
   public static final String PENDING_TIMERS = "ordertimeout.pending.timers";
   public static final String WHEEL_LOADED = "ordertimeout.wheel.loaded";

@@ -2,13 +2,17 @@ package ordertimeout.store;
 
 import io.vertx.pgclient.PgConnectOptions;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import io.zonky.test.db.postgres.embedded.PgBinaryResolver;
+import io.zonky.test.db.postgres.util.ArchUtils;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigException;
+import ordertimeout.config.Secrets;
 import org.flywaydb.core.Flyway;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -16,6 +20,7 @@ import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.Locale;
 
 /**
  * Gets the database ready before Vert.x starts (all of it blocks): starts the embedded PostgreSQL
@@ -23,6 +28,20 @@ import java.sql.SQLException;
  */
 public final class DatabaseSetup implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DatabaseSetup.class);
+
+  /**
+   * The PostgreSQL binaries bundled for this system and architecture (postgres-linux-x86_64.txz, ...). zonky's
+   * default resolver first runs a script to find the Linux distribution, for distribution-specific bundles this
+   * build does not ship, and leaves that script in the temp folder whenever the JVM does not exit normally.
+   */
+  public static final PgBinaryResolver BUNDLED_BINARIES = (system, machineHardware) -> {
+    String name = "postgres-" + system.toLowerCase(Locale.ROOT) + "-" + ArchUtils.normalize(machineHardware) + ".txz";
+    InputStream binaries = DatabaseSetup.class.getClassLoader().getResourceAsStream(name);
+    if (binaries == null) {
+      throw new IOException("no embedded PostgreSQL for this machine: " + name + " is not on the class path");
+    }
+    return binaries;
+  };
 
   private final PgConnectOptions connectOptions;
   private final EmbeddedPostgres embedded;
@@ -48,7 +67,7 @@ public final class DatabaseSetup implements AutoCloseable {
     try {
       return new DatabaseSetup(PgConnectOptions.fromUri(url), null);
     } catch (RuntimeException e) {
-      throw new ConfigException("database.url", "not a postgresql:// URL (" + e.getMessage() + ")");
+      throw new ConfigException("database.url", "not a postgresql:// URL (" + Secrets.withoutPasswords(e.getMessage()) + ")");
     }
   }
 
@@ -59,6 +78,7 @@ public final class DatabaseSetup implements AutoCloseable {
       log.info("starting the embedded PostgreSQL with its data in {}", pgData);
       EmbeddedPostgres postgres = EmbeddedPostgres.builder()
           .setDataDirectory(pgData)
+          .setPgBinaryResolver(BUNDLED_BINARIES)
           .setCleanDataDirectory(false)
           .setServerConfig("max_connections", "200")
           .setServerConfig("shared_buffers", "256MB")
@@ -91,7 +111,7 @@ public final class DatabaseSetup implements AutoCloseable {
 
   public String jdbcUrl() {
     String host = connectOptions.getHost().contains(":") ? "[" + connectOptions.getHost() + "]" : connectOptions.getHost();
-    String sslMode = connectOptions.getSslMode().name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    String sslMode = connectOptions.getSslMode().name().toLowerCase(Locale.ROOT).replace('_', '-');
     return "jdbc:postgresql://" + host + ":" + connectOptions.getPort() + "/" + connectOptions.getDatabase() + "?sslmode=" + sslMode;
   }
 

@@ -6,6 +6,7 @@ import ordertimeout.support.Api;
 import ordertimeout.support.Apt;
 import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
+import ordertimeout.support.TempFolders;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -246,7 +247,7 @@ class DashboardTest extends ServiceTestBase {
   }
 
   private static void runChromium(Path chromium, List<String> action, Path stdout, Path stderr) throws Exception {
-    Path profile = Files.createTempDirectory("ot-dashboard-chromium");
+    Path profile = TempFolders.create("ot-dashboard-chromium");
     List<String> command = new ArrayList<>(List.of(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu",
         "--disable-dev-shm-usage", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--user-data-dir=" + profile, "--window-size=1440,900",
@@ -263,7 +264,7 @@ class DashboardTest extends ServiceTestBase {
       if (process.isAlive()) {
         kill(process);
       }
-      deleteQuietly(profile);
+      TempFolders.delete(profile);
     }
   }
 
@@ -273,14 +274,6 @@ class DashboardTest extends ServiceTestBase {
     process.destroyForcibly();
     children.forEach(ProcessHandle::destroyForcibly);
     process.waitFor(10, TimeUnit.SECONDS);
-  }
-
-  private static void deleteQuietly(Path dir) {
-    try (var paths = Files.walk(dir)) {
-      paths.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
-    } catch (IOException | RuntimeException ignored) {
-      // a temp dir left behind is harmless
-    }
   }
 
   /** Debian's chromium: there already, or installed with apt-get (apt-get update first if the install fails). */

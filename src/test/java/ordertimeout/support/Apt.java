@@ -25,8 +25,9 @@ public final class Apt {
   private static int run(StringBuilder log, String... arguments) {
     List<String> command = new ArrayList<>(List.of("apt-get", "-q"));
     command.addAll(List.of(arguments));
+    Path output = null;
     try {
-      Path output = Files.createTempFile("ot-apt", ".log");
+      output = Files.createTempFile("ot-apt", ".log");
       ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile());
       builder.environment().put("DEBIAN_FRONTEND", "noninteractive");
       Process process = builder.start();
@@ -36,7 +37,6 @@ public final class Apt {
         return -1;
       }
       String out = Files.readString(output);
-      Files.deleteIfExists(output);
       log.append("$ ").append(String.join(" ", command)).append(" -> ").append(process.exitValue()).append('\n')
           .append(out.length() > 4000 ? out.substring(out.length() - 4000) : out);
       return process.exitValue();
@@ -46,6 +46,8 @@ public final class Apt {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return -1;
+    } finally {
+      TempFolders.delete(output);
     }
   }
 }

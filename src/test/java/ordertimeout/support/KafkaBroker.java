@@ -31,12 +31,15 @@ public final class KafkaBroker implements AutoCloseable {
   private static KafkaBroker shared;
 
   private final Path folder;
+  /** A folder of its own in the temp folder, deleted on {@link #close()}; not the local stack's. */
+  private final boolean temporary;
   private final int port;
   private final int controllerPort;
   private Process process;
 
-  private KafkaBroker(Path folder, int port, int controllerPort) {
+  private KafkaBroker(Path folder, boolean temporary, int port, int controllerPort) {
     this.folder = folder;
+    this.temporary = temporary;
     this.port = port;
     this.controllerPort = controllerPort;
   }
@@ -49,11 +52,10 @@ public final class KafkaBroker implements AutoCloseable {
     return shared;
   }
 
-  /** A broker of the caller's own, in a fresh folder; the caller closes it. */
+  /** A broker of the caller's own, in a fresh folder; the caller closes it, which deletes the folder. */
   public static KafkaBroker startNew() {
     try {
-      Path folder = Files.createTempDirectory("order-timeout-test-kafka");
-      KafkaBroker broker = new KafkaBroker(folder, Ports.free(), Ports.free());
+      KafkaBroker broker = new KafkaBroker(TempFolders.create("order-timeout-test-kafka"), true, Ports.free(), Ports.free());
       broker.format();
       broker.start();
       return broker;
@@ -69,7 +71,7 @@ public final class KafkaBroker implements AutoCloseable {
   public static KafkaBroker startAt(Path folder, int port, int controllerPort) {
     try {
       Files.createDirectories(folder);
-      KafkaBroker broker = new KafkaBroker(folder.toAbsolutePath(), port, controllerPort);
+      KafkaBroker broker = new KafkaBroker(folder.toAbsolutePath(), false, port, controllerPort);
       if (!Files.exists(broker.properties())) {
         broker.format();
       }
@@ -109,9 +111,13 @@ public final class KafkaBroker implements AutoCloseable {
     process = null;
   }
 
+  /** Stops the broker; a broker of {@link #startNew()} loses its folder too. */
   @Override
   public void close() {
     stop();
+    if (temporary) {
+      TempFolders.delete(folder);
+    }
   }
 
   public Admin admin() {

@@ -17,7 +17,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One service node as a separate process ({@code java ordertimeout.Main} on the test class path)
- * against the shared test database, with OT_* overrides; its output goes to {@code target/nodes/}.
+ * against the shared test database, with OT_* overrides; its output goes to {@code target/nodes/}. Its temp
+ * folder is one of its own there too (Vert.x's file cache, for one), deleted once the process has ended: a
+ * node killed with SIGKILL cleans nothing up itself.
  */
 public final class NodeProcess implements AutoCloseable {
   private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
@@ -27,12 +29,14 @@ public final class NodeProcess implements AutoCloseable {
   private final int port;
   private final Process process;
   private final Path log;
+  private final Path tempFolder;
 
-  private NodeProcess(int nodeId, int port, Process process, Path log) {
+  private NodeProcess(int nodeId, int port, Process process, Path log, Path tempFolder) {
     this.nodeId = nodeId;
     this.port = port;
     this.process = process;
     this.log = log;
+    this.tempFolder = tempFolder;
   }
 
   public static NodeProcess start(int nodeId, Map<String, String> overrides) {
@@ -40,9 +44,10 @@ public final class NodeProcess implements AutoCloseable {
     try {
       Path folder = Files.createDirectories(Path.of("target", "nodes"));
       Path log = folder.resolve("node-" + nodeId + ".log");
+      Path tempFolder = Files.createTempDirectory(folder, "node-" + nodeId + "-tmp").toAbsolutePath();
       ProcessBuilder builder = new ProcessBuilder(List.of(
           Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-          "-Xms256m", "-Xmx768m", "-XX:+UseSerialGC",
+          "-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", "-Djava.io.tmpdir=" + tempFolder,
           "-cp", KafkaBroker.testClassPath(), "ordertimeout.Main"))
           .redirectErrorStream(true)
           .redirectOutput(log.toFile());
@@ -53,7 +58,7 @@ public final class NodeProcess implements AutoCloseable {
       environment.put("OT_DATABASE_URL", TestDatabase.url());
       environment.put("OT_LOGGING_FORMAT", "text");
       environment.putAll(overrides);
-      return new NodeProcess(nodeId, port, builder.start(), log);
+      return new NodeProcess(nodeId, port, builder.start(), log, tempFolder);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -117,7 +122,9 @@ public final class NodeProcess implements AutoCloseable {
   public void kill() {
     process.destroyForcibly();
     try {
-      process.waitFor(30, TimeUnit.SECONDS);
+      if (process.waitFor(30, TimeUnit.SECONDS)) {
+        TempFolders.delete(tempFolder);
+      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
@@ -127,11 +134,14 @@ public final class NodeProcess implements AutoCloseable {
   @Override
   public void close() {
     if (!process.isAlive()) {
+      TempFolders.delete(tempFolder);
       return;
     }
     process.destroy();
     try {
-      if (!process.waitFor(30, TimeUnit.SECONDS)) {
+      if (process.waitFor(30, TimeUnit.SECONDS)) {
+        TempFolders.delete(tempFolder);
+      } else {
         kill();
       }
     } catch (InterruptedException e) {

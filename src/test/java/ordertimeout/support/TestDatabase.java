@@ -4,9 +4,6 @@ import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.config.AppConfig;
 import ordertimeout.store.DatabaseSetup;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -14,7 +11,7 @@ import java.sql.Statement;
 
 /**
  * One real PostgreSQL for the whole test run: the embedded one the service itself starts, in a
- * temporary folder, migrated by the production code. Stopped when the JVM exits.
+ * temporary folder, migrated by the production code. Stopped when the JVM exits, and its folder deleted.
  */
 public final class TestDatabase {
   public static final int SHARDS = 64;
@@ -24,13 +21,13 @@ public final class TestDatabase {
 
   public static synchronized DatabaseSetup get() {
     if (database == null) {
-      try {
-        Path dataDir = Files.createTempDirectory("order-timeout-test-db");
-        database = DatabaseSetup.prepare(new AppConfig.Database("", dataDir.toString(), 8, SHARDS));
-        Runtime.getRuntime().addShutdownHook(new Thread(database::close, "stop-test-database"));
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+      Path dataDir = TempFolders.create("order-timeout-test-db");
+      DatabaseSetup started = DatabaseSetup.prepare(new AppConfig.Database("", dataDir.toString(), 8, SHARDS));
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        started.close();
+        TempFolders.delete(dataDir);
+      }, "stop-test-database"));
+      database = started;
     }
     return database;
   }

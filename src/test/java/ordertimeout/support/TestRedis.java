@@ -29,33 +29,32 @@ public final class TestRedis implements AutoCloseable {
 
   private final int port;
   private final Path dir;
+  /** A folder of its own in the temp folder, deleted once the server is stopped for good; not the local stack's. */
+  private final boolean temporary;
   private final List<String> settings;
   private final Thread shutdownHook;
   private Process process;
 
-  private TestRedis(int port, Path dir, List<String> settings) {
+  private TestRedis(int port, Path dir, boolean temporary, List<String> settings) {
     this.port = port;
     this.dir = dir;
+    this.temporary = temporary;
     this.settings = settings;
-    this.shutdownHook = new Thread(this::kill, "stop-test-redis-" + port);
+    this.shutdownHook = new Thread(this::stopForGood, "stop-test-redis-" + port);
     Runtime.getRuntime().addShutdownHook(shutdownHook);
   }
 
   /** Starts one; {@code settings} are extra redis-server arguments, e.g. "--notify-keyspace-events", "Ex". */
   public static TestRedis start(String... settings) {
-    try {
-      TestRedis redis = new TestRedis(Ports.free(), Files.createTempDirectory("ot-test-redis"), List.of(settings));
-      redis.restart();
-      return redis;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    TestRedis redis = new TestRedis(Ports.free(), TempFolders.create("ot-test-redis"), true, List.of(settings));
+    redis.restart();
+    return redis;
   }
 
   /** One on the given port, keeping its files in {@code dir} (for the local stack). */
   public static TestRedis startOn(int port, Path dir) {
     try {
-      TestRedis redis = new TestRedis(port, Files.createDirectories(dir), List.of());
+      TestRedis redis = new TestRedis(port, Files.createDirectories(dir), false, List.of());
       redis.restart();
       return redis;
     } catch (IOException e) {
@@ -109,7 +108,7 @@ public final class TestRedis implements AutoCloseable {
 
   @Override
   public synchronized void close() {
-    kill();
+    stopForGood();
     try {
       Runtime.getRuntime().removeShutdownHook(shutdownHook);
     } catch (IllegalStateException shuttingDown) {
@@ -133,6 +132,13 @@ public final class TestRedis implements AutoCloseable {
       return first;
     } catch (IOException e) {
       return null;
+    }
+  }
+
+  private synchronized void stopForGood() {
+    kill();
+    if (temporary) {
+      TempFolders.delete(dir);
     }
   }
 
