@@ -21,6 +21,8 @@ import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
 import ordertimeout.timer.OwnedShards;
 
+import java.time.Duration;
+
 
 /**
  * The HTTP API: authentication, the contract's checks before each /v1 route (after the key check and the
@@ -48,13 +50,15 @@ public final class IntakeVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances());
+    Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances(),
+        config.database().intake());
     OrderStore store = new OrderStore(pool);
-    OrderCreates orderCreates = new OrderCreates(pool);
     AppConfig.Intake groups = config.intake();
-    GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(),
-        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));
-    GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(), store::pay);
+    OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(groups.lockedSkuMillis()));
+    GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),
+        groups.maxQueued(), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));
+    GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),
+        groups.maxQueued(), store::pay);
     Auth auth = new Auth(config.apiKeys());
     Router router = Router.router(vertx);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
@@ -68,7 +72,7 @@ public final class IntakeVerticle extends VerticleBase {
     new OrderRoutes(vertx, config, store, creates, pays, orderIds, stats).mount(router, contract);
     new AdminRoutes(store, stats, owned).mount(router, contract);
     new DashboardRoutes(store).mount(router, contract);
-    router.route().failureHandler(Problems::handle);
+    router.route().failureHandler(ctx -> Problems.handle(ctx, stats));
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));
     // HTTP/1.1 only: the JDK's HttpClient, which by default asks for an upgrade to HTTP/2 over cleartext (h2c),

@@ -11,7 +11,11 @@ public final class OrderRejected extends RuntimeException {
     IDEMPOTENCY_KEY_REUSED,
     ORDER_CLOSED,
     ORDER_PAID,
-    INVENTORY_NOT_FOUND
+    INVENTORY_NOT_FOUND,
+    /** Not started, or not decided, before its deadline; nothing was stored. */
+    OVERLOADED,
+    /** A row it needs stayed locked by another transaction past the lock wait; nothing was stored. */
+    ROW_LOCKED
   }
 
   private final Reason reason;

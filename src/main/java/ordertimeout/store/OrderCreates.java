@@ -18,7 +18,9 @@ import ordertimeout.order.OrderRejected.Reason;
 import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderStatus;
 
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -29,14 +31,24 @@ import java.util.TreeSet;
 /**
  * Creates a group of orders in one transaction (group commit): each order with its items, its
  * reservation, its idempotency key and its ORDER_CREATED event. Each request is decided on its own,
- * in arrival order — one order's insufficient stock, exceeded cap or reused key never fails the
- * others in its group; a refused one leaves nothing behind.
+ * in arrival order — one order's insufficient stock, exceeded cap, reused key or passed deadline never
+ * fails the others in its group; a refused one leaves nothing behind.
+ *
+ * <p>A stock row another transaction holds past the pool's {@code lock_timeout} must not hold up the creates of
+ * other SKUs: the group is rolled back, the SKUs locked now are found without waiting, their requests answer
+ * {@link Reason#ROW_LOCKED}, and the rest run again at once. Such a SKU is remembered for {@code lockedSkuNanos}:
+ * its creates are refused without trying, so that they do not make every group wait for the lock again.
+ * One instance per intake verticle (one event loop).
  */
 public final class OrderCreates {
   private final Pool pool;
+  private final long lockedSkuNanos;
+  /** SKU to the {@link System#nanoTime()} until which its creates are refused at once. */
+  private final Map<String, Long> lockedSkus = new HashMap<>();
 
-  public OrderCreates(Pool pool) {
+  public OrderCreates(Pool pool, Duration lockedSkuMemory) {
     this.pool = pool;
+    this.lockedSkuNanos = lockedSkuMemory.toNanos();
   }
 
   /** Exactly one of the two is set. */
@@ -55,8 +67,57 @@ public final class OrderCreates {
    * the returned future fails only when nothing was committed.
    */
   public Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser) {
-    return pool.withTransaction(conn -> new Group(conn, requests, maxUnpaidPerUser).run())
-        .map(results -> results.stream().map(CreateResult::future).toList());
+    return create(requests, maxUnpaidPerUser, true);
+  }
+
+  private Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, boolean mayLookForLocks) {
+    CreateResult[] results = new CreateResult[requests.size()];
+    List<Integer> tried = new ArrayList<>();
+    for (int i = 0; i < results.length; i++) {
+      String locked = rememberedLockedSku(requests.get(i));
+      if (locked == null) {
+        tried.add(i);
+      } else {
+        results[i] = CreateResult.refused(Reason.ROW_LOCKED, "SKU " + locked
+            + " is held by another transaction; nothing was stored, retry later");
+      }
+    }
+    List<CreateRequest> group = tried.stream().map(requests::get).toList();
+    Future<List<CreateResult>> decided = group.isEmpty()
+        ? Future.succeededFuture(List.of())
+        : pool.withTransaction(conn -> new Group(conn, group, maxUnpaidPerUser).run());
+    return decided
+        .map(groupResults -> {
+          for (int t = 0; t < tried.size(); t++) {
+            results[tried.get(t)] = groupResults.get(t);
+          }
+          return Arrays.stream(results).map(CreateResult::future).toList();
+        })
+        .recover(failure -> mayLookForLocks && SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)
+            ? rememberLockedSkus(group).compose(remembered -> create(requests, maxUnpaidPerUser, false))
+            : Future.failedFuture(failure));
+  }
+
+  private String rememberedLockedSku(CreateRequest request) {
+    long now = System.nanoTime();
+    lockedSkus.values().removeIf(until -> until - now <= 0);
+    for (OrderItem item : request.order().items()) {
+      if (lockedSkus.containsKey(item.sku())) {
+        return item.sku();
+      }
+    }
+    return null;
+  }
+
+  private Future<Void> rememberLockedSkus(List<CreateRequest> requests) {
+    TreeSet<String> skus = new TreeSet<>();
+    requests.forEach(request -> request.order().items().forEach(item -> skus.add(item.sku())));
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCKED_SKUS).execute(Tuple.of(skus.toArray(String[]::new))))
+        .map(rows -> {
+          long until = System.nanoTime() + lockedSkuNanos;
+          rows.forEach(row -> lockedSkus.put(row.getString("sku"), until));
+          return null;
+        });
   }
 
   /** One group's transaction; requests still undecided have a null result. */
@@ -181,12 +242,17 @@ public final class OrderCreates {
       return available;
     }
 
-    /** Decides each open request in arrival order, then writes the accepted ones. */
+    /** Decides each open request in arrival order (the last moment its deadline is looked at), then writes the accepted ones. */
     private Future<Void> reserveAndInsert(Map<String, Long> unpaidByUser, Map<String, Long> available) {
       Map<String, Long> unpaid = new HashMap<>(unpaidByUser);
       Map<String, Integer> reserved = new HashMap<>();
       List<Integer> accepted = new ArrayList<>();
       for (int i : undecided()) {
+        if (requests.get(i).pastDeadline()) {
+          results[i] = CreateResult.refused(Reason.OVERLOADED,
+              "the request was not decided before its deadline; nothing was stored, retry later");
+          continue;
+        }
         NewOrder order = requests.get(i).order();
         String user = userKey(requests.get(i).idempotency().client(), order.userId());
         long userUnpaid = unpaid.getOrDefault(user, 0L);

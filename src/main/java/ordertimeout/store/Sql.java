@@ -53,6 +53,11 @@ final class Sql {
   static final String LOCK_STOCK_BY_SKU = """
       SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
 
+  /** Of the SKUs {@code $1}, those whose inventory row another transaction holds now; never waits. */
+  static final String LOCKED_SKUS = """
+      WITH free AS (SELECT sku FROM inventory WHERE sku = ANY($1) FOR UPDATE SKIP LOCKED)
+      SELECT sku FROM inventory WHERE sku = ANY($1) AND sku NOT IN (SELECT sku FROM free)""";
+
   /**
    * The orders, their items, log lines, ORDER_CREATED events and stock reservations ({@code $11} SKUs,
    * {@code $12} quantities, summed per SKU), in one statement from parallel arrays. The clock is read
@@ -357,6 +362,11 @@ final class Sql {
   // ---- health checks and gauges
 
   static final String PING = "SELECT 1";
+
+  /** The drain's last resort: cancels what this node's sessions ({@code $1} their application_name) are running. */
+  static final String CANCEL_STATEMENTS_OF = """
+      SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+      WHERE application_name = $1 AND state = 'active' AND pid <> pg_backend_pid()""";
 
   /** Flyway's record of the versioned migrations it ran (repeatable ones have no version). */
   static final String APPLIED_MIGRATIONS = "SELECT version, success FROM flyway_schema_history WHERE version IS NOT NULL";

@@ -54,7 +54,8 @@ public final class TimerVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1));
+    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1,
+        config.database().deadlines()));
     wheel = new TimeWheel(config.timer().tickMillis(), System.currentTimeMillis(), 1 << 16);
     EventBus bus = vertx.eventBus();
     Future<Void> ready = clustered

@@ -115,10 +115,10 @@ class AppConfigTest {
   @Test
   void theServiceRefusesADifferentShardCountThanTheDatabaseWasCreatedWith() {
     String url = TestDatabase.url();
-    assertThatThrownBy(() -> DatabaseSetup.prepare(new AppConfig.Database(url, "unused", 2, 32)))
+    assertThatThrownBy(() -> DatabaseSetup.prepare(TestDatabase.databaseConfig(Map.of("OT_DATABASE_URL", url, "OT_DATABASE_SHARDS", "32"))))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("database.shards")
         .hasMessageContaining("64");
-    DatabaseSetup.prepare(new AppConfig.Database(url, "unused", 2, TestDatabase.SHARDS)).close();
+    DatabaseSetup.prepare(TestDatabase.databaseConfig(Map.of("OT_DATABASE_URL", url))).close();
   }
 }

@@ -2,6 +2,7 @@ package ordertimeout.support;
 
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
 import ordertimeout.store.DatabaseSetup;
 
 import java.io.IOException;
@@ -11,6 +12,7 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.Map;
 
 /**
  * One real PostgreSQL for the whole test run: the embedded one the service itself starts, in a
@@ -26,13 +28,19 @@ public final class TestDatabase {
     if (database == null) {
       try {
         Path dataDir = Files.createTempDirectory("order-timeout-test-db");
-        database = DatabaseSetup.prepare(new AppConfig.Database("", dataDir.toString(), 8, SHARDS));
+        database = DatabaseSetup.prepare(databaseConfig(Map.of("OT_DATABASE_URL", "", "OT_DATABASE_DATA_DIR", dataDir.toString(),
+            "OT_DATABASE_SHARDS", Integer.toString(SHARDS))));
         Runtime.getRuntime().addShutdownHook(new Thread(database::close, "stop-test-database"));
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
     }
     return database;
+  }
+
+  /** The {@code database} section of conf/application.yaml with OT_* {@code overrides}. */
+  public static AppConfig.Database databaseConfig(Map<String, String> overrides) {
+    return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), overrides::get)).database();
   }
 
   public static PgConnectOptions connectOptions() {
