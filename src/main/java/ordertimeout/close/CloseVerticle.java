@@ -205,8 +205,8 @@ public final class CloseVerticle extends VerticleBase {
   private void giveUp(Job job, long[] ids, Throwable failure) {
     stats.closeBatchGivenUp();
     if (job.kind() == Kind.CLOSE) {
-      log.warn("gave up closing {} orders after {} attempts; the sweep will take them: {}",
-          ids.length, config.close().maxAttempts(), failure.toString());
+      log.warn("gave up closing {} orders {}; the sweep will take them: {}",
+          ids.length, stopped ? "on the drain" : "after " + config.close().maxAttempts() + " attempts", failure.toString());
     } else {
       long retryAt = System.currentTimeMillis() + config.sweep().intervalSeconds() * 1000L;
       long[] none = new long[ids.length];
