@@ -26,6 +26,7 @@ import ordertimeout.metrics.NodeStats;
 import ordertimeout.metrics.Telemetry;
 import ordertimeout.order.OrderIds;
 import ordertimeout.redis.RedisHealth;
+import ordertimeout.store.LockedSkus;
 import ordertimeout.store.Migrations;
 import ordertimeout.store.OpsStore;
 import ordertimeout.store.Pools;
@@ -115,6 +116,7 @@ public final class Service {
    */
   private Future<Service> deploy(PgConnectOptions database, OrderIds orderIds, Future<ContractChecks> contract) {
     boolean clustered = config.kafka().enabled();
+    LockedSkus lockedSkus = new LockedSkus(Duration.ofMillis(config.intake().lockedSkuMillis()));
     return (clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), redisHealth)))
         .compose(id -> vertx.deployVerticle(close))
@@ -135,7 +137,7 @@ public final class Service {
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
         .compose(id -> contract)
-        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api),
+        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, lockedSkus),
             new DeploymentOptions().setInstances(config.http().instances())))
         .map(id -> this);
   }

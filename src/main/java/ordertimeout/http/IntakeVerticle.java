@@ -16,6 +16,7 @@ import ordertimeout.order.CreateRequest;
 import ordertimeout.order.OrderIds;
 import ordertimeout.order.PayRequest;
 import ordertimeout.order.StateChange;
+import ordertimeout.store.LockedSkus;
 import ordertimeout.store.OrderCreates;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
@@ -36,9 +37,12 @@ public final class IntakeVerticle extends VerticleBase {
   private final OwnedShards owned;
   private final OpsRoutes opsRoutes;
   private final ContractChecks contract;
+  private final LockedSkus lockedSkus;
 
+  /** {@code lockedSkus}: the node's, shared by its intake instances. */
   public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned,
-                        OrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract) {
+                        OrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract, LockedSkus lockedSkus) {
+    this.lockedSkus = lockedSkus;
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
@@ -54,7 +58,7 @@ public final class IntakeVerticle extends VerticleBase {
         config.database().intake());
     OrderStore store = new OrderStore(pool);
     AppConfig.Intake groups = config.intake();
-    OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(groups.lockedSkuMillis()));
+    OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus);
     GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),
         groups.maxQueued(), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));
     GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),

@@ -35,20 +35,26 @@ import java.util.TreeSet;
  * fails the others in its group; a refused one leaves nothing behind.
  *
  * <p>A stock row another transaction holds past the pool's {@code lock_timeout} must not hold up the creates of
- * other SKUs: the group is rolled back, the SKUs locked now are found without waiting, their requests answer
- * {@link Reason#ROW_LOCKED}, and the rest run again at once. Such a SKU is remembered for {@code lockedSkuNanos}:
- * its creates are refused without trying, so that they do not make every group wait for the lock again.
- * One instance per intake verticle (one event loop).
+ * other SKUs: the group is rolled back, the SKUs held at that moment are found without waiting and remembered
+ * ({@link LockedSkus}), their requests answer {@link Reason#ROW_LOCKED}, and the rest run again at once, up to
+ * {@link #LOCK_ROUNDS} times in all (a rerun may wait behind another group that took a row of its SKUs in SKU
+ * order and waits for the held row itself).
  */
 public final class OrderCreates {
-  private final Pool pool;
-  private final long lockedSkuNanos;
-  /** SKU to the {@link System#nanoTime()} until which its creates are refused at once. */
-  private final Map<String, Long> lockedSkus = new HashMap<>();
+  static final int LOCK_ROUNDS = 3;
 
-  public OrderCreates(Pool pool, Duration lockedSkuMemory) {
+  private final Pool pool;
+  private final int passingHolderMillis;
+  private final LockedSkus lockedSkus;
+
+  /**
+   * {@code lockWait}: the pool's {@code lock_timeout}; a row whose holder is younger than half of it (or itself waits
+   * for a lock) is not counted as held, as it is another group passing through.
+   */
+  public OrderCreates(Pool pool, Duration lockWait, LockedSkus lockedSkus) {
     this.pool = pool;
-    this.lockedSkuNanos = lockedSkuMemory.toNanos();
+    this.passingHolderMillis = (int) lockWait.dividedBy(2).toMillis();
+    this.lockedSkus = lockedSkus;
   }
 
   /** Exactly one of the two is set. */
@@ -67,14 +73,14 @@ public final class OrderCreates {
    * the returned future fails only when nothing was committed.
    */
   public Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser) {
-    return create(requests, maxUnpaidPerUser, true);
+    return create(requests, maxUnpaidPerUser, LOCK_ROUNDS);
   }
 
-  private Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, boolean mayLookForLocks) {
+  private Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, int rounds) {
     CreateResult[] results = new CreateResult[requests.size()];
     List<Integer> tried = new ArrayList<>();
     for (int i = 0; i < results.length; i++) {
-      String locked = rememberedLockedSku(requests.get(i));
+      String locked = lockedSkus.heldSkuOf(requests.get(i).order());
       if (locked == null) {
         tried.add(i);
       } else {
@@ -93,29 +99,20 @@ public final class OrderCreates {
           }
           return Arrays.stream(results).map(CreateResult::future).toList();
         })
-        .recover(failure -> mayLookForLocks && SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)
-            ? rememberLockedSkus(group).compose(remembered -> create(requests, maxUnpaidPerUser, false))
+        .recover(failure -> rounds > 1 && SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)
+            ? rememberLockedSkus(group).compose(remembered -> create(requests, maxUnpaidPerUser, rounds - 1))
             : Future.failedFuture(failure));
-  }
-
-  private String rememberedLockedSku(CreateRequest request) {
-    long now = System.nanoTime();
-    lockedSkus.values().removeIf(until -> until - now <= 0);
-    for (OrderItem item : request.order().items()) {
-      if (lockedSkus.containsKey(item.sku())) {
-        return item.sku();
-      }
-    }
-    return null;
   }
 
   private Future<Void> rememberLockedSkus(List<CreateRequest> requests) {
     TreeSet<String> skus = new TreeSet<>();
     requests.forEach(request -> request.order().items().forEach(item -> skus.add(item.sku())));
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCKED_SKUS).execute(Tuple.of(skus.toArray(String[]::new))))
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCKED_SKUS)
+            .execute(Tuple.of(skus.toArray(String[]::new), passingHolderMillis)))
         .map(rows -> {
-          long until = System.nanoTime() + lockedSkuNanos;
-          rows.forEach(row -> lockedSkus.put(row.getString("sku"), until));
+          List<String> held = new ArrayList<>();
+          rows.forEach(row -> held.add(row.getString("sku")));
+          lockedSkus.remember(held);
           return null;
         });
   }

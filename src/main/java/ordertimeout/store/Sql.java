@@ -53,10 +53,22 @@ final class Sql {
   static final String LOCK_STOCK_BY_SKU = """
       SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
 
-  /** Of the SKUs {@code $1}, those whose inventory row another transaction holds now; never waits. */
+  /**
+   * Of the SKUs {@code $1}, those whose inventory row is held now by a transaction that sits idle, waiting for its
+   * client, for more than {@code $2} milliseconds (an admin's open transaction, a paused node), or by one this
+   * session may not see; never waits. Any other holder is passing through: a running transaction, one waiting for a
+   * lock itself (a create group that took this row in SKU order and waits for the row really held), one about to
+   * roll back.
+   */
   static final String LOCKED_SKUS = """
       WITH free AS (SELECT sku FROM inventory WHERE sku = ANY($1) FOR UPDATE SKIP LOCKED)
-      SELECT sku FROM inventory WHERE sku = ANY($1) AND sku NOT IN (SELECT sku FROM free)""";
+      SELECT i.sku FROM inventory i
+      WHERE i.sku = ANY($1) AND i.sku NOT IN (SELECT sku FROM free)
+        AND NOT EXISTS (
+          SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+          WHERE l.locktype = 'transactionid' AND l.granted AND l.transactionid = i.xmax AND a.state IS NOT NULL
+            AND NOT (a.state = 'idle in transaction' AND a.state_change < now() - make_interval(secs => $2 / 1000.0)))""";
+
 
   /**
    * The orders, their items, log lines, ORDER_CREATED events and stock reservations ({@code $11} SKUs,
