@@ -38,6 +38,8 @@ class ReadinessTest {
           Api.Response notReady = api.get("/health/ready", null);
           assertThat(notReady.status()).as(notReady.body()).isEqualTo(503);
           assertThat(check(notReady, "database").getString("status")).isEqualTo("DOWN");
+          assertThat(check(notReady, "database").getJsonObject("data").getString("error")).as("given up at the configured bound")
+              .contains("500");
         }
 
         proxy.restore();
