@@ -41,19 +41,20 @@ import java.util.TreeSet;
  * order and waits for the held row itself).
  */
 public final class OrderCreates {
-  static final int LOCK_ROUNDS = 3;
+  private static final int LOCK_ROUNDS = 3;
 
   private final Pool pool;
-  private final int passingHolderMillis;
+  private final int idleHolderMillis;
   private final LockedSkus lockedSkus;
 
   /**
-   * {@code lockWait}: the pool's {@code lock_timeout}; a row whose holder is younger than half of it (or itself waits
-   * for a lock) is not counted as held, as it is another group passing through.
+   * {@code lockWait}: the pool's {@code lock_timeout}; a row counts as held when its holder has sat idle in its
+   * transaction for over half of it (any other holder is another transaction passing through, see
+   * {@link Sql#LOCKED_SKUS}).
    */
   public OrderCreates(Pool pool, Duration lockWait, LockedSkus lockedSkus) {
     this.pool = pool;
-    this.passingHolderMillis = (int) lockWait.dividedBy(2).toMillis();
+    this.idleHolderMillis = (int) lockWait.dividedBy(2).toMillis();
     this.lockedSkus = lockedSkus;
   }
 
@@ -108,7 +109,7 @@ public final class OrderCreates {
     TreeSet<String> skus = new TreeSet<>();
     requests.forEach(request -> request.order().items().forEach(item -> skus.add(item.sku())));
     return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCKED_SKUS)
-            .execute(Tuple.of(skus.toArray(String[]::new), passingHolderMillis)))
+            .execute(Tuple.of(skus.toArray(String[]::new), idleHolderMillis)))
         .map(rows -> {
           List<String> held = new ArrayList<>();
           rows.forEach(row -> held.add(row.getString("sku")));
