@@ -28,7 +28,10 @@ import ordertimeout.metrics.NodeStats;
 import ordertimeout.metrics.Telemetry;
 import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.redis.RedisHealth;
+import ordertimeout.store.LockedSkus;
 import ordertimeout.store.Migrations;
+import ordertimeout.store.OpsStore;
+import ordertimeout.store.Pools;
 import ordertimeout.sweep.SweepVerticle;
 import ordertimeout.timer.OwnedShards;
 import ordertimeout.timer.TimerVerticle;
@@ -37,6 +40,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
 /** One node of the service on a Vert.x instance: deploys the verticles in dependency order and drains them on shutdown. */
@@ -58,11 +62,16 @@ public final class Service {
   private final RedisHealth redisHealth;
   private String timerDeployment;
   private String sweepDeployment;
+  /** Every session of this node, in every pool, carries this name (PostgreSQL's application_name). */
+  private final String sessionName;
+  private final PgConnectOptions database;
 
   private Service(Vertx vertx, AppConfig config, PgConnectOptions database, PrometheusMeterRegistry registry,
-                  MigrationVersion latestMigration) {
+                  MigrationVersion latestMigration, String sessionName) {
     this.vertx = vertx;
     this.config = config;
+    this.sessionName = sessionName;
+    this.database = database;
     this.stats = new NodeStats(registry, config.database().shards(), Duration.ofSeconds(config.metrics().windowSeconds()));
     this.registry = registry;
     this.draining = new Draining(registry);
@@ -70,7 +79,7 @@ public final class Service {
     this.close = new CloseVerticle(config, database, stats);
     int shards = config.database().shards();
     this.owned = (config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards)).bindTo(registry);
-    this.opsRoutes = new OpsRoutes(registry, database, latestMigration, owned, draining);
+    this.opsRoutes = new OpsRoutes(registry, database, config.health().databaseTimeoutMillis(), latestMigration, owned, draining);
     this.connections = new HttpConnections(config.http(), registry);
     this.redisHealth = config.redis().enabled() ? new RedisHealth(registry, config.redis()) : null;
   }
@@ -97,9 +106,11 @@ public final class Service {
     LocalCodec.registerAll(vertx);
     LeasedOrderIds orderIds = new LeasedOrderIds(config.node().id(), config.node().wallClock());
     Future<ContractChecks> contract = ContractChecks.load(vertx, config);
+    String sessionName = "order-timeout node " + config.node().id() + " " + UUID.randomUUID().toString().substring(0, 8);
+    PgConnectOptions sessions = Pools.sessionsOf(database, config.database(), sessionName);
     return vertx.executeBlocking(Migrations::latestOnClassPath)
-        .map(latest -> new Service(vertx, config, database, registry, latest))
-        .compose(service -> service.deploy(database, orderIds, contract));
+        .map(latest -> new Service(vertx, config, sessions, registry, latest, sessionName))
+        .compose(service -> service.deploy(sessions, orderIds, contract));
   }
 
   /**
@@ -110,6 +121,7 @@ public final class Service {
    */
   private Future<Service> deploy(PgConnectOptions database, LeasedOrderIds orderIds, Future<ContractChecks> contract) {
     boolean clustered = config.kafka().enabled();
+    LockedSkus lockedSkus = new LockedSkus(Duration.ofMillis(config.intake().lockedSkuMillis()));
     return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds))
         .compose(lease -> clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), redisHealth)))
@@ -131,7 +143,7 @@ public final class Service {
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
         .compose(id -> contract)
-        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections),
+        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus),
             new DeploymentOptions().setInstances(config.http().instances())))
         .map(id -> this);
   }
@@ -165,7 +177,10 @@ public final class Service {
    * What SIGTERM does: the node stops being ready and answers 503 {@code draining} to new orders, the
    * wheel and the sweep stop handing out due orders, the close batches already handed out finish (for
    * {@code drain.timeoutSeconds} at most; what is left stays UNPAID in the database and is closed by the
-   * next node to load its shard), then Vert.x closes. Reads, pays and cancels are served until then.
+   * next node to load its shard), then Vert.x closes. Reads, pays and cancels are served until then. When the
+   * batches outlast the timeout, the close verticle stops retrying and the statements this node's sessions still
+   * run are cancelled, so that closing the pools (which waits for the statement in flight on each connection) does
+   * not wait for a held lock: the drain keeps its bound.
    */
   public Future<Void> drain() {
     int timeoutSeconds = config.drain().timeoutSeconds();
@@ -178,10 +193,24 @@ public final class Service {
         .compose(none -> undeploy(timerDeployment))
         .compose(none -> close.idle().timeout(timeoutSeconds, TimeUnit.SECONDS))
         .onSuccess(idle -> log.info("drained: no close batch in flight"))
-        .onFailure(failure -> log.warn("closing with close batches still in flight after {} s ({}); "
-            + "their orders stay UNPAID and close on the next start", timeoutSeconds, failure.toString()))
+        .recover(failure -> {
+          log.warn("closing with close batches still in flight after {} s ({}); their orders stay UNPAID and close on "
+              + "the next start", timeoutSeconds, failure.toString());
+          return cancelStatementsInFlight();
+        })
         .onComplete(quiet -> stop().onComplete(drained));
     return drained.future();
+  }
+
+  private Future<Void> cancelStatementsInFlight() {
+    int boundMillis = config.health().databaseTimeoutMillis();
+    return close.stopRetrying()
+        .compose(stopped -> OpsStore.shared(vertx, database, boundMillis).cancelStatementsOf(sessionName))
+        .timeout(boundMillis, TimeUnit.MILLISECONDS)
+        .onSuccess(cancelled -> log.info("cancelled {} statements in flight", cancelled))
+        .onFailure(failure -> log.warn("could not cancel the statements in flight: {}", failure.toString()))
+        .<Void>mapEmpty()
+        .otherwiseEmpty();
   }
 
   private Future<Void> undeploy(String deployment) {

@@ -50,6 +50,7 @@ public final class CloseVerticle extends VerticleBase {
   private final List<Promise<Void>> idleWaiters = new ArrayList<>();
   private DeadlineStore store;
   private int inFlight;
+  private boolean stopped;
 
   public CloseVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats) {
     this.config = config;
@@ -59,7 +60,8 @@ public final class CloseVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1), config.node().wallClock());
+    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1,
+        config.database().deadlines()), config.node().wallClock());;
     EventBus bus = vertx.eventBus();
     return Future.join(
         bus.<DueOrders>consumer(Addresses.CLOSE_DUE, message -> enqueue(Kind.CLOSE, message)).completion(),
@@ -72,7 +74,7 @@ public final class CloseVerticle extends VerticleBase {
   }
 
   private void runWaiting() {
-    while (inFlight < config.close().maxInFlight() && !waiting.isEmpty()) {
+    while (!stopped && inFlight < config.close().maxInFlight() && !waiting.isEmpty()) {
       List<Job> jobs = takeNext();
       Job job = jobs.get(0);
       inFlight++;
@@ -134,6 +136,19 @@ public final class CloseVerticle extends VerticleBase {
     return idle.future();
   }
 
+  /**
+   * The drain's end: no batch starts here any more and none is retried, so that a batch whose statement is cancelled
+   * ends (its orders stay UNPAID for the sweep or the next node).
+   */
+  public Future<Void> stopRetrying() {
+    Promise<Void> done = Promise.promise();
+    context.runOnContext(now -> {
+      stopped = true;
+      done.complete();
+    });
+    return done.future();
+  }
+
   private void completeIdleWaiters() {
     if (inFlight == 0 && waiting.isEmpty() && !idleWaiters.isEmpty()) {
       idleWaiters.forEach(Promise::tryComplete);
@@ -190,8 +205,8 @@ public final class CloseVerticle extends VerticleBase {
   private void giveUp(Job job, long[] ids, Throwable failure) {
     stats.closeBatchGivenUp();
     if (job.kind() == Kind.CLOSE) {
-      log.warn("gave up closing {} orders after {} attempts; the sweep will take them: {}",
-          ids.length, config.close().maxAttempts(), failure.toString());
+      log.warn("gave up closing {} orders {}; the sweep will take them: {}",
+          ids.length, stopped ? "on the drain" : "after " + config.close().maxAttempts() + " attempts", failure.toString());
     } else {
       long retryAt = config.node().wallClock().millis() + config.sweep().intervalSeconds() * 1000L;
       long[] none = new long[ids.length];
@@ -214,7 +229,7 @@ public final class CloseVerticle extends VerticleBase {
 
   private <T> Future<T> withRetries(long[] ids, Function<long[], Future<T>> attempt, int attemptNumber) {
     return attempt.apply(ids).recover(failure -> {
-      if (attemptNumber >= config.close().maxAttempts()) {
+      if (stopped || attemptNumber >= config.close().maxAttempts()) {
         return Future.failedFuture(failure);
       }
       stats.closeRetried();

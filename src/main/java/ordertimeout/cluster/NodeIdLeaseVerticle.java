@@ -47,7 +47,9 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    leases = new NodeLeases(Pools.shared(vertx, Pools.NODE_LEASE, connectOptions, 1, 1));
+    int renewalBound = (int) (leaseMillis / 3);
+    leases = new NodeLeases(Pools.shared(vertx, Pools.NODE_LEASE, connectOptions, 1, 1,
+        new AppConfig.PoolWaits(renewalBound, renewalBound, AppConfig.PoolWaits.UNBOUNDED)));
     return takeAtStart(null).onSuccess(taken -> renewTimer = vertx.setPeriodic(leaseMillis / 3, id -> renew()));
   }
 

@@ -33,7 +33,8 @@ public record AppConfig(
     Drain drain,
     Logging logging,
     Kafka kafka,
-    Redis redis) {
+    Redis redis,
+    Health health) {
 
   /**
    * {@code id}: part of every order id, held by a lease in PostgreSQL of {@code leaseSeconds} (renewed every third of
@@ -55,15 +56,37 @@ public record AppConfig(
   public record Http(String host, int port, int instances, int maxBodyBytes, int idleTimeoutSeconds,
                      int requestReadTimeoutSeconds, int maxConnections) {}
 
-  /** Group commit of creates and of pays: per intake instance at most {@code groupsInFlight} transactions of each, of up to {@code groupMaxSize} requests. */
-  public record Intake(int groupMaxSize, int groupsInFlight) {}
+  /**
+   * Group commit of creates and of pays: per intake instance at most {@code groupsInFlight} transactions of each, of up
+   * to {@code groupMaxSize} requests; at most {@code maxQueued} requests wait for a group, each at most
+   * {@code requestDeadlineMillis} (then it answers 503 {@code overloaded} and is never committed). A SKU whose row
+   * stayed locked past the intake pool's lock wait has its creates refused at once for {@code lockedSkuMillis}.
+   */
+  public record Intake(int groupMaxSize, int groupsInFlight, int maxQueued, int requestDeadlineMillis, int lockedSkuMillis) {}
 
-  /** {@code url} is empty for the embedded PostgreSQL. */
-  public record Database(String url, String dataDir, int poolSize, int shards) {
+  /**
+   * {@code url} is empty for the embedded PostgreSQL. {@code idleInTransactionTimeoutMillis} and
+   * {@code keepaliveSeconds} hold for every pool's sessions; {@code intake}, {@code deadlines} and {@code background}
+   * (reconciliation, retention, the outbox relay) are the waits of those pools.
+   */
+  public record Database(String url, String dataDir, int poolSize, int shards, int idleInTransactionTimeoutMillis,
+                         int keepaliveSeconds, PoolWaits intake, PoolWaits deadlines, PoolWaits background) {
     public boolean embedded() {
       return url.isBlank();
     }
   }
+
+  /**
+   * A pool's bounds on waiting: {@code lockTimeoutMillis} and {@code statementTimeoutMillis} are its sessions'
+   * {@code lock_timeout} and {@code statement_timeout}; {@code maxWaitQueue} the callers that may wait for one of its
+   * connections ({@link #UNBOUNDED} for none).
+   */
+  public record PoolWaits(int lockTimeoutMillis, int statementTimeoutMillis, int maxWaitQueue) {
+    public static final int UNBOUNDED = -1;
+  }
+
+  /** GET /health/ready counts the database down when it does not answer within {@code databaseTimeoutMillis}. */
+  public record Health(int databaseTimeoutMillis) {}
 
   public enum Role { USER, ADMIN }
 
@@ -187,12 +210,29 @@ public record AppConfig(
             source.integer("http.maxConnections", 10_000, 1, 1_000_000)),
         new Intake(
             source.integer("intake.groupMaxSize", 256, 1, 10_000),
-            source.integer("intake.groupsInFlight", 1, 1, 64)),
+            source.integer("intake.groupsInFlight", 1, 1, 64),
+            source.integer("intake.maxQueued", 1024, 1, 1_000_000),
+            source.integer("intake.requestDeadlineMillis", 5000, 10, 600_000),
+            source.integer("intake.lockedSkuMillis", 3000, 0, 600_000)),
         new Database(
             source.string("database.url", ""),
             source.string("database.dataDir", "./data"),
             source.integer("database.poolSize", 8, 1, 200),
-            source.integer("database.shards", 64, 1, 4096)),
+            source.integer("database.shards", 64, 1, 4096),
+            source.integer("database.idleInTransactionTimeoutMillis", 10_000, 100, 3_600_000),
+            source.integer("database.keepaliveSeconds", 30, 1, 7200),
+            new PoolWaits(
+                source.integer("database.intake.lockTimeoutMillis", 1000, 10, 600_000),
+                source.integer("database.intake.statementTimeoutMillis", 5000, 100, 3_600_000),
+                source.integer("database.intake.maxWaitQueue", 128, 1, 1_000_000)),
+            new PoolWaits(
+                source.integer("database.deadlines.lockTimeoutMillis", 10_000, 10, 600_000),
+                source.integer("database.deadlines.statementTimeoutMillis", 30_000, 100, 3_600_000),
+                PoolWaits.UNBOUNDED),
+            new PoolWaits(
+                source.integer("database.background.lockTimeoutMillis", 10_000, 10, 600_000),
+                source.integer("database.background.statementTimeoutMillis", 300_000, 100, 3_600_000),
+                PoolWaits.UNBOUNDED)),
         apiKeys(source),
         orders(source),
         new Timer(
@@ -241,7 +281,8 @@ public record AppConfig(
             source.integer("kafka.relayIntervalMillis", 100, 1, 60_000),
             source.integer("kafka.relayBatchSize", 1000, 1, 100_000),
             source.integer("kafka.deliveryTimeoutMillis", 15_000, 1000, 300_000)),
-        redis(source));
+        redis(source),
+        new Health(source.integer("health.databaseTimeoutMillis", 1000, 10, 60_000)));
     config.refuseDevKeysOffLoopback();
     return config;
   }

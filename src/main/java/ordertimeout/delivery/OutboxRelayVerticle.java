@@ -48,7 +48,7 @@ public final class OutboxRelayVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = OutboxStore.shared(vertx, connectOptions);
+    store = OutboxStore.shared(vertx, connectOptions, config.database().background());
     producer = KafkaProducer.create(vertx, KafkaClients.producer(config, "outbox"));
     // each failed send also fails its future, which relay() handles; without a handler Vert.x logs every one as an ERROR
     producer.exceptionHandler(failure -> log.debug("outbox send failed: {}", failure.toString()));

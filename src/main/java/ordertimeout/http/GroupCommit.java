@@ -2,7 +2,10 @@ package ordertimeout.http;
 
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
 import io.vertx.pgclient.PgException;
+import ordertimeout.order.OrderRejected;
+import ordertimeout.order.OrderRejected.Reason;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -10,12 +13,16 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 /**
  * Group commit, per intake verticle (one event loop, no locking): a request starts a transaction at once when fewer
  * than {@code inFlight} are running; otherwise it waits and joins the next group, up to {@code maxSize}. An idle
  * service answers a lone request without delay; a busy one shares each transaction and its commit among many.
+ *
+ * <p>The wait is bounded twice: at most {@code maxQueued} requests wait (one more is refused at once), and a request
+ * still waiting at its deadline is refused then and never joins a group. Both answer {@link Reason#OVERLOADED}.
  *
  * <p>The transaction decides each request of its group on its own: it answers one future per request, in order
  * (still pending for a request it left to a later transaction of its own), and fails as a whole only when nothing of
@@ -24,41 +31,87 @@ import java.util.function.Function;
  */
 final class GroupCommit<R, T> {
   private static final Logger log = LoggerFactory.getLogger(GroupCommit.class);
-  private record Waiting<R, T>(R request, Promise<T> answer) {}
 
+  /** {@code timer} fires at the deadline while the request still waits (none yet: -1). */
+  private static final class Waiting<R, T> {
+    final R request;
+    final Promise<T> answer = Promise.promise();
+    long timer = -1;
+    boolean started;
+    boolean refused;
+
+    Waiting(R request) {
+      this.request = request;
+    }
+  }
+
+  private final Vertx vertx;
   private final Function<List<R>, Future<List<Future<T>>>> transaction;
   private final int maxSize;
   private final int inFlight;
+  private final int maxQueued;
   private final Queue<Waiting<R, T>> waiting = new ArrayDeque<>();
+  /** Of {@link #waiting}, those not refused at their deadline yet. */
+  private int queued;
   private int running;
 
-  GroupCommit(int maxSize, int inFlight, Function<List<R>, Future<List<Future<T>>>> transaction) {
+  GroupCommit(Vertx vertx, int maxSize, int inFlight, int maxQueued, Function<List<R>, Future<List<Future<T>>>> transaction) {
+    this.vertx = vertx;
     this.transaction = transaction;
     this.maxSize = maxSize;
     this.inFlight = inFlight;
+    this.maxQueued = maxQueued;
   }
 
-  Future<T> submit(R request) {
-    Promise<T> answer = Promise.promise();
-    waiting.add(new Waiting<>(request, answer));
+  /** {@code decideByNanos}: the {@link System#nanoTime()} past which the request no longer joins a group. */
+  Future<T> submit(R request, long decideByNanos) {
+    if (queued >= maxQueued) {
+      return Future.failedFuture(new OrderRejected(Reason.OVERLOADED,
+          maxQueued + " requests are already waiting for the database on this node; nothing was stored, retry later"));
+    }
+    Waiting<R, T> entry = new Waiting<>(request);
+    waiting.add(entry);
+    queued++;
     startGroups();
-    return answer.future();
+    if (!entry.started) {
+      long delayMillis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(decideByNanos - System.nanoTime()));
+      entry.timer = vertx.setTimer(delayMillis, fired -> refuseAtDeadline(entry));
+    }
+    return entry.answer.future();
+  }
+
+  private void refuseAtDeadline(Waiting<R, T> entry) {
+    if (entry.started) {
+      return; // its group took it; the transaction decides it
+    }
+    entry.refused = true;
+    queued--;
+    entry.answer.fail(new OrderRejected(Reason.OVERLOADED,
+        "the request waited for the database past its deadline and was not started; nothing was stored, retry later"));
   }
 
   private void startGroups() {
-    while (running < inFlight && !waiting.isEmpty()) {
-      List<Waiting<R, T>> group = new ArrayList<>(Math.min(maxSize, waiting.size()));
-      List<R> requests = new ArrayList<>(Math.min(maxSize, waiting.size()));
+    while (running < inFlight && queued > 0) {
+      List<Waiting<R, T>> group = new ArrayList<>(Math.min(maxSize, queued));
+      List<R> requests = new ArrayList<>(Math.min(maxSize, queued));
       while (group.size() < maxSize && !waiting.isEmpty()) {
         Waiting<R, T> next = waiting.poll();
+        if (next.refused) {
+          continue;
+        }
+        queued--;
+        next.started = true;
+        if (next.timer >= 0) {
+          vertx.cancelTimer(next.timer);
+        }
         group.add(next);
-        requests.add(next.request());
+        requests.add(next.request);
       }
       running++;
       runRetryingConflicts(requests, true)
           .onSuccess(results -> {
             for (int i = 0; i < group.size(); i++) {
-              Promise<T> answer = group.get(i).answer();
+              Promise<T> answer = group.get(i).answer;
               try {
                 results.get(i).onComplete(answer::handle);
               } catch (RuntimeException e) { // one request's handler must not leave the rest of its group unanswered
@@ -66,7 +119,7 @@ final class GroupCommit<R, T> {
               }
             }
           })
-          .onFailure(failure -> group.forEach(w -> w.answer().fail(failure)))
+          .onFailure(failure -> group.forEach(w -> w.answer.fail(failure)))
           .onComplete(done -> {
             running--;
             startGroups();

@@ -17,12 +17,14 @@ import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.order.PayRequest;
 import ordertimeout.order.StateChange;
 import ordertimeout.store.InventoryStore;
+import ordertimeout.store.LockedSkus;
 import ordertimeout.store.OrderCreates;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
 import ordertimeout.timer.OwnedShards;
 
 import java.util.concurrent.TimeUnit;
+import java.time.Duration;
 
 
 /**
@@ -38,9 +40,13 @@ public final class IntakeVerticle extends VerticleBase {
   private final OpsRoutes opsRoutes;
   private final ContractChecks contract;
   private final HttpConnections connections;
+  private final LockedSkus lockedSkus;
 
+  /** {@code lockedSkus}: the node's, shared by its intake instances. */
   public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned,
-                        LeasedOrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract, HttpConnections connections) {
+                        LeasedOrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract, HttpConnections connections,
+                        LockedSkus lockedSkus) {
+    this.lockedSkus = lockedSkus;
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
@@ -53,14 +59,17 @@ public final class IntakeVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances());
+    Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances(),
+        config.database().intake());
     OrderStore store = new OrderStore(pool);
-    int shards = config.database().shards();
-    OrderCreates orderCreates = new OrderCreates(pool, order -> order.withId(orderIds.next(), shards));
     AppConfig.Intake groups = config.intake();
-    GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(),
-        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));
-    GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(), store::pay);
+    int shards = config.database().shards();
+    OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus,
+        order -> order.withId(orderIds.next(), shards));
+    GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),
+        groups.maxQueued(), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));
+    GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),
+        groups.maxQueued(), store::pay);
     Auth auth = new Auth(config.apiKeys());
     HttpConnections.Guard guard = connections.guard(vertx);
     Router router = Router.router(vertx);
@@ -77,7 +86,7 @@ public final class IntakeVerticle extends VerticleBase {
     new OrderRoutes(vertx, config, store, creates, pays, orderIds, stats).mount(router, contract);
     new AdminRoutes(new InventoryStore(pool), stats, owned).mount(router, contract);
     new DashboardRoutes(store).mount(router, contract);
-    router.route().failureHandler(Problems::handle);
+    router.route().failureHandler(ctx -> Problems.handle(ctx, stats));
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));
     // HTTP/1.1 only: the JDK's HttpClient, which by default asks for an upgrade to HTTP/2 over cleartext (h2c),

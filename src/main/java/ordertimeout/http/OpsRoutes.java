@@ -21,20 +21,21 @@ import java.util.concurrent.TimeUnit;
  * GET /metrics, GET /health/live and GET /health/ready, without an API key: they are for the scraper
  * and the load balancer. Live while the event loop answers; ready only when the database answers,
  * this build's newest migration is recorded as applied, the wheel holds every owned shard, and the
- * node is not draining. 200 when every check is UP, 503 otherwise; the body lists each check with its data.
+ * node is not draining. 200 when every check is UP, 503 otherwise; the body lists each check with its data. A
+ * database that does not answer within {@code health.databaseTimeoutMillis} is down.
  */
 public final class OpsRoutes {
-  private static final long QUERY_TIMEOUT_MILLIS = 2000;
-  private static final long CHECK_TIMEOUT_MILLIS = 5000;
 
   private final PrometheusMeterRegistry registry;
   private final PgConnectOptions connectOptions;
   private final MigrationVersion latestMigration;
   private final OwnedShards owned;
   private final Draining draining;
+  private final int queryTimeoutMillis;
 
-  public OpsRoutes(PrometheusMeterRegistry registry, PgConnectOptions connectOptions, MigrationVersion latestMigration,
-                   OwnedShards owned, Draining draining) {
+  public OpsRoutes(PrometheusMeterRegistry registry, PgConnectOptions connectOptions, int queryTimeoutMillis,
+                   MigrationVersion latestMigration, OwnedShards owned, Draining draining) {
+    this.queryTimeoutMillis = queryTimeoutMillis;
     this.registry = registry;
     this.connectOptions = connectOptions;
     this.latestMigration = latestMigration;
@@ -47,16 +48,17 @@ public final class OpsRoutes {
   }
 
   void mount(Vertx vertx, Router router) {
-    OpsStore store = OpsStore.shared(vertx, connectOptions);
+    OpsStore store = OpsStore.shared(vertx, connectOptions, queryTimeoutMillis);
+    long checkTimeoutMillis = 2L * queryTimeoutMillis; // past the query's own bound, which reports the check's cause
     router.get("/metrics").handler(PrometheusScrapingHandler.create(registry));
     router.get("/health/live").handler(HealthCheckHandler.create(vertx).register("eventLoop", promise -> promise.complete(Status.OK())));
     router.get("/health/ready").handler(HealthCheckHandler.create(vertx)
-        .register("database", CHECK_TIMEOUT_MILLIS, promise -> complete(promise, timed(store.ping()).map(ok -> Status.OK())))
-        .register("migrations", CHECK_TIMEOUT_MILLIS, promise -> complete(promise, timed(store.appliedMigrations()).map(this::migrations)))
-        .register("wheel", CHECK_TIMEOUT_MILLIS, promise -> promise.complete(owned.allLoaded()
+        .register("database", checkTimeoutMillis, promise -> complete(promise, timed(store.ping()).map(ok -> Status.OK())))
+        .register("migrations", checkTimeoutMillis, promise -> complete(promise, timed(store.appliedMigrations()).map(this::migrations)))
+        .register("wheel", checkTimeoutMillis, promise -> promise.complete(owned.allLoaded()
             ? Status.OK(new JsonObject().put("wheel", "LOADED"))
             : Status.KO(new JsonObject().put("wheel", "LOADING"))))
-        .register("drain", CHECK_TIMEOUT_MILLIS, promise -> promise.complete(draining.isOn()
+        .register("drain", checkTimeoutMillis, promise -> promise.complete(draining.isOn()
             ? Status.KO(new JsonObject().put("draining", true))
             : Status.OK(new JsonObject().put("draining", false)))));
   }
@@ -72,8 +74,8 @@ public final class OpsRoutes {
     return ready ? Status.OK(data) : Status.KO(data);
   }
 
-  private static <T> Future<T> timed(Future<T> query) {
-    return query.timeout(QUERY_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+  private <T> Future<T> timed(Future<T> query) {
+    return query.timeout(queryTimeoutMillis, TimeUnit.MILLISECONDS);
   }
 
   /** A database that does not answer is DOWN (503), not a failed procedure (which the handler turns into 500). */

@@ -32,6 +32,8 @@ import ordertimeout.store.OrderStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.concurrent.TimeUnit;
+
 import static net.logstash.logback.argument.StructuredArguments.kv;
 
 /**
@@ -74,6 +76,7 @@ final class OrderRoutes {
   }
 
   private void create(RoutingContext ctx) {
+    long decideBy = decideBy();
     ApiKey caller = Auth.caller(ctx);
     String key = (String) ContractChecks.parameter(ctx, "Idempotency-Key");
     CreateOrderRequest request = CreateOrderRequest.of(ContractChecks.body(ctx), policy);
@@ -83,7 +86,7 @@ final class OrderRoutes {
         request.category(), request.items(), timeoutSeconds, policy.reminderAfterSeconds(timeoutSeconds));
     IdempotencyKey idempotency = new IdempotencyKey(caller.client(), key, request.hash());
     createPermit(ctx, caller)
-        .compose(permitted -> creates.submit(new CreateRequest(order, idempotency)))
+        .compose(permitted -> creates.submit(new CreateRequest(order, idempotency, decideBy), decideBy))
         .onSuccess(outcome -> {
           AccessLog.orderId(ctx, outcome.order().id());
           if (outcome.replay()) {
@@ -121,8 +124,13 @@ final class OrderRoutes {
     vertx.eventBus().send(Addresses.TIMER_SCHEDULE, Deadlines.one(order.id(), order.closeAt().toEpochMilli(), remindAt));
   }
 
+  /** The {@link System#nanoTime()} by which a request arriving now must have been started (and a create decided). */
+  private long decideBy() {
+    return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.intake().requestDeadlineMillis());
+  }
+
   private void pay(RoutingContext ctx) {
-    respond(ctx, 200, pays.submit(new PayRequest(orderId(ctx), clientScope(ctx))).map(change -> {
+    respond(ctx, 200, pays.submit(new PayRequest(orderId(ctx), clientScope(ctx)), decideBy()).map(change -> {
       cancelTimersIfChanged(change);
       if (change.changed()) {
         log.info("order paid {} {}", kv("orderId", change.order().id()), kv("requestId", AccessLog.requestId(ctx)));

@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Which stable code a request that failed its check answers, read from the document: {@code malformed_json}
+ * The problem codes the service answers besides those of each domain refusal. Which stable code a request that failed its check answers, read from the document: {@code malformed_json}
  * (no body, not JSON, not an object), {@code unknown_field} ({@code additionalProperties}), a schema keyword's
  * {@code x-problem-codes}, else {@code invalid_field}. A parameter answers its own {@code x-problem-code} (or
  * {@code x-missing-problem-code} when it is absent), which {@link ContractChecks} reads with the parameter.
@@ -17,6 +17,10 @@ final class ProblemCodes {
   static final String MALFORMED_JSON = "malformed_json";
   static final String UNKNOWN_FIELD = "unknown_field";
   static final String INVALID_FIELD = "invalid_field";
+  /** 503: the request was not started (queue full, deadline passed, no room to wait for a connection); nothing stored. */
+  static final String OVERLOADED = "overloaded";
+  /** 503: a row the request needs stayed locked by another transaction past the lock wait; nothing stored. */
+  static final String ROW_LOCKED = "row_locked";
 
   private ProblemCodes() {}
 

@@ -3,13 +3,16 @@ package ordertimeout.http;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.vertx.core.VertxException;
 import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.http.ConnectionPoolTooBusyException;
 import io.vertx.core.http.HttpClosedException;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.pgclient.PgException;
 import io.vertx.sqlclient.ClosedConnectionException;
 import io.vertx.sqlclient.DatabaseException;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.OrderRejected;
+import ordertimeout.store.SqlStates;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,12 +29,17 @@ final class Problems {
 
   private Problems() {}
 
-  static void handle(RoutingContext ctx) {
+  static void handle(RoutingContext ctx, NodeStats stats) {
     Throwable failure = ctx.failure();
     if (failure instanceof ApiException api) {
       send(ctx, api.status(), api.code(), api.getMessage());
     } else if (failure instanceof OrderRejected rejected) {
-      sendRejected(ctx, rejected);
+      sendRejected(ctx, stats, rejected);
+    } else if (SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)) {
+      shed(ctx, stats, ProblemCodes.ROW_LOCKED, "a row this request needs is held by another transaction; nothing was changed, retry later");
+    } else if (failure instanceof ConnectionPoolTooBusyException) {
+      shed(ctx, stats, ProblemCodes.OVERLOADED, "too many requests are waiting for a database connection on this node; "
+          + "nothing was changed, retry later");
     } else if (failure == null) {
       sendStatus(ctx, ctx.statusCode());
     } else if (failure instanceof HttpClosedException) {
@@ -57,7 +65,14 @@ final class Problems {
     }
   }
 
-  private static void sendRejected(RoutingContext ctx, OrderRejected rejected) {
+  /** A 503 for a request that was not served: the client may retry after a second. */
+  private static void shed(RoutingContext ctx, NodeStats stats, String code, String detail) {
+    stats.requestShed(code);
+    ctx.response().putHeader("Retry-After", "1");
+    send(ctx, 503, code, detail);
+  }
+
+  private static void sendRejected(RoutingContext ctx, NodeStats stats, OrderRejected rejected) {
     switch (rejected.reason()) {
       case ORDER_NOT_FOUND -> send(ctx, 404, "order_not_found", rejected.getMessage());
       case INVENTORY_NOT_FOUND -> send(ctx, 404, "inventory_not_found", rejected.getMessage());
@@ -75,6 +90,8 @@ final class Problems {
         ctx.response().putHeader("Retry-After", "1");
         send(ctx, 503, "order_id_unavailable", rejected.getMessage());
       }
+      case OVERLOADED -> shed(ctx, stats, ProblemCodes.OVERLOADED, rejected.getMessage());
+      case ROW_LOCKED -> shed(ctx, stats, ProblemCodes.ROW_LOCKED, rejected.getMessage());
     }
   }
 

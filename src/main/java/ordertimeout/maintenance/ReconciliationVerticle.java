@@ -56,7 +56,7 @@ public final class ReconciliationVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = MaintenanceStore.shared(vertx, connectOptions);
+    store = MaintenanceStore.shared(vertx, connectOptions, config.database().background());
     long intervalMillis = config.reconciliation().intervalHours() * 3_600_000L;
     periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.node().id(), redisHealth, stats.registry());
     timer = vertx.setPeriodic(intervalMillis, id -> periodic.run(() -> reconcile(false))

@@ -47,7 +47,7 @@ public final class RetentionVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = MaintenanceStore.shared(vertx, connectOptions);
+    store = MaintenanceStore.shared(vertx, connectOptions, config.database().background());
     for (String table : new String[] {ORDER_LOG, OUTBOX, IDEMPOTENCY_KEYS}) {
       stats.retentionDeleted(table, 0);
     }

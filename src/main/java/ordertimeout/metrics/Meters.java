@@ -14,6 +14,8 @@ public final class Meters {
   public static final String ORDER_CREATE = "ordertimeout.order.create";
   public static final String IDEMPOTENT_REPLAYS = "ordertimeout.idempotent.replays";
   public static final String RATE_LIMITED = "ordertimeout.rate.limited";
+  /** Requests answered 503 without being served, by problem code: overloaded (queue full, deadline) or row_locked. */
+  public static final String REQUESTS_SHED = "ordertimeout.requests.shed";
 
   // ---- HTTP connections
   public static final String HTTP_CONNECTIONS_OPEN = "ordertimeout.http.connections.open";

@@ -40,7 +40,7 @@ public final class MonitorVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = OpsStore.shared(vertx, connectOptions);
+    store = OpsStore.shared(vertx, connectOptions, config.health().databaseTimeoutMillis());
     Gauge.builder(Meters.OUTBOX_BACKLOG, this, monitor -> monitor.outboxBacklog)
         .description("Outbox rows not published yet (the relay publishes them to Kafka; with Kafka off nothing does, so this grows)")
         .strongReference(true)

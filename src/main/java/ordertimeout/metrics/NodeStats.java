@@ -56,6 +56,7 @@ public final class NodeStats {
   private volatile long reconciliationOverdueUnpaid = -1;
   private final Counter reconciliationRepaired;
   private final Map<String, Counter> retentionDeleted = new ConcurrentHashMap<>();
+  private final Map<String, Counter> requestsShed = new ConcurrentHashMap<>();
   private volatile long lastReloadMillis = -1;
   private final Counter timerPublishFailures;
   private final Counter outboxPublished;
@@ -245,6 +246,20 @@ public final class NodeStats {
   }
 
   /** Retention deleted {@code rows} of {@code table}. */
+  /** A request answered 503 {@code code} without being served. */
+  public void requestShed(String code) {
+    requestsShed.computeIfAbsent(code, name -> Counter.builder(Meters.REQUESTS_SHED)
+            .description("Requests answered 503 without being served, by problem code (overloaded, row_locked)")
+            .tag("code", name)
+            .register(registry))
+        .increment();
+  }
+
+  public double requestsShed(String code) {
+    Counter shed = requestsShed.get(code);
+    return shed == null ? 0 : shed.count();
+  }
+
   public void retentionDeleted(String table, int rows) {
     retentionDeleted.computeIfAbsent(table, name -> Counter.builder(Meters.RETENTION_DELETED)
             .description("Rows the retention job deleted, by table")

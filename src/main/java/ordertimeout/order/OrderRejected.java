@@ -16,7 +16,11 @@ public final class OrderRejected extends RuntimeException {
     PRECONDITION_FAILED,
     PRECONDITION_REQUIRED,
     /** No unique id to give the order now (a transient condition of the node: answered 503). */
-    ORDER_ID_UNAVAILABLE
+    ORDER_ID_UNAVAILABLE,
+    /** Not started, or not decided, before its deadline; nothing was stored. */
+    OVERLOADED,
+    /** A row it needs stayed locked by another transaction past the lock wait; nothing was stored. */
+    ROW_LOCKED
   }
 
   private final Reason reason;

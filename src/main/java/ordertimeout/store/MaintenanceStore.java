@@ -6,6 +6,7 @@ import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
+import ordertimeout.config.AppConfig;
 
 import java.time.Instant;
 import java.util.ArrayList;
@@ -25,8 +26,8 @@ public final class MaintenanceStore {
     this.pool = pool;
   }
 
-  public static MaintenanceStore shared(Vertx vertx, PgConnectOptions connectOptions) {
-    return new MaintenanceStore(Pools.shared(vertx, POOL, connectOptions, POOL_SIZE, 1));
+  public static MaintenanceStore shared(Vertx vertx, PgConnectOptions connectOptions, AppConfig.PoolWaits waits) {
+    return new MaintenanceStore(Pools.shared(vertx, POOL, connectOptions, POOL_SIZE, 1, waits));
   }
 
   /** A SKU whose {@code reserved} is not the sum of its items in unpaid orders ({@code expected}). */

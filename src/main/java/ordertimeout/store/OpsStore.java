@@ -2,18 +2,29 @@ package ordertimeout.store;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.net.NetClientOptions;
 import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.Tuple;
+import ordertimeout.config.AppConfig;
 import org.flywaydb.core.api.MigrationVersion;
 
+import java.util.concurrent.TimeUnit;
+
 /**
- * What health checks and gauges read from the database, read-only. A small pool of its own, so that
- * they neither wait behind nor slow down the orders.
+ * What health checks and gauges read from the database, and the drain's cancel of this node's statements. A small
+ * pool of its own, so that they neither wait behind nor slow down the orders. Its statements and lock waits end
+ * after the readiness bound, and so does a connection that hears nothing back for a few times that bound (a
+ * database that went silent), so that readiness comes back by itself on fresh connections.
  */
 public final class OpsStore {
   public static final String POOL = "order-timeout-ops";
   private static final int POOL_SIZE = 2;
+  private static final int MAX_WAITING = 16;
+  /** Of the readiness bound: how long a connection may hear nothing, or take to connect, before it is dropped. */
+  private static final int SILENCE_FACTOR = 4;
 
   private final Pool pool;
 
@@ -21,8 +32,15 @@ public final class OpsStore {
     this.pool = pool;
   }
 
-  public static OpsStore shared(Vertx vertx, PgConnectOptions connectOptions) {
-    return new OpsStore(Pools.shared(vertx, POOL, connectOptions, POOL_SIZE, 1));
+  /** {@code boundMillis}: how long a health check may wait for the database. */
+  public static OpsStore shared(Vertx vertx, PgConnectOptions connectOptions, int boundMillis) {
+    int silenceMillis = SILENCE_FACTOR * boundMillis;
+    NetClientOptions network = new NetClientOptions();
+    network.setConnectTimeout(silenceMillis);
+    network.setReadIdleTimeout(silenceMillis);
+    network.setIdleTimeoutUnit(TimeUnit.MILLISECONDS);
+    return new OpsStore(Pools.shared(vertx, POOL, connectOptions, POOL_SIZE, 1,
+        new AppConfig.PoolWaits(boundMillis, boundMillis, MAX_WAITING), network));
   }
 
   /** The outbox rows no relay has published yet, and the age of the oldest (0 when none). */
@@ -33,6 +51,14 @@ public final class OpsStore {
 
   public Future<Void> ping() {
     return pool.query(Sql.PING).execute().mapEmpty();
+  }
+
+  /**
+   * Cancels the statements running now in the sessions named {@code applicationName} (this node's, see
+   * {@link Pools#sessionsOf}); answers how many it asked PostgreSQL to cancel.
+   */
+  public Future<Integer> cancelStatementsOf(String applicationName) {
+    return pool.preparedQuery(Sql.CANCEL_STATEMENTS_OF).execute(Tuple.of(applicationName)).map(RowSet::rowCount);
   }
 
   public Future<AppliedMigrations> appliedMigrations() {

@@ -20,7 +20,9 @@ import ordertimeout.order.OrderStatus;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -32,20 +34,36 @@ import java.util.function.UnaryOperator;
 /**
  * Creates a group of orders in one transaction (group commit): each order with its items, its
  * reservation, its idempotency key and its ORDER_CREATED event. Each request is decided on its own,
- * in arrival order — one order's insufficient stock, exceeded cap, reused key or taken id never
+ * in arrival order — one order's insufficient stock, exceeded cap, reused key, taken id or passed deadline never
  * fails the others in its group; a refused one leaves nothing behind.
+ *
+ * <p>A stock row another transaction holds past the pool's {@code lock_timeout} must not hold up the creates of
+ * other SKUs: the group is rolled back, the SKUs held at that moment are found without waiting and remembered
+ * ({@link LockedSkus}), their requests answer {@link Reason#ROW_LOCKED}, and the rest run again at once, up to
+ * {@link #LOCK_ROUNDS} times in all (a rerun may wait behind another group that took a row of its SKUs in SKU
+ * order and waits for the held row itself).
  */
 public final class OrderCreates {
   private static final Logger log = LoggerFactory.getLogger(OrderCreates.class);
   /** Inserts of one order whose id was taken already before it is refused (with a unique generator, one is plenty). */
   private static final int ID_ATTEMPTS = 3;
+  private static final int LOCK_ROUNDS = 3;
 
   private final Pool pool;
+  private final int idleHolderMillis;
+  private final LockedSkus lockedSkus;
   private final UnaryOperator<NewOrder> withNewId;
 
-  /** {@code withNewId}: the same order under a new id, for one whose id is taken; or {@link OrderRejected} when there is none. */
-  public OrderCreates(Pool pool, UnaryOperator<NewOrder> withNewId) {
+  /**
+   * {@code lockWait}: the pool's {@code lock_timeout}; a row counts as held when its holder has sat idle in its
+   * transaction for over half of it (any other holder is another transaction passing through, see
+   * {@link Sql#LOCKED_SKUS}). {@code withNewId}: the same order under a new id, for one whose id is taken; or
+   * {@link OrderRejected} when there is none.
+   */
+  public OrderCreates(Pool pool, Duration lockWait, LockedSkus lockedSkus, UnaryOperator<NewOrder> withNewId) {
     this.pool = pool;
+    this.idleHolderMillis = (int) lockWait.dividedBy(2).toMillis();
+    this.lockedSkus = lockedSkus;
     this.withNewId = withNewId;
   }
 
@@ -65,8 +83,48 @@ public final class OrderCreates {
    * the returned future fails only when nothing was committed.
    */
   public Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser) {
-    return pool.withTransaction(conn -> new Group(conn, requests, maxUnpaidPerUser, withNewId).run())
-        .map(results -> results.stream().map(CreateResult::future).toList());
+    return create(requests, maxUnpaidPerUser, LOCK_ROUNDS);
+  }
+
+  private Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, int rounds) {
+    CreateResult[] results = new CreateResult[requests.size()];
+    List<Integer> tried = new ArrayList<>();
+    for (int i = 0; i < results.length; i++) {
+      String locked = lockedSkus.heldSkuOf(requests.get(i).order());
+      if (locked == null) {
+        tried.add(i);
+      } else {
+        results[i] = CreateResult.refused(Reason.ROW_LOCKED, "SKU " + locked
+            + " is held by another transaction; nothing was stored, retry later");
+      }
+    }
+    List<CreateRequest> group = tried.stream().map(requests::get).toList();
+    Future<List<CreateResult>> decided = group.isEmpty()
+        ? Future.succeededFuture(List.of())
+        : pool.withTransaction(conn -> new Group(conn, group, maxUnpaidPerUser, withNewId).run());
+    return decided
+        .map(groupResults -> {
+          for (int t = 0; t < tried.size(); t++) {
+            results[tried.get(t)] = groupResults.get(t);
+          }
+          return Arrays.stream(results).map(CreateResult::future).toList();
+        })
+        .recover(failure -> rounds > 1 && SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)
+            ? rememberLockedSkus(group).compose(remembered -> create(requests, maxUnpaidPerUser, rounds - 1))
+            : Future.failedFuture(failure));
+  }
+
+  private Future<Void> rememberLockedSkus(List<CreateRequest> requests) {
+    TreeSet<String> skus = new TreeSet<>();
+    requests.forEach(request -> request.order().items().forEach(item -> skus.add(item.sku())));
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCKED_SKUS)
+            .execute(Tuple.of(skus.toArray(String[]::new), idleHolderMillis)))
+        .map(rows -> {
+          List<String> held = new ArrayList<>();
+          rows.forEach(row -> held.add(row.getString("sku")));
+          lockedSkus.remember(held);
+          return null;
+        });
   }
 
   /** One group's transaction; requests still undecided have a null result. */
@@ -194,11 +252,16 @@ public final class OrderCreates {
       return available;
     }
 
-    /** Decides each open request in arrival order, then writes the accepted ones. */
+    /** Decides each open request in arrival order (the last moment its deadline is looked at), then writes the accepted ones. */
     private Future<Void> reserveAndInsert(Map<String, Long> unpaidByUser, Map<String, Long> available) {
       Map<String, Long> unpaid = new HashMap<>(unpaidByUser);
       List<Integer> accepted = new ArrayList<>();
       for (int i : undecided()) {
+        if (requests.get(i).pastDeadline()) {
+          results[i] = CreateResult.refused(Reason.OVERLOADED,
+              "the request was not decided before its deadline; nothing was stored, retry later");
+          continue;
+        }
         NewOrder order = requests.get(i).order();
         String user = userKey(requests.get(i).idempotency().client(), order.userId());
         long userUnpaid = unpaid.getOrDefault(user, 0L);
@@ -240,7 +303,7 @@ public final class OrderCreates {
             continue;
           }
           try {
-            requests.set(i, new CreateRequest(withNewId.apply(request.order()), request.idempotency()));
+            requests.set(i, new CreateRequest(withNewId.apply(request.order()), request.idempotency(), request.decideByNanos()));
             again.add(i);
           } catch (OrderRejected noId) {
             results[i] = new CreateResult(null, noId);

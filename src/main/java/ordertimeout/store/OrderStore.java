@@ -48,14 +48,20 @@ public final class OrderStore {
    * then paid each in a transaction of its own, which waits for the row; the returned future completes at the group's
    * commit, before those answers. A due order is closed right there as a timeout (the wheel would do it a moment
    * later). The group never waits for an order row while it holds others, so it cannot deadlock with a close batch.
+   * A stock row held past the pool's {@code lock_timeout} rolls the group back; then each request is paid on its own,
+   * so that only the pays of that stock wait for it (and answer the lock timeout).
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
-    return pool.withTransaction(conn -> new PayGroup(conn, requests).run()).map(results -> {
-      for (int i = 0; i < results.size(); i++) {
-        if (results.get(i) == null) results.set(i, payOne(requests.get(i)));
-      }
-      return results;
-    });
+    return pool.withTransaction(conn -> new PayGroup(conn, requests).run())
+        .map(results -> {
+          for (int i = 0; i < results.size(); i++) {
+            if (results.get(i) == null) results.set(i, payOne(requests.get(i)));
+          }
+          return results;
+        })
+        .recover(failure -> SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE) && requests.size() > 1
+            ? Future.succeededFuture(requests.stream().map(this::payOne).toList())
+            : Future.failedFuture(failure));
   }
 
   private Future<StateChange> payOne(PayRequest request) {

@@ -6,6 +6,7 @@ import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
+import ordertimeout.config.AppConfig;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -22,8 +23,8 @@ public final class OutboxStore {
     this.pool = pool;
   }
 
-  public static OutboxStore shared(Vertx vertx, PgConnectOptions connectOptions) {
-    return new OutboxStore(Pools.shared(vertx, POOL, connectOptions, POOL_SIZE, 1));
+  public static OutboxStore shared(Vertx vertx, PgConnectOptions connectOptions, AppConfig.PoolWaits waits) {
+    return new OutboxStore(Pools.shared(vertx, POOL, connectOptions, POOL_SIZE, 1, waits));
   }
 
   /** {@code payload} is the event's JSON as stored. */

@@ -1,17 +1,21 @@
 package ordertimeout.store;
 
 import io.vertx.core.Vertx;
+import io.vertx.core.net.NetClientOptions;
 import io.vertx.pgclient.PgBuilder;
 import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.PoolOptions;
+import ordertimeout.config.AppConfig;
 
 import java.util.concurrent.TimeUnit;
 
 /**
  * Named pools shared by the verticles that ask for the same name; each caller gets its callbacks on
  * its own context. Intake and the deadline work (timer, close, sweep) have a pool each, so that
- * requests waiting on locks can never starve the closes.
+ * requests waiting on locks can never starve the closes. Every wait is bounded: a pool's sessions carry
+ * its {@code lock_timeout} and {@code statement_timeout}, and its callers queue for a connection up to
+ * a bound, for at most {@link #CONNECTION_WAIT_MILLIS}.
  */
 public final class Pools {
   public static final String INTAKE = "order-timeout-intake";
@@ -25,14 +29,45 @@ public final class Pools {
    * to the pool (PoolWaitTest).
    */
   static final long CONNECTION_WAIT_MILLIS = 30_000;
+  /** PostgreSQL's keepalive probes after the first: this many, this far apart, before it ends the session. */
+  private static final int KEEPALIVE_PROBES = 3;
+  private static final int KEEPALIVE_PROBE_SECONDS = 10;
 
   private Pools() {}
 
-  public static Pool shared(Vertx vertx, String name, PgConnectOptions connectOptions, int maxSize, int eventLoops) {
+  /**
+   * What every session of this node carries, whatever its pool: its name in {@code pg_stat_activity}
+   * ({@code application_name}, so that the drain can find this node's statements), the end of a transaction left idle
+   * (a node paused or stopped while it held row locks gives them back), and PostgreSQL's TCP keepalive, which ends the
+   * session of a peer that is gone; the client side turns SO_KEEPALIVE on in {@link #shared}.
+   */
+  public static PgConnectOptions sessionsOf(PgConnectOptions base, AppConfig.Database config, String applicationName) {
+    PgConnectOptions options = new PgConnectOptions(base);
+    options.addProperty("application_name", applicationName);
+    options.addProperty("idle_in_transaction_session_timeout", Integer.toString(config.idleInTransactionTimeoutMillis()));
+    options.addProperty("tcp_keepalives_idle", Integer.toString(config.keepaliveSeconds()));
+    options.addProperty("tcp_keepalives_interval", Integer.toString(KEEPALIVE_PROBE_SECONDS));
+    options.addProperty("tcp_keepalives_count", Integer.toString(KEEPALIVE_PROBES));
+    return options;
+  }
+
+  public static Pool shared(Vertx vertx, String name, PgConnectOptions connectOptions, int maxSize, int eventLoops,
+                            AppConfig.PoolWaits waits) {
+    return shared(vertx, name, connectOptions, maxSize, eventLoops, waits, new NetClientOptions());
+  }
+
+  /** {@code network}: the client's socket options; SO_KEEPALIVE is turned on. */
+  static Pool shared(Vertx vertx, String name, PgConnectOptions connectOptions, int maxSize, int eventLoops,
+                     AppConfig.PoolWaits waits, NetClientOptions network) {
+    PgConnectOptions sessions = new PgConnectOptions(connectOptions);
+    sessions.addProperty("lock_timeout", Integer.toString(waits.lockTimeoutMillis()));
+    sessions.addProperty("statement_timeout", Integer.toString(waits.statementTimeoutMillis()));
     return PgBuilder.pool()
         .with(new PoolOptions().setMaxSize(maxSize).setShared(true).setName(name).setEventLoopSize(eventLoops)
+            .setMaxWaitQueueSize(waits.maxWaitQueue())
             .setConnectionTimeout((int) CONNECTION_WAIT_MILLIS).setConnectionTimeoutUnit(TimeUnit.MILLISECONDS))
-        .connectingTo(connectOptions)
+        .with(network.setTcpKeepAlive(true))
+        .connectingTo(sessions)
         .using(vertx)
         .build();
   }

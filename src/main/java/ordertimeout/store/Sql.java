@@ -89,6 +89,22 @@ final class Sql {
       SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
 
   /**
+   * Of the SKUs {@code $1}, those whose inventory row is held now by a transaction that sits idle, waiting for its
+   * client, for more than {@code $2} milliseconds (an admin's open transaction, a paused node), or by one this
+   * session may not see; never waits. Any other holder is passing through: a running transaction, one waiting for a
+   * lock itself (a create group that took this row in SKU order and waits for the row really held), one about to
+   * roll back.
+   */
+  static final String LOCKED_SKUS = """
+      WITH free AS (SELECT sku FROM inventory WHERE sku = ANY($1) FOR UPDATE SKIP LOCKED)
+      SELECT i.sku FROM inventory i
+      WHERE i.sku = ANY($1) AND i.sku NOT IN (SELECT sku FROM free)
+        AND NOT EXISTS (
+          SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+          WHERE l.locktype = 'transactionid' AND l.granted AND l.transactionid = i.xmax AND a.state IS NOT NULL
+            AND NOT (a.state = 'idle in transaction' AND a.state_change < now() - make_interval(secs => $2 / 1000.0)))""";
+
+  /**
    * The orders, their items, log lines, ORDER_CREATED events and stock reservations (summed per SKU), in one
    * statement from parallel arrays. The clock is read here, after the locks were granted, so that lock waits do not
    * eat into the time to pay. An order whose id is taken already inserts nothing at all (no items, no reservation),
@@ -449,6 +465,11 @@ final class Sql {
   // ---- health checks and gauges
 
   static final String PING = "SELECT 1";
+
+  /** The drain's last resort: cancels what this node's sessions ({@code $1} their application_name) are running. */
+  static final String CANCEL_STATEMENTS_OF = """
+      SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+      WHERE application_name = $1 AND state = 'active' AND pid <> pg_backend_pid()""";
 
   /** Flyway's record of the versioned migrations it ran (repeatable ones have no version). */
   static final String APPLIED_MIGRATIONS = "SELECT version, success FROM flyway_schema_history WHERE version IS NOT NULL";

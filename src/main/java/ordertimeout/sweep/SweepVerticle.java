@@ -42,7 +42,8 @@ public final class SweepVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1), config.node().wallClock());
+    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1,
+        config.database().deadlines()), config.node().wallClock());;
     sweepTimer = vertx.setPeriodic(config.sweep().intervalSeconds() * 1000L, id -> sweepOnce());
     return Future.succeededFuture();
   }

@@ -77,7 +77,8 @@ class CloseRollbackTest extends ServiceTestBase {
 
     Vertx vertx = Vertx.vertx();
     try {
-      DeadlineStore store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, TestDatabase.connectOptions(), 2, 1), WallClock.SYSTEM);
+      DeadlineStore store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, TestDatabase.connectOptions(), 2, 1,
+          TestDatabase.databaseConfig(Map.of()).deadlines()), WallClock.SYSTEM);
       assertThatThrownBy(() -> TestService.await(store.closeDue(batch))).hasMessageContaining("injected failure");
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'")).as("no order closed").isEqualTo(6);
       assertThat(Sql.count("SELECT count(*) FROM order_log WHERE event = 'CLOSED'")).isZero();

@@ -30,6 +30,23 @@ class AppConfigTest {
   }
 
   @Test
+  void everyDatabaseWaitIsBoundedByDefaultAndTheNestedPoolKeysAreRead() {
+    AppConfig config = load(Map.of());
+    assertThat(config.database().intake()).isEqualTo(new AppConfig.PoolWaits(1000, 5000, 128));
+    assertThat(config.database().deadlines()).isEqualTo(new AppConfig.PoolWaits(10_000, 30_000, AppConfig.PoolWaits.UNBOUNDED));
+    assertThat(config.database().background()).isEqualTo(new AppConfig.PoolWaits(10_000, 300_000, AppConfig.PoolWaits.UNBOUNDED));
+    assertThat(config.database().idleInTransactionTimeoutMillis()).isEqualTo(10_000);
+    assertThat(config.intake()).isEqualTo(new AppConfig.Intake(256, 1, 1024, 5000, 3000));
+    assertThat(config.health().databaseTimeoutMillis()).isEqualTo(1000);
+
+    assertThat(load(Map.of("OT_DATABASE_INTAKE_LOCK_TIMEOUT_MILLIS", "250")).database().intake().lockTimeoutMillis()).isEqualTo(250);
+    assertThatThrownBy(() -> load(Map.of("OT_DATABASE_DEADLINES_STATEMENT_TIMEOUT_MILLIS", "0")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("database.deadlines.statementTimeoutMillis");
+    assertThatThrownBy(() -> load(Map.of("OT_INTAKE_MAX_QUEUED", "0")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("intake.maxQueued");
+  }
+
+  @Test
   void everyKeyCanBeOverriddenFromTheEnvironment() {
     assertThat(ConfigSource.environmentVariable("orders.maxUnpaidPerUser")).isEqualTo("OT_ORDERS_MAX_UNPAID_PER_USER");
     AppConfig config = load(Map.of(
@@ -115,10 +132,10 @@ class AppConfigTest {
   @Test
   void theServiceRefusesADifferentShardCountThanTheDatabaseWasCreatedWith() {
     String url = TestDatabase.url();
-    assertThatThrownBy(() -> DatabaseSetup.prepare(new AppConfig.Database(url, "unused", 2, 32)))
+    assertThatThrownBy(() -> DatabaseSetup.prepare(TestDatabase.databaseConfig(Map.of("OT_DATABASE_URL", url, "OT_DATABASE_SHARDS", "32"))))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("database.shards")
         .hasMessageContaining("64");
-    DatabaseSetup.prepare(new AppConfig.Database(url, "unused", 2, TestDatabase.SHARDS)).close();
+    DatabaseSetup.prepare(TestDatabase.databaseConfig(Map.of("OT_DATABASE_URL", url))).close();
   }
 }

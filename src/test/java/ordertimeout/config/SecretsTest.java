@@ -1,6 +1,7 @@
 package ordertimeout.config;
 
 import ordertimeout.store.DatabaseSetup;
+import ordertimeout.support.TestDatabase;
 import ordertimeout.support.Await;
 import ordertimeout.support.NodeProcess;
 import ordertimeout.support.Ports;
@@ -39,7 +40,7 @@ class SecretsTest {
 
   @Test
   void aDatabaseUrlThatCannotBeParsedIsReportedWithoutItsPassword() {
-    AppConfig.Database database = new AppConfig.Database("postgresql://app:" + PASSWORD + "@127.0.0.1:notaport/orders", "", 8, 64);
+    AppConfig.Database database = TestDatabase.databaseConfig(Map.of("OT_DATABASE_URL", "postgresql://app:" + PASSWORD + "@127.0.0.1:notaport/orders"));
     assertThatThrownBy(() -> DatabaseSetup.prepare(database))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("database.url")

@@ -10,6 +10,7 @@ import ordertimeout.support.Await;
 import ordertimeout.support.OwnNode;
 import ordertimeout.support.Ports;
 import ordertimeout.support.TcpProxy;
+import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -66,7 +67,7 @@ class DatabaseOutageTest {
     AtomicBoolean running = new AtomicBoolean(true);
     try (TcpProxy proxy = TcpProxy.to("127.0.0.1", postgresPort)) {
       String url = "postgresql://postgres:postgres@127.0.0.1:" + proxy.port() + "/postgres";
-      DatabaseSetup database = DatabaseSetup.prepare(new AppConfig.Database(url, "", 8, 64));
+      DatabaseSetup database = DatabaseSetup.prepare(TestDatabase.databaseConfig(Map.of("OT_DATABASE_URL", url)));
       try (OwnNode node = OwnNode.start(Vertx.vertx(), database.connectOptions(), Map.of())) {
         Api api = node.api();
         api.setStock(SKU, 10_000_000);

@@ -18,9 +18,12 @@ import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayDeque;
+import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Queue;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -70,13 +73,14 @@ class DuplicateOrderIdTest extends ServiceTestBase {
   private static CreateRequest request(long id, String userId, String key, int qty) {
     NewOrder order = new NewOrder(id, OrderIds.shardOf(id, TestDatabase.SHARDS), userId, "physical",
         List.of(new OrderItem(SKU, qty)), 600, Optional.empty());
-    return new CreateRequest(order, new IdempotencyKey("dev-user", key, "hash-" + key));
+    return new CreateRequest(order, new IdempotencyKey("dev-user", key, "hash-" + key), System.nanoTime() + TimeUnit.MINUTES.toNanos(1));
   }
 
   private static List<Future<CreateOutcome>> createInOneGroup(List<CreateRequest> requests, Queue<Long> newIds) {
     Vertx vertx = Vertx.vertx();
     try {
-      OrderCreates creates = new OrderCreates(Pools.shared(vertx, "duplicate-id-test", TestDatabase.connectOptions(), 1, 1),
+      OrderCreates creates = new OrderCreates(Pools.shared(vertx, "duplicate-id-test", TestDatabase.connectOptions(), 1, 1,
+          TestDatabase.databaseConfig(Map.of()).intake()), Duration.ofSeconds(1), new LockedSkus(Duration.ofSeconds(3)),
           order -> order.withId(newIds.remove(), TestDatabase.SHARDS));
       List<Future<CreateOutcome>> results = TestService.await(creates.create(requests, 1000));
       TestService.await(Future.join(results).transform(allSettled -> Future.succeededFuture())); // one fails on purpose

@@ -123,7 +123,8 @@ class PayGroupTest extends ServiceTestBase {
         lock.setLong(1, held);
         lock.executeQuery().close();
       }
-      OrderStore store = new OrderStore(Pools.shared(vertx, "pay-group-test", TestDatabase.connectOptions(), 2, 1));
+      OrderStore store = new OrderStore(Pools.shared(vertx, "pay-group-test", TestDatabase.connectOptions(), 2, 1,
+          TestDatabase.databaseConfig(Map.of()).intake()));
       List<Future<StateChange>> answers = TestService.await(
           store.pay(List.of(new PayRequest(held, CLIENT), new PayRequest(free, CLIENT))));
 
@@ -143,7 +144,8 @@ class PayGroupTest extends ServiceTestBase {
   private static List<Future<StateChange>> payInOneGroup(List<PayRequest> requests) {
     Vertx vertx = Vertx.vertx();
     try {
-      OrderStore store = new OrderStore(Pools.shared(vertx, "pay-group-test", TestDatabase.connectOptions(), 1, 1));
+      OrderStore store = new OrderStore(Pools.shared(vertx, "pay-group-test", TestDatabase.connectOptions(), 1, 1,
+          TestDatabase.databaseConfig(Map.of()).intake()));
       List<Future<StateChange>> results = TestService.await(store.pay(requests));
       TestService.await(Future.join(results).transform(allSettled -> Future.succeededFuture())); // some fail on purpose
       return results;

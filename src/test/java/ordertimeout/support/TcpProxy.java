@@ -14,7 +14,9 @@ import java.util.List;
  * A TCP proxy on a loopback port in front of a real server, for taking that server away from one node
  * without stopping it for the other tests that share it: {@link #cut()} closes every connection
  * through the proxy and closes each new one as soon as it is accepted (the node sees its connections
- * reset and its connection attempts fail); {@link #restore()} lets connections through again.
+ * reset and its connection attempts fail); {@link #silence()} holds every byte and every new connection
+ * back, as a network that drops packets does (the node's connections stay open and hear nothing; TCP would
+ * retransmit, so nothing is lost); {@link #restore()} lets connections and the bytes held through again.
  */
 public final class TcpProxy implements AutoCloseable {
   private final String targetHost;
@@ -22,6 +24,7 @@ public final class TcpProxy implements AutoCloseable {
   private final ServerSocket server;
   private final List<Socket> open = new ArrayList<>();
   private boolean cut;
+  private boolean silent;
   private int refused;
   private volatile boolean closed;
 
@@ -53,8 +56,21 @@ public final class TcpProxy implements AutoCloseable {
     open.clear();
   }
 
+  /** Holds back every byte through the proxy, and every new connection, until {@link #restore()}. */
+  public synchronized void silence() {
+    silent = true;
+  }
+
   public synchronized void restore() {
     cut = false;
+    silent = false;
+    notifyAll();
+  }
+
+  private synchronized void awaitSound() throws InterruptedException {
+    while (silent && !closed) {
+      wait(100);
+    }
   }
 
   /** Connections accepted and closed at once while cut. */
@@ -79,6 +95,12 @@ public final class TcpProxy implements AutoCloseable {
         client = server.accept();
       } catch (IOException e) {
         return; // closed
+      }
+      try {
+        awaitSound();
+      } catch (InterruptedException e) {
+        closeQuietly(client);
+        return;
       }
       synchronized (this) {
         if (cut) {
@@ -115,10 +137,11 @@ public final class TcpProxy implements AutoCloseable {
       try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
         int read;
         while ((read = in.read(buffer)) >= 0) {
+          awaitSound();
           out.write(buffer, 0, read);
           out.flush();
         }
-      } catch (IOException e) {
+      } catch (IOException | InterruptedException e) {
         // cut, or one side went away
       } finally {
         closeQuietly(from);

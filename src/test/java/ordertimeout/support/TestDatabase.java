@@ -2,12 +2,14 @@ package ordertimeout.support;
 
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
 import ordertimeout.store.DatabaseSetup;
 
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.Map;
 
 /**
  * One real PostgreSQL for the whole test run: the embedded one the service itself starts, in a
@@ -22,7 +24,8 @@ public final class TestDatabase {
   public static synchronized DatabaseSetup get() {
     if (database == null) {
       Path dataDir = TempFolders.create("order-timeout-test-db");
-      DatabaseSetup started = DatabaseSetup.prepare(new AppConfig.Database("", dataDir.toString(), 8, SHARDS));
+      DatabaseSetup started = DatabaseSetup.prepare(databaseConfig(Map.of("OT_DATABASE_URL", "", "OT_DATABASE_DATA_DIR",
+          dataDir.toString(), "OT_DATABASE_SHARDS", Integer.toString(SHARDS))));
       Runtime.getRuntime().addShutdownHook(new Thread(() -> {
         started.close();
         TempFolders.delete(dataDir);
@@ -30,6 +33,11 @@ public final class TestDatabase {
       database = started;
     }
     return database;
+  }
+
+  /** The {@code database} section of conf/application.yaml with OT_* {@code overrides}. */
+  public static AppConfig.Database databaseConfig(Map<String, String> overrides) {
+    return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), overrides::get)).database();
   }
 
   public static PgConnectOptions connectOptions() {
