@@ -17,6 +17,7 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
@@ -77,11 +78,19 @@ final class FaultDatabase implements AutoCloseable {
     }
   }
 
-  /** The running postmaster's command line, from its pid in {@code postmaster.pid}. */
+  /**
+   * The running postmaster's command line, from its pid in {@code postmaster.pid}; as root, behind {@code unshare -U}
+   * as zonky starts it (PostgreSQL refuses to run as root; in a user namespace of its own it is not).
+   */
   private static List<String> postmasterCommand(Path dataDir) throws IOException {
     String pid = Files.readAllLines(dataDir.resolve("postmaster.pid")).get(0).trim();
     String cmdline = Files.readString(Path.of("/proc", pid, "cmdline"), StandardCharsets.UTF_8);
-    return Arrays.asList(cmdline.split("\0"));
+    List<String> command = new ArrayList<>();
+    if ("root".equals(System.getProperty("user.name"))) {
+      command.addAll(List.of("unshare", "-U"));
+    }
+    command.addAll(Arrays.asList(cmdline.split("\0")));
+    return command;
   }
 
   int port() {

@@ -1,6 +1,8 @@
 package ordertimeout.faults;
 
+import java.util.Comparator;
 import java.util.List;
+import java.util.Optional;
 import java.util.Map;
 import java.util.Queue;
 import java.util.TreeMap;
@@ -39,6 +41,11 @@ final class Recording {
 
   long longestWaitMillis() {
     return operations.stream().mapToLong(Operation::waitMillis).max().orElse(0);
+  }
+
+  /** The operation that waited longest, for the summary (what it was, how many requests, its last answer). */
+  Optional<Operation> slowest() {
+    return operations.stream().max(Comparator.comparingLong(Operation::waitMillis));
   }
 
   /** Last answers by operation, HTTP status (0: none) and problem code (or the client's exception), for the summary. */

@@ -9,7 +9,7 @@ record Scenario(String name, String description, LoadPlan.Shape shape, int fault
 
   /** What a scenario does to the cluster; {@link #inject} returns once the fault is healed. */
   interface Fault {
-    Fault NONE = cluster -> "";
+    Fault NONE = cluster -> "no fault";
 
     /** Before the load starts (a node restarted with other settings). */
     default void prepare(FaultCluster cluster) {}

@@ -33,7 +33,7 @@ public final class TcpProxy implements AutoCloseable {
   private TcpProxy(String targetHost, int targetPort) throws IOException {
     this.targetHost = targetHost;
     this.targetPort = targetPort;
-    this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+    this.server = new ServerSocket(0, 1024, InetAddress.getLoopbackAddress());
     Thread acceptor = new Thread(this::acceptLoop, "tcp-proxy-" + server.getLocalPort());
     acceptor.setDaemon(true);
     acceptor.start();
