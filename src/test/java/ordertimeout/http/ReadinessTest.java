@@ -33,7 +33,7 @@ class ReadinessTest {
         Api api = node.api();
         Await.until("ready", SAFETY, () -> api.get("/health/ready", null).status() == 200);
 
-        proxy.silence();
+        proxy.blackhole();
         for (int probe = 0; probe < 3; probe++) {
           Api.Response notReady = api.get("/health/ready", null);
           assertThat(notReady.status()).as(notReady.body()).isEqualTo(503);

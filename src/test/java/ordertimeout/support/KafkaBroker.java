@@ -111,6 +111,15 @@ public final class KafkaBroker implements AutoCloseable {
     process = null;
   }
 
+  /** SIGSTOP: the broker freezes with its connections open; producers and consumers hear nothing until {@link #resume()}. */
+  public synchronized void pause() {
+    Signals.stop(process.pid());
+  }
+
+  public synchronized void resume() {
+    Signals.resume(process.pid());
+  }
+
   /** Stops the broker; a broker of {@link #startNew()} loses its folder too. */
   @Override
   public void close() {

@@ -17,7 +17,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One service node as a separate process ({@code java ordertimeout.Main} on the test class path)
- * against the shared test database, with OT_* overrides; its output goes to {@code target/nodes/}. Its temp
+ * against the shared test database (or the one {@code OT_DATABASE_URL} among the overrides names), with
+ * OT_* overrides; its output goes to {@code target/nodes/}, a restarted node's after its earlier runs'. Its temp
  * folder is one of its own there too (Vert.x's file cache, for one), deleted once the process has ended: a
  * node killed with SIGKILL cleans nothing up itself.
  */
@@ -50,12 +51,14 @@ public final class NodeProcess implements AutoCloseable {
           "-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", "-Djava.io.tmpdir=" + tempFolder,
           "-cp", KafkaBroker.testClassPath(), "ordertimeout.Main"))
           .redirectErrorStream(true)
-          .redirectOutput(log.toFile());
+          .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
       Map<String, String> environment = builder.environment();
       environment.keySet().removeIf(name -> name.startsWith("OT_"));
       environment.put("OT_NODE_ID", Integer.toString(nodeId));
       environment.put("OT_HTTP_PORT", Integer.toString(port));
-      environment.put("OT_DATABASE_URL", TestDatabase.url());
+      if (!overrides.containsKey("OT_DATABASE_URL")) {
+        environment.put("OT_DATABASE_URL", TestDatabase.url());
+      }
       environment.put("OT_LOGGING_FORMAT", "text");
       environment.putAll(overrides);
       return new NodeProcess(nodeId, port, builder.start(), log, tempFolder);
@@ -74,6 +77,20 @@ public final class NodeProcess implements AutoCloseable {
 
   public Path log() {
     return log;
+  }
+
+  public long pid() {
+    return process.pid();
+  }
+
+  /** SIGSTOP: the node freezes where it is, its connections and locks held. */
+  public void pause() {
+    Signals.stop(process.pid());
+  }
+
+  /** SIGCONT after {@link #pause()}. */
+  public void resume() {
+    Signals.resume(process.pid());
   }
 
   public boolean isAlive() {

@@ -9,12 +9,21 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** Plain JDBC against the test database, for setting up and checking what the service did. */
+/** Plain JDBC against the test database (or another one's connection), for setting up and checking what the service did. */
 public final class Sql {
   private Sql() {}
 
   public static List<Map<String, Object>> rows(String sql, Object... params) {
-    try (Connection connection = TestDatabase.jdbc(); PreparedStatement statement = connection.prepareStatement(sql)) {
+    try (Connection connection = TestDatabase.jdbc()) {
+      return rows(connection, sql, params);
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+  }
+
+  /** The rows of {@code sql} on {@code connection} (an empty list for a statement without a result), each by column label. */
+  public static List<Map<String, Object>> rows(Connection connection, String sql, Object... params) {
+    try (PreparedStatement statement = connection.prepareStatement(sql)) {
       for (int i = 0; i < params.length; i++) {
         statement.setObject(i + 1, params[i]);
       }

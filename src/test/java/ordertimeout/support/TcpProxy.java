@@ -14,24 +14,26 @@ import java.util.List;
  * A TCP proxy on a loopback port in front of a real server, for taking that server away from one node
  * without stopping it for the other tests that share it: {@link #cut()} closes every connection
  * through the proxy and closes each new one as soon as it is accepted (the node sees its connections
- * reset and its connection attempts fail); {@link #silence()} holds every byte and every new connection
- * back, as a network that drops packets does (the node's connections stay open and hear nothing; TCP would
- * retransmit, so nothing is lost); {@link #restore()} lets connections and the bytes held through again.
+ * reset and its connection attempts fail); {@link #blackhole()} forwards nothing and answers nothing
+ * but keeps every connection and accepts new ones (a network that drops packets: the node's reads and
+ * connects wait until their own timeouts); {@link #restore()} lets connections through again, what a
+ * blackhole held included.
  */
 public final class TcpProxy implements AutoCloseable {
   private final String targetHost;
   private final int targetPort;
   private final ServerSocket server;
   private final List<Socket> open = new ArrayList<>();
+  private final List<Socket> upstreams = new ArrayList<>();
   private boolean cut;
-  private boolean silent;
+  private boolean blackholed;
   private int refused;
   private volatile boolean closed;
 
   private TcpProxy(String targetHost, int targetPort) throws IOException {
     this.targetHost = targetHost;
     this.targetPort = targetPort;
-    this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+    this.server = new ServerSocket(0, 1024, InetAddress.getLoopbackAddress());
     Thread acceptor = new Thread(this::acceptLoop, "tcp-proxy-" + server.getLocalPort());
     acceptor.setDaemon(true);
     acceptor.start();
@@ -54,23 +56,24 @@ public final class TcpProxy implements AutoCloseable {
     cut = true;
     open.forEach(TcpProxy::closeQuietly);
     open.clear();
+    upstreams.clear();
+    notifyAll();
   }
 
-  /** Holds back every byte through the proxy, and every new connection, until {@link #restore()}. */
-  public synchronized void silence() {
-    silent = true;
+  /** Forwards nothing either way and holds every connection, old and new, until {@link #restore()} or {@link #cut()}. */
+  public synchronized void blackhole() {
+    blackholed = true;
   }
 
   public synchronized void restore() {
     cut = false;
-    silent = false;
+    blackholed = false;
     notifyAll();
   }
 
-  private synchronized void awaitSound() throws InterruptedException {
-    while (silent && !closed) {
-      wait(100);
-    }
+  /** The local ports of the proxy's connections to the server: the server sees its clients on these. */
+  public synchronized List<Integer> upstreamPorts() {
+    return upstreams.stream().map(Socket::getLocalPort).toList();
   }
 
   /** Connections accepted and closed at once while cut. */
@@ -85,6 +88,8 @@ public final class TcpProxy implements AutoCloseable {
     synchronized (this) {
       open.forEach(TcpProxy::closeQuietly);
       open.clear();
+      upstreams.clear();
+      notifyAll();
     }
   }
 
@@ -96,38 +101,56 @@ public final class TcpProxy implements AutoCloseable {
       } catch (IOException e) {
         return; // closed
       }
-      try {
-        awaitSound();
-      } catch (InterruptedException e) {
-        closeQuietly(client);
-        return;
-      }
       synchronized (this) {
         if (cut) {
           refused++;
           closeQuietly(client);
           continue;
         }
+        open.add(client);
       }
-      try {
-        Socket upstream = new Socket(targetHost, targetPort);
-        client.setTcpNoDelay(true);
-        upstream.setTcpNoDelay(true);
-        synchronized (this) {
-          if (cut) {
-            closeQuietly(client);
-            closeQuietly(upstream);
-            continue;
-          }
-          open.add(client);
-          open.add(upstream);
+      Thread connector = new Thread(() -> connect(client), "tcp-proxy-connect-" + port());
+      connector.setDaemon(true);
+      connector.start();
+    }
+  }
+
+  /** Connects an accepted client to the server once no blackhole holds it, and pumps both ways. */
+  private void connect(Socket client) {
+    if (!awaitPassable(client)) {
+      return;
+    }
+    try {
+      Socket upstream = new Socket(targetHost, targetPort);
+      client.setTcpNoDelay(true);
+      upstream.setTcpNoDelay(true);
+      synchronized (this) {
+        if (cut || client.isClosed()) {
+          closeQuietly(client);
+          closeQuietly(upstream);
+          return;
         }
-        pump(client, upstream);
-        pump(upstream, client);
-      } catch (IOException e) {
-        closeQuietly(client);
+        open.add(upstream);
+        upstreams.add(upstream);
+      }
+      pump(client, upstream);
+      pump(upstream, client);
+    } catch (IOException e) {
+      closeQuietly(client);
+    }
+  }
+
+  /** Waits while the proxy is blackholed; false when the connection was cut or closed meanwhile. */
+  private synchronized boolean awaitPassable(Socket socket) {
+    while (blackholed && !cut && !closed && !socket.isClosed()) {
+      try {
+        wait();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
       }
     }
+    return !cut && !closed && !socket.isClosed();
   }
 
   /** Copies from one socket to the other until either closes, then closes both. */
@@ -136,12 +159,11 @@ public final class TcpProxy implements AutoCloseable {
       byte[] buffer = new byte[16 * 1024];
       try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
         int read;
-        while ((read = in.read(buffer)) >= 0) {
-          awaitSound();
+        while ((read = in.read(buffer)) >= 0 && awaitPassable(to)) {
           out.write(buffer, 0, read);
           out.flush();
         }
-      } catch (IOException | InterruptedException e) {
+      } catch (IOException e) {
         // cut, or one side went away
       } finally {
         closeQuietly(from);
@@ -149,6 +171,8 @@ public final class TcpProxy implements AutoCloseable {
         synchronized (this) {
           open.remove(from);
           open.remove(to);
+          upstreams.remove(from);
+          upstreams.remove(to);
         }
       }
     }, "tcp-proxy-pump-" + port());

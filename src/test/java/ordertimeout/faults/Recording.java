@@ -1,0 +1,63 @@
+package ordertimeout.faults;
+
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.Map;
+import java.util.Queue;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/** Every operation of a scenario as the client saw it. */
+final class Recording {
+  enum Kind { CREATE, PAY, READ }
+
+  /**
+   * OK: a success answer. FAILED: a definite refusal (4xx, 503), which must have changed nothing. UNKNOWN: no answer
+   * the client could trust (timeout, connection lost, another 5xx) after its last attempt: it may or may not have happened.
+   */
+  enum Outcome { OK, FAILED, UNKNOWN }
+
+  /**
+   * One operation: {@code waitMillis} from the time it was due (not sent: an open model) to its last answer;
+   * {@code status} the last HTTP status (0: none), {@code code} the problem code, {@code userId} and {@code orderId}
+   * which order it was about, {@code attempts} how many requests it took.
+   */
+  record Operation(Kind kind, Outcome outcome, int status, String code, String userId, String orderId, long waitMillis, int attempts) {}
+
+  private final Queue<Operation> operations = new ConcurrentLinkedQueue<>();
+
+  void add(Operation operation) {
+    operations.add(operation);
+  }
+
+  List<Operation> operations() {
+    return List.copyOf(operations);
+  }
+
+  long count(Outcome outcome) {
+    return operations.stream().filter(operation -> operation.outcome() == outcome).count();
+  }
+
+  long longestWaitMillis() {
+    return operations.stream().mapToLong(Operation::waitMillis).max().orElse(0);
+  }
+
+  /** The operation that waited longest, for the summary (what it was, how many requests, its last answer). */
+  Optional<Operation> slowest() {
+    return operations.stream().max(Comparator.comparingLong(Operation::waitMillis));
+  }
+
+  /** Last answers by operation, HTTP status (0: none) and problem code (or the client's exception), for the summary. */
+  Map<String, Long> byAnswer() {
+    Map<String, Long> counts = new TreeMap<>();
+    operations.forEach(operation -> counts.merge(operation.kind() + " " + operation.status()
+        + (operation.code() == null ? "" : " " + operation.code()), 1L, Long::sum));
+    return counts;
+  }
+
+  /** Operations that took more than one request. */
+  long retried() {
+    return operations.stream().filter(operation -> operation.attempts() > 1).count();
+  }
+}
