@@ -26,6 +26,8 @@ import java.util.Set;
 
 /** Reading, paying and closing orders on request: each one transaction with compare-and-set guards. */
 public final class OrderStore {
+  private static final int LOCK_ATTEMPTS = 3;
+
   private final Pool pool;
 
   public OrderStore(Pool pool) {
@@ -49,7 +51,9 @@ public final class OrderStore {
    * commit, before those answers. A due order is closed right there as a timeout (the wheel would do it a moment
    * later). The group never waits for an order row while it holds others, so it cannot deadlock with a close batch.
    * A stock row held past the pool's {@code lock_timeout} rolls the group back; then each request is paid on its own,
-   * so that only the pays of that stock wait for it (and answer the lock timeout).
+   * so that only the pays of that stock wait for it. A single pay that runs out of its lock wait is tried again, up to
+   * {@link #LOCK_ATTEMPTS} times in all, before it answers the lock timeout: on a hot SKU the single pays queue for
+   * its row behind one another, and a queue over the lock wait is not a held row.
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
     return pool.withTransaction(conn -> new PayGroup(conn, requests).run())
@@ -65,6 +69,16 @@ public final class OrderStore {
   }
 
   private Future<StateChange> payOne(PayRequest request) {
+    return payOne(request, LOCK_ATTEMPTS);
+  }
+
+  private Future<StateChange> payOne(PayRequest request, int attempts) {
+    return payOnce(request).recover(failure -> attempts > 1 && SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)
+        ? payOne(request, attempts - 1)
+        : Future.failedFuture(failure));
+  }
+
+  private Future<StateChange> payOnce(PayRequest request) {
     long id = request.id();
     String client = request.client();
     Long[] ids = {id};
