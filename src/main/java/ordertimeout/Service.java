@@ -106,7 +106,7 @@ public final class Service {
   private Future<Service> deploy(PgConnectOptions database, OrderIds orderIds, Future<ContractChecks> contract) {
     boolean clustered = config.kafka().enabled();
     return (clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
-        .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), redisHealth)))
+        .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), config.clients(), redisHealth)))
         .compose(id -> vertx.deployVerticle(close))
         .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, stats, owned)))
         .compose(id -> {

@@ -26,6 +26,7 @@ public record AppConfig(
     Reconciliation reconciliation,
     Retention retention,
     Limits limits,
+    Clients clients,
     Metrics metrics,
     Alarms alarms,
     Drain drain,
@@ -78,7 +79,22 @@ public record AppConfig(
                           int idempotencyKeyHours) {}
 
   /** A rate of 0 means no cap. */
-  public record Limits(int closesPerSecond, int closesBurst, int createsPerSecondPerClient, int createsBurst) {}
+  public record Limits(int closesPerSecond, int closesBurst) {}
+
+  /**
+   * What one API client (the {@code client} of its keys) may hold and do, against a client hoarding stock: unpaid
+   * orders and the units in them at once, the longest timeout it may ask for, and its create rate (token bucket;
+   * a rate of 0 means no cap).
+   */
+  public record ClientLimits(long maxUnpaidOrders, long maxReservedUnits, int maxTimeoutSeconds, int createsPerSecond,
+                             int createsBurst) {}
+
+  /** The limits of every client: {@code defaults}, unless {@code overrides} names the client. */
+  public record Clients(ClientLimits defaults, Map<String, ClientLimits> overrides) {
+    public ClientLimits of(String client) {
+      return overrides.getOrDefault(client, defaults);
+    }
+  }
 
   /**
    * {@code windowSeconds}: the sliding window of the published percentiles and of the alarms;
@@ -151,6 +167,8 @@ public record AppConfig(
   private static final int SEVEN_DAYS = 7 * 24 * 3600;
 
   public static AppConfig from(ConfigSource source) {
+    List<ApiKey> apiKeys = apiKeys(source);
+    Orders orders = orders(source);
     AppConfig config = new AppConfig(
         source.integer("node.id", 1, 0, 1023),
         new Http(
@@ -166,8 +184,8 @@ public record AppConfig(
             source.string("database.dataDir", "./data"),
             source.integer("database.poolSize", 8, 1, 200),
             source.integer("database.shards", 64, 1, 4096)),
-        apiKeys(source),
-        orders(source),
+        apiKeys,
+        orders,
         new Timer(
             source.integer("timer.tickMillis", 10, 1, 10),
             source.integer("timer.batchSize", 4000, 1, 100_000),
@@ -189,9 +207,8 @@ public record AppConfig(
             source.integer("retention.idempotencyKeyHours", 24, 1, 24 * 365 * 10)),
         new Limits(
             source.integer("limits.closesPerSecond", 0, 0, 10_000_000),
-            source.integer("limits.closesBurst", 1000, 1, 10_000_000),
-            source.integer("limits.createsPerSecondPerClient", 0, 0, 10_000_000),
-            source.integer("limits.createsBurst", 100, 1, 10_000_000)),
+            source.integer("limits.closesBurst", 1000, 1, 10_000_000)),
+        clients(source, orders, apiKeys),
         new Metrics(
             source.integer("metrics.windowSeconds", 60, 1, 3600),
             source.integer("metrics.outboxRefreshSeconds", 5, 1, 3600)),
@@ -279,6 +296,59 @@ public record AppConfig(
         source.integer("orders.maxUnpaidPerUser", 100, 1, 1_000_000),
         source.integer("orders.maxItems", 50, 1, 1000),
         source.integer("orders.maxQty", 10_000, 1, 1_000_000));
+  }
+
+  private static final List<String> CLIENT_LIMITS =
+      List.of("maxUnpaidOrders", "maxReservedUnits", "maxTimeoutSeconds", "createsPerSecond", "createsBurst");
+
+  /**
+   * The defaults under {@code clients.default}, then {@code clients.overrides}: per client of {@code auth.keys}, the
+   * limits that differ from the defaults. A timeout ceiling lies between the longest category timeout (a create that
+   * names no timeout is never refused) and {@code orders.maxTimeoutSeconds}.
+   */
+  private static Clients clients(ConfigSource source, Orders orders, List<ApiKey> keys) {
+    int longestCategory = Collections.max(orders.categoryTimeoutSeconds().values());
+    int lowestCeiling = Math.max(longestCategory, orders.minTimeoutSeconds());
+    ClientLimits defaults = new ClientLimits(
+        source.number("clients.default.maxUnpaidOrders", 100_000, 1, Long.MAX_VALUE),
+        source.number("clients.default.maxReservedUnits", 1_000_000, 1, Long.MAX_VALUE),
+        source.integer("clients.default.maxTimeoutSeconds", Math.max(lowestCeiling, Math.min(24 * 3600, orders.maxTimeoutSeconds())),
+            lowestCeiling, orders.maxTimeoutSeconds()),
+        source.integer("clients.default.createsPerSecond", 1000, 0, 10_000_000),
+        source.integer("clients.default.createsBurst", 2000, 1, 10_000_000));
+    Map<String, ClientLimits> overrides = new LinkedHashMap<>();
+    source.map("clients.overrides").forEach((client, value) -> {
+      String at = "clients.overrides." + client;
+      if (keys.stream().noneMatch(key -> key.client().equals(client))) {
+        throw new ConfigException(at, "no auth.keys entry has client '" + client + "'");
+      }
+      if (!(value instanceof Map<?, ?> entry)) {
+        throw new ConfigException(at, "expected a mapping of some of " + String.join(", ", CLIENT_LIMITS) + ", found " + value);
+      }
+      for (Object name : entry.keySet()) {
+        if (!CLIENT_LIMITS.contains(String.valueOf(name))) {
+          throw new ConfigException(at + "." + name, "not a client limit; expected one of " + String.join(", ", CLIENT_LIMITS));
+        }
+      }
+      overrides.put(client, new ClientLimits(
+          limit(entry, at, "maxUnpaidOrders", defaults.maxUnpaidOrders(), 1, Long.MAX_VALUE),
+          limit(entry, at, "maxReservedUnits", defaults.maxReservedUnits(), 1, Long.MAX_VALUE),
+          (int) limit(entry, at, "maxTimeoutSeconds", defaults.maxTimeoutSeconds(), lowestCeiling, orders.maxTimeoutSeconds()),
+          (int) limit(entry, at, "createsPerSecond", defaults.createsPerSecond(), 0, 10_000_000),
+          (int) limit(entry, at, "createsBurst", defaults.createsBurst(), 1, 10_000_000)));
+    });
+    return new Clients(defaults, Map.copyOf(overrides));
+  }
+
+  private static long limit(Map<?, ?> entry, String at, String name, long fallback, long min, long max) {
+    Object value = entry.get(name);
+    if (value == null) {
+      return fallback;
+    }
+    if (!(value instanceof Integer || value instanceof Long) || ((Number) value).longValue() < min || ((Number) value).longValue() > max) {
+      throw new ConfigException(at + "." + name, "expected a whole number in [" + min + ", " + max + "], found " + value);
+    }
+    return ((Number) value).longValue();
   }
 
   /**

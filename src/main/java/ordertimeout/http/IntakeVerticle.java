@@ -53,7 +53,7 @@ public final class IntakeVerticle extends VerticleBase {
     OrderCreates orderCreates = new OrderCreates(pool);
     AppConfig.Intake groups = config.intake();
     GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(),
-        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));
+        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients()));
     GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(groups.groupMaxSize(), groups.groupsInFlight(), store::pay);
     Auth auth = new Auth(config.apiKeys());
     Router router = Router.router(vertx);

@@ -61,6 +61,8 @@ final class Problems {
       case ORDER_CLOSED -> send(ctx, 409, "order_closed", rejected.getMessage());
       case ORDER_PAID -> send(ctx, 409, "order_paid", rejected.getMessage());
       case TOO_MANY_UNPAID_ORDERS -> send(ctx, 429, "too_many_unpaid_orders", rejected.getMessage());
+      case CLIENT_UNPAID_CAP -> send(ctx, 429, "client_unpaid_cap", rejected.getMessage());
+      case CLIENT_UNITS_CAP -> send(ctx, 429, "client_units_cap", rejected.getMessage());
     }
   }
 

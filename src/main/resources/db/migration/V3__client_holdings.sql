@@ -1,0 +1,72 @@
+-- What each API client holds: its unpaid orders and the units (sum of qty) of their items, for the per-client
+-- caps (clients.*.maxUnpaidOrders, maxReservedUnits). A create reads its client's rows instead of counting its
+-- orders. Kept by statement-level triggers, so every statement that creates, pays or closes orders (a close batch
+-- of thousands of rows, a seed by SQL) updates each client once, in the same transaction.
+--
+-- A client's counts are the sums over its stripes. Creates add to stripe 0 only: they hold the client's advisory
+-- lock (OrderCreates), so they never wait there for anything but each other. Pays and closes subtract from the
+-- stripe of their connection (1 + backend pid mod 16), so concurrent close batches of one client seldom wait for
+-- each other, and never for a create: a create holds inventory rows when it writes its stripe, a close writes its
+-- stripe before it locks inventory rows, and the two never share a stripe, so they cannot deadlock.
+CREATE TABLE client_holdings (
+  client text NOT NULL,
+  stripe smallint NOT NULL CHECK (stripe BETWEEN 0 AND 16),
+  unpaid bigint NOT NULL,
+  units  bigint NOT NULL,
+  PRIMARY KEY (client, stripe)
+);
+
+-- Each trigger adds to its clients' rows in client order, so that two transactions lock them in the same order.
+CREATE FUNCTION count_created_orders() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO client_holdings AS h (client, stripe, unpaid, units)
+  SELECT client, 0, count(*), 0 FROM created WHERE status = 'UNPAID' GROUP BY client ORDER BY client
+  ON CONFLICT (client, stripe) DO UPDATE SET unpaid = h.unpaid + EXCLUDED.unpaid;
+  RETURN NULL;
+END $$;
+
+-- Items are inserted with their order (the same statement) or after it, never before.
+CREATE FUNCTION count_created_items() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO client_holdings AS h (client, stripe, unpaid, units)
+  SELECT o.client, 0, 0, sum(i.qty) FROM created_items i JOIN orders o ON o.id = i.order_id
+  WHERE o.status = 'UNPAID' GROUP BY o.client ORDER BY o.client
+  ON CONFLICT (client, stripe) DO UPDATE SET units = h.units + EXCLUDED.units;
+  RETURN NULL;
+END $$;
+
+-- An order that leaves UNPAID (paid, closed) gives back its count and its units; one that would come back adds them.
+CREATE FUNCTION count_status_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO client_holdings AS h (client, stripe, unpaid, units)
+  SELECT c.client, 1 + pg_backend_pid() % 16, sum(c.sign), sum(c.sign * u.units)
+  FROM (SELECT n.id, n.client, CASE WHEN n.status = 'UNPAID' THEN 1 ELSE -1 END AS sign
+        FROM before_update o JOIN after_update n ON n.id = o.id
+        WHERE (o.status = 'UNPAID') <> (n.status = 'UNPAID')) c
+  CROSS JOIN LATERAL (SELECT coalesce(sum(qty), 0) AS units FROM order_items WHERE order_id = c.id) u
+  GROUP BY c.client ORDER BY c.client
+  ON CONFLICT (client, stripe) DO UPDATE SET unpaid = h.unpaid + EXCLUDED.unpaid, units = h.units + EXCLUDED.units;
+  RETURN NULL;
+END $$;
+
+CREATE FUNCTION forget_client_holdings() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM client_holdings;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER orders_created AFTER INSERT ON orders REFERENCING NEW TABLE AS created
+  FOR EACH STATEMENT EXECUTE FUNCTION count_created_orders();
+CREATE TRIGGER order_items_created AFTER INSERT ON order_items REFERENCING NEW TABLE AS created_items
+  FOR EACH STATEMENT EXECUTE FUNCTION count_created_items();
+CREATE TRIGGER orders_status_changed AFTER UPDATE ON orders REFERENCING OLD TABLE AS before_update NEW TABLE AS after_update
+  FOR EACH STATEMENT EXECUTE FUNCTION count_status_changes();
+CREATE TRIGGER orders_truncated AFTER TRUNCATE ON orders
+  FOR EACH STATEMENT EXECUTE FUNCTION forget_client_holdings();
+
+-- The holdings of the orders already there.
+INSERT INTO client_holdings (client, stripe, unpaid, units)
+SELECT o.client, 0, count(DISTINCT o.id), coalesce(sum(i.qty), 0)
+FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
+WHERE o.status = 'UNPAID'
+GROUP BY o.client;
