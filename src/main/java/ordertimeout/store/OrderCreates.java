@@ -80,17 +80,17 @@ public final class OrderCreates {
     /**
      * The locks and reads are sent together (pipelined) and PostgreSQL runs them one after another, so each read
      * comes after the lock before it, and every group takes its locks in the same order: idempotency keys (tried,
-     * never waited for), users and clients (sorted together), SKUs (sorted). Then the decisions, one statement writing the orders with
-     * their reservations, and one storing their idempotency keys.
+     * never waited for), users and clients (sorted together), SKUs (sorted). Then the decisions, one statement writing
+     * the orders with their reservations, and one storing their idempotency keys.
      */
     Future<List<CreateResult>> run() {
       Future<RowSet<Row>> keyLocks = conn.preparedQuery(Sql.TRY_LOCK_IDEMPOTENCY_KEYS).execute(keyLocksTuple());
       Future<RowSet<Row>> storedKeys = conn.preparedQuery(Sql.SELECT_IDEMPOTENCY_KEYS).execute(storedKeysTuple());
-      Future<RowSet<Row>> userLocks = conn.preparedQuery(Sql.LOCK_USERS).execute(userAndClientLocksTuple());
+      Future<RowSet<Row>> userAndClientLocks = conn.preparedQuery(Sql.LOCK_USERS).execute(userAndClientLocksTuple());
       Future<RowSet<Row>> unpaid = conn.preparedQuery(Sql.COUNT_UNPAID_OF_USERS).execute(usersTuple());
       Future<RowSet<Row>> holdings = conn.preparedQuery(Sql.SELECT_CLIENT_HOLDINGS).execute(clientsTuple());
       Future<RowSet<Row>> stock = conn.preparedQuery(Sql.LOCK_STOCK_BY_SKU).execute(skusTuple());
-      return Future.all(List.of(keyLocks, storedKeys, userLocks, unpaid, holdings, stock))
+      return Future.all(List.of(keyLocks, storedKeys, userAndClientLocks, unpaid, holdings, stock))
           .compose(all -> {
             refuseKeysInProgress(keyLocks.result());
             replayStoredKeys(storedKeys.result());

@@ -38,8 +38,8 @@ final class Sql {
         ON k.client = wanted.client AND k.key = wanted.key""";
 
   /**
-   * Serialises each user's creates so that the unpaid-orders cap cannot be raced past. The keys come
-   * sorted and are locked in that order, so two groups cannot deadlock on them.
+   * Serialises each user's and each client's creates so that their caps cannot be raced past. The keys
+   * come sorted and are locked in that order, so two groups cannot deadlock on them.
    */
   static final String LOCK_USERS = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k";
 
