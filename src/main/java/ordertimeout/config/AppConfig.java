@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 
 /** The whole configuration, read once at start into typed records and validated. */
 public record AppConfig(
@@ -307,15 +308,12 @@ public record AppConfig(
    * names no timeout is never refused) and {@code orders.maxTimeoutSeconds}.
    */
   private static Clients clients(ConfigSource source, Orders orders, List<ApiKey> keys) {
-    int longestCategory = Collections.max(orders.categoryTimeoutSeconds().values());
-    int lowestCeiling = Math.max(longestCategory, orders.minTimeoutSeconds());
-    ClientLimits defaults = new ClientLimits(
-        source.number("clients.default.maxUnpaidOrders", 100_000, 1, Long.MAX_VALUE),
-        source.number("clients.default.maxReservedUnits", 1_000_000, 1, Long.MAX_VALUE),
-        source.integer("clients.default.maxTimeoutSeconds", Math.max(lowestCeiling, Math.min(24 * 3600, orders.maxTimeoutSeconds())),
-            lowestCeiling, orders.maxTimeoutSeconds()),
-        source.integer("clients.default.createsPerSecond", 1000, 0, 10_000_000),
-        source.integer("clients.default.createsBurst", 2000, 1, 10_000_000));
+    int lowestCeiling = Math.max(Collections.max(orders.categoryTimeoutSeconds().values()), orders.minTimeoutSeconds());
+    int highestCeiling = orders.maxTimeoutSeconds();
+    ClientLimits builtIn = new ClientLimits(100_000, 1_000_000,
+        Math.max(lowestCeiling, Math.min(24 * 3600, highestCeiling)), 1000, 2000);
+    ClientLimits defaults = clientLimits("clients.default", name -> source.raw("clients.default." + name), builtIn,
+        lowestCeiling, highestCeiling);
     Map<String, ClientLimits> overrides = new LinkedHashMap<>();
     source.map("clients.overrides").forEach((client, value) -> {
       String at = "clients.overrides." + client;
@@ -330,18 +328,24 @@ public record AppConfig(
           throw new ConfigException(at + "." + name, "not a client limit; expected one of " + String.join(", ", CLIENT_LIMITS));
         }
       }
-      overrides.put(client, new ClientLimits(
-          limit(entry, at, "maxUnpaidOrders", defaults.maxUnpaidOrders(), 1, Long.MAX_VALUE),
-          limit(entry, at, "maxReservedUnits", defaults.maxReservedUnits(), 1, Long.MAX_VALUE),
-          (int) limit(entry, at, "maxTimeoutSeconds", defaults.maxTimeoutSeconds(), lowestCeiling, orders.maxTimeoutSeconds()),
-          (int) limit(entry, at, "createsPerSecond", defaults.createsPerSecond(), 0, 10_000_000),
-          (int) limit(entry, at, "createsBurst", defaults.createsBurst(), 1, 10_000_000)));
+      overrides.put(client, clientLimits(at, name -> entry.get(name), defaults, lowestCeiling, highestCeiling));
     });
     return new Clients(defaults, Map.copyOf(overrides));
   }
 
-  private static long limit(Map<?, ?> entry, String at, String name, long fallback, long min, long max) {
-    Object value = entry.get(name);
+  /** The limits under {@code at}, each read by {@code value} (null when absent: then {@code fallback}'s). */
+  private static ClientLimits clientLimits(String at, Function<String, Object> value, ClientLimits fallback, int lowestCeiling,
+                                           int highestCeiling) {
+    return new ClientLimits(
+        limit(at, "maxUnpaidOrders", value, fallback.maxUnpaidOrders(), 1, Long.MAX_VALUE),
+        limit(at, "maxReservedUnits", value, fallback.maxReservedUnits(), 1, Long.MAX_VALUE),
+        (int) limit(at, "maxTimeoutSeconds", value, fallback.maxTimeoutSeconds(), lowestCeiling, highestCeiling),
+        (int) limit(at, "createsPerSecond", value, fallback.createsPerSecond(), 0, 10_000_000),
+        (int) limit(at, "createsBurst", value, fallback.createsBurst(), 1, 10_000_000));
+  }
+
+  private static long limit(String at, String name, Function<String, Object> values, long fallback, long min, long max) {
+    Object value = values.apply(name);
     if (value == null) {
       return fallback;
     }

@@ -3,11 +3,12 @@
 -- orders. Kept by statement-level triggers, so every statement that creates, pays or closes orders (a close batch
 -- of thousands of rows, a seed by SQL) updates each client once, in the same transaction.
 --
--- A client's counts are the sums over its stripes. Creates add to stripe 0 only: they hold the client's advisory
--- lock (OrderCreates), so they never wait there for anything but each other. Pays and closes subtract from the
--- stripe of their connection (1 + backend pid mod 16), so concurrent close batches of one client seldom wait for
--- each other, and never for a create: a create holds inventory rows when it writes its stripe, a close writes its
--- stripe before it locks inventory rows, and the two never share a stripe, so they cannot deadlock.
+-- A client's counts are the sums over its stripes; the stripes of pays and closes go negative. Creates add to
+-- stripe 0, under the client's advisory lock (OrderCreates), so no other create holds that row then. Pays and
+-- closes subtract from the stripe of their connection (1 + backend pid mod 16), so concurrent close batches of one
+-- client seldom wait for each other, and never for a create: a create writes its stripe while it holds inventory
+-- rows, a close writes its stripe before it locks inventory rows; as they never share a stripe, they cannot
+-- deadlock. Reconciliation's repair writes stripe 0 and waits for nothing after it.
 CREATE TABLE client_holdings (
   client text NOT NULL,
   stripe smallint NOT NULL CHECK (stripe BETWEEN 0 AND 16),
