@@ -36,16 +36,17 @@ BEGIN
   RETURN NULL;
 END $$;
 
--- An order that leaves UNPAID (paid, closed) gives back its count and its units; one that would come back adds them.
+-- An order that leaves UNPAID (paid, closed) gives back its count and its units; one that comes back (by hand), or
+-- moves to another client, moves them too.
 CREATE FUNCTION count_status_changes() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO client_holdings AS h (client, stripe, unpaid, units)
-  SELECT c.client, 1 + pg_backend_pid() % 16, sum(c.sign), sum(c.sign * u.units)
-  FROM (SELECT n.id, n.client, CASE WHEN n.status = 'UNPAID' THEN 1 ELSE -1 END AS sign
-        FROM before_update o JOIN after_update n ON n.id = o.id
-        WHERE (o.status = 'UNPAID') <> (n.status = 'UNPAID')) c
-  CROSS JOIN LATERAL (SELECT coalesce(sum(qty), 0) AS units FROM order_items WHERE order_id = c.id) u
-  GROUP BY c.client ORDER BY c.client
+  SELECT side.client, 1 + pg_backend_pid() % 16, sum(side.sign), sum(side.sign * u.units)
+  FROM before_update o JOIN after_update n ON n.id = o.id
+  CROSS JOIN LATERAL (VALUES (o.client, o.status, -1), (n.client, n.status, 1)) AS side (client, status, sign)
+  CROSS JOIN LATERAL (SELECT coalesce(sum(qty), 0) AS units FROM order_items WHERE order_id = n.id) u
+  WHERE side.status = 'UNPAID' AND (o.status <> n.status OR o.client <> n.client)
+  GROUP BY side.client ORDER BY side.client
   ON CONFLICT (client, stripe) DO UPDATE SET unpaid = h.unpaid + EXCLUDED.unpaid, units = h.units + EXCLUDED.units;
   RETURN NULL;
 END $$;
