@@ -124,7 +124,7 @@ public final class Service {
     LockedSkus lockedSkus = new LockedSkus(Duration.ofMillis(config.intake().lockedSkuMillis()));
     return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds))
         .compose(lease -> clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
-        .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), redisHealth)))
+        .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), config.clients(), redisHealth)))
         .compose(id -> vertx.deployVerticle(close))
         .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, stats, owned)))
         .compose(id -> {

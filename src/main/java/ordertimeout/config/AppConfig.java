@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 
 /** The whole configuration, read once at start into typed records and validated. */
 public record AppConfig(
@@ -28,6 +29,7 @@ public record AppConfig(
     Reconciliation reconciliation,
     Retention retention,
     Limits limits,
+    Clients clients,
     Metrics metrics,
     Alarms alarms,
     Drain drain,
@@ -121,7 +123,22 @@ public record AppConfig(
                           int idempotencyKeyHours) {}
 
   /** A rate of 0 means no cap. */
-  public record Limits(int closesPerSecond, int closesBurst, int createsPerSecondPerClient, int createsBurst) {}
+  public record Limits(int closesPerSecond, int closesBurst) {}
+
+  /**
+   * What one API client (the {@code client} of its keys) may hold and do, against a client hoarding stock: unpaid
+   * orders and the units in them at once, the longest timeout it may ask for, and its create rate (token bucket;
+   * a rate of 0 means no cap).
+   */
+  public record ClientLimits(long maxUnpaidOrders, long maxReservedUnits, int maxTimeoutSeconds, int createsPerSecond,
+                             int createsBurst) {}
+
+  /** The limits of every client: {@code defaults}, unless {@code overrides} names the client. */
+  public record Clients(ClientLimits defaults, Map<String, ClientLimits> overrides) {
+    public ClientLimits of(String client) {
+      return overrides.getOrDefault(client, defaults);
+    }
+  }
 
   /**
    * {@code windowSeconds}: the sliding window of the published percentiles and of the alarms;
@@ -195,6 +212,8 @@ public record AppConfig(
   private static final long ONE_DAY_MILLIS = 24 * 3600 * 1000L;
 
   public static AppConfig from(ConfigSource source) {
+    List<ApiKey> apiKeys = apiKeys(source);
+    Orders orders = orders(source);
     AppConfig config = new AppConfig(
         new Node(
             source.integer("node.id", 1, 0, 1023),
@@ -233,8 +252,8 @@ public record AppConfig(
                 source.integer("database.background.lockTimeoutMillis", 10_000, 10, 600_000),
                 source.integer("database.background.statementTimeoutMillis", 300_000, 100, 3_600_000),
                 PoolWaits.UNBOUNDED)),
-        apiKeys(source),
-        orders(source),
+        apiKeys,
+        orders,
         new Timer(
             source.integer("timer.tickMillis", 10, 1, 10),
             source.integer("timer.batchSize", 4000, 1, 100_000),
@@ -256,9 +275,8 @@ public record AppConfig(
             source.integer("retention.idempotencyKeyHours", 24, 1, 24 * 365 * 10)),
         new Limits(
             source.integer("limits.closesPerSecond", 0, 0, 10_000_000),
-            source.integer("limits.closesBurst", 1000, 1, 10_000_000),
-            source.integer("limits.createsPerSecondPerClient", 0, 0, 10_000_000),
-            source.integer("limits.createsBurst", 100, 1, 10_000_000)),
+            source.integer("limits.closesBurst", 1000, 1, 10_000_000)),
+        clients(source, orders, apiKeys),
         new Metrics(
             source.integer("metrics.windowSeconds", 60, 1, 3600),
             source.integer("metrics.outboxRefreshSeconds", 5, 1, 3600)),
@@ -347,6 +365,62 @@ public record AppConfig(
         source.integer("orders.maxUnpaidPerUser", 100, 1, 1_000_000),
         source.integer("orders.maxItems", 50, 1, 1000),
         source.integer("orders.maxQty", 10_000, 1, 1_000_000));
+  }
+
+  private static final List<String> CLIENT_LIMITS =
+      List.of("maxUnpaidOrders", "maxReservedUnits", "maxTimeoutSeconds", "createsPerSecond", "createsBurst");
+
+  /**
+   * The defaults under {@code clients.default}, then {@code clients.overrides}: per client of {@code auth.keys}, the
+   * limits that differ from the defaults. A timeout ceiling lies between the longest category timeout (a create that
+   * names no timeout is never refused) and {@code orders.maxTimeoutSeconds}.
+   */
+  private static Clients clients(ConfigSource source, Orders orders, List<ApiKey> keys) {
+    int lowestCeiling = Math.max(Collections.max(orders.categoryTimeoutSeconds().values()), orders.minTimeoutSeconds());
+    int highestCeiling = orders.maxTimeoutSeconds();
+    ClientLimits builtIn = new ClientLimits(100_000, 1_000_000,
+        Math.max(lowestCeiling, Math.min(24 * 3600, highestCeiling)), 1000, 2000);
+    ClientLimits defaults = clientLimits("clients.default", name -> source.raw("clients.default." + name), builtIn,
+        lowestCeiling, highestCeiling);
+    Map<String, ClientLimits> overrides = new LinkedHashMap<>();
+    source.map("clients.overrides").forEach((client, value) -> {
+      String at = "clients.overrides." + client;
+      if (keys.stream().noneMatch(key -> key.client().equals(client))) {
+        throw new ConfigException(at, "no auth.keys entry has client '" + client + "'");
+      }
+      if (!(value instanceof Map<?, ?> entry)) {
+        throw new ConfigException(at, "expected a mapping of some of " + String.join(", ", CLIENT_LIMITS) + ", found " + value);
+      }
+      for (Object name : entry.keySet()) {
+        if (!CLIENT_LIMITS.contains(String.valueOf(name))) {
+          throw new ConfigException(at + "." + name, "not a client limit; expected one of " + String.join(", ", CLIENT_LIMITS));
+        }
+      }
+      overrides.put(client, clientLimits(at, name -> entry.get(name), defaults, lowestCeiling, highestCeiling));
+    });
+    return new Clients(defaults, Map.copyOf(overrides));
+  }
+
+  /** The limits under {@code at}, each read by {@code value} (null when absent: then {@code fallback}'s). */
+  private static ClientLimits clientLimits(String at, Function<String, Object> value, ClientLimits fallback, int lowestCeiling,
+                                           int highestCeiling) {
+    return new ClientLimits(
+        limit(at, "maxUnpaidOrders", value, fallback.maxUnpaidOrders(), 1, Long.MAX_VALUE),
+        limit(at, "maxReservedUnits", value, fallback.maxReservedUnits(), 1, Long.MAX_VALUE),
+        (int) limit(at, "maxTimeoutSeconds", value, fallback.maxTimeoutSeconds(), lowestCeiling, highestCeiling),
+        (int) limit(at, "createsPerSecond", value, fallback.createsPerSecond(), 0, 10_000_000),
+        (int) limit(at, "createsBurst", value, fallback.createsBurst(), 1, 10_000_000));
+  }
+
+  private static long limit(String at, String name, Function<String, Object> values, long fallback, long min, long max) {
+    Object value = values.apply(name);
+    if (value == null) {
+      return fallback;
+    }
+    if (!(value instanceof Integer || value instanceof Long) || ((Number) value).longValue() < min || ((Number) value).longValue() > max) {
+      throw new ConfigException(at + "." + name, "expected a whole number in [" + min + ", " + max + "], found " + value);
+    }
+    return ((Number) value).longValue();
   }
 
   /**

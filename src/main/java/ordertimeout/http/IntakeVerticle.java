@@ -67,7 +67,7 @@ public final class IntakeVerticle extends VerticleBase {
     OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus,
         order -> order.withId(orderIds.next(), shards));
     GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),
-        groups.maxQueued(), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser()));
+        groups.maxQueued(), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients()));
     GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),
         groups.maxQueued(), store::pay);
     Auth auth = new Auth(config.apiKeys());

@@ -80,12 +80,17 @@ final class OrderRoutes {
     ApiKey caller = Auth.caller(ctx);
     String key = (String) ContractChecks.parameter(ctx, "Idempotency-Key");
     CreateOrderRequest request = CreateOrderRequest.of(ContractChecks.body(ctx), policy);
+    AppConfig.ClientLimits limits = config.clients().of(caller.client());
     int timeoutSeconds = policy.timeoutSeconds(request.category(), request.timeoutSeconds());
+    if (timeoutSeconds > limits.maxTimeoutSeconds()) {
+      throw ApiException.badRequest("client_timeout_ceiling", "this client may ask for a timeout of at most "
+          + limits.maxTimeoutSeconds() + " s, not " + timeoutSeconds);
+    }
     long id = orderIds.next();
     NewOrder order = new NewOrder(id, OrderIds.shardOf(id, config.database().shards()), request.userId(),
         request.category(), request.items(), timeoutSeconds, policy.reminderAfterSeconds(timeoutSeconds));
     IdempotencyKey idempotency = new IdempotencyKey(caller.client(), key, request.hash());
-    createPermit(ctx, caller)
+    createPermit(ctx, caller.client(), limits)
         .compose(permitted -> creates.submit(new CreateRequest(order, idempotency, decideBy), decideBy))
         .onSuccess(outcome -> {
           AccessLog.orderId(ctx, outcome.order().id());
@@ -101,12 +106,12 @@ final class OrderRoutes {
   }
 
   /** Takes a permit from the client's create bucket; 429 with Retry-After when it is empty. */
-  private Future<Void> createPermit(RoutingContext ctx, ApiKey caller) {
-    if (config.limits().createsPerSecondPerClient() <= 0) {
+  private Future<Void> createPermit(RoutingContext ctx, String client, AppConfig.ClientLimits limits) {
+    if (limits.createsPerSecond() <= 0) {
       return Future.succeededFuture();
     }
     return vertx.eventBus()
-        .<PermitGrant>request(Addresses.LIMITER_ACQUIRE, new PermitRequest(LimiterVerticle.CREATES_PREFIX + caller.client(), 1))
+        .<PermitGrant>request(Addresses.LIMITER_ACQUIRE, new PermitRequest(LimiterVerticle.CREATES_PREFIX + client, 1))
         .map(reply -> {
           PermitGrant grant = reply.body();
           if (grant.granted() == 0) {

@@ -92,6 +92,8 @@ final class Problems {
       }
       case OVERLOADED -> shed(ctx, stats, ProblemCodes.OVERLOADED, rejected.getMessage());
       case ROW_LOCKED -> shed(ctx, stats, ProblemCodes.ROW_LOCKED, rejected.getMessage());
+      case CLIENT_UNPAID_CAP -> send(ctx, 429, "client_unpaid_cap", rejected.getMessage());
+      case CLIENT_UNITS_CAP -> send(ctx, 429, "client_units_cap", rejected.getMessage());
     }
   }
 

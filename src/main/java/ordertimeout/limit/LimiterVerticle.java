@@ -16,7 +16,7 @@ import java.util.Map;
 
 /**
  * Token buckets: {@value #CLOSES} caps closes per second, {@value #CREATES_PREFIX}client caps each API
- * client's creates. A bucket whose rate is 0 grants everything. With Redis on, the buckets are
+ * client's creates (at its own rate, {@link AppConfig.Clients}). A bucket whose rate is 0 grants everything. With Redis on, the buckets are
  * cluster-wide ({@link ClusterBuckets}); while Redis is unreachable ({@link RedisHealth}) the policy
  * {@code redis.whenUnreachable} decides: {@code local} takes from this node's own bucket, {@code deny}
  * grants nothing and says when Redis will be tried again.
@@ -26,14 +26,16 @@ public final class LimiterVerticle extends VerticleBase {
   public static final String CREATES_PREFIX = "creates:";
 
   private final AppConfig.Limits limits;
+  private final AppConfig.Clients clients;
   private final RedisHealth redisHealth;
   private final Map<String, TokenBucket> buckets = new HashMap<>();
   private Redis redis;
   private ClusterBuckets cluster;
 
   /** {@code redisHealth} is null when Redis is off: the buckets are this node's only. */
-  public LimiterVerticle(AppConfig.Limits limits, RedisHealth redisHealth) {
+  public LimiterVerticle(AppConfig.Limits limits, AppConfig.Clients clients, RedisHealth redisHealth) {
     this.limits = limits;
+    this.clients = clients;
     this.redisHealth = redisHealth;
   }
 
@@ -58,8 +60,9 @@ public final class LimiterVerticle extends VerticleBase {
       message.fail(400, "unknown bucket " + name);
       return;
     }
-    int rate = name.equals(CLOSES) ? limits.closesPerSecond() : limits.createsPerSecondPerClient();
-    int burst = name.equals(CLOSES) ? limits.closesBurst() : limits.createsBurst();
+    AppConfig.ClientLimits client = name.equals(CLOSES) ? null : clients.of(name.substring(CREATES_PREFIX.length()));
+    int rate = client == null ? limits.closesPerSecond() : client.createsPerSecond();
+    int burst = client == null ? limits.closesBurst() : client.createsBurst();
     if (rate <= 0) {
       message.reply(new PermitGrant(request.permits(), 0));
       return;

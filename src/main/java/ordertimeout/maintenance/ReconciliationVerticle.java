@@ -12,6 +12,7 @@ import ordertimeout.metrics.NodeStats;
 import ordertimeout.redis.RedisHealth;
 import ordertimeout.store.MaintenanceStore.Change;
 import ordertimeout.store.MaintenanceStore.Check;
+import ordertimeout.store.MaintenanceStore.ClientDifference;
 import ordertimeout.store.MaintenanceStore.Difference;
 import ordertimeout.store.MaintenanceStore;
 import org.slf4j.Logger;
@@ -22,10 +23,12 @@ import java.util.List;
 /**
  * Reconciliation: every {@code reconciliation.intervalHours} (first that long after start), and on
  * POST /v1/admin/reconcile, checks the stock invariant ({@code reserved} = sum of the quantities of
- * the SKU's items in unpaid orders) and counts the unpaid orders overdue by more than the sweep's grace
- * and interval (the sweep closes them; this only reports that it has not). Differences go to a WARN
- * line each (the first {@value #LOGGED}), to the gauges of {@link NodeStats} and to the reply. With
- * repair, the reserved counts are set right in one transaction and every change is logged. Runs one at
+ * the SKU's items in unpaid orders), that each client's holdings (the counts behind its caps) are what its
+ * unpaid orders hold, and counts the unpaid orders overdue by more than the sweep's grace and interval (the
+ * sweep closes them; this only reports that it has not). Differences go to a WARN line each (the first
+ * {@value #LOGGED} of each kind), to the gauges of {@link NodeStats} (SKUs) and to the reply. With repair,
+ * the reserved counts are set right in one transaction, the holdings in one statement, and every change is
+ * logged. Runs one at
  * a time: a request while one runs waits for it. With Redis on, the periodic run happens on one node of
  * the cluster per interval ({@link SingletonJob}); a request runs on the node it reached, whatever the
  * lock (an operator asked for it, and a check or repair running on two nodes at once is safe: the repair
@@ -93,12 +96,18 @@ public final class ReconciliationVerticle extends VerticleBase {
       Future<List<Change>> repaired = repair && check.differencesTotal() > 0
           ? store.repairReserved()
           : Future.succeededFuture(List.of());
-      return repaired.map(changes -> {
-        for (Change change : changes) {
+      Future<List<String>> repairedClients = repaired.compose(done -> repair && check.clientDifferencesTotal() > 0
+          ? store.repairClientHoldings()
+          : Future.succeededFuture(List.of()));
+      return repairedClients.map(clients -> {
+        for (Change change : repaired.result()) {
           log.warn("reconciliation repaired sku={} reserved from={} to={}", change.sku(), change.from(), change.to());
         }
-        stats.reconciled(check.differencesTotal(), check.overdueUnpaid(), changes.size());
-        return toJson(check, changes.size());
+        for (String client : clients) {
+          log.warn("reconciliation repaired the holdings of client={}", client);
+        }
+        stats.reconciled(check.differencesTotal(), check.overdueUnpaid(), repaired.result().size());
+        return toJson(check, repaired.result().size(), clients.size());
       });
     });
   }
@@ -113,21 +122,40 @@ public final class ReconciliationVerticle extends VerticleBase {
     if (check.differencesTotal() > LOGGED) {
       log.warn("reconciliation: {} more SKUs differ, not logged", check.differencesTotal() - LOGGED);
     }
+    List<ClientDifference> clients = check.clientDifferences();
+    for (int i = 0; i < Math.min(LOGGED, clients.size()); i++) {
+      ClientDifference client = clients.get(i);
+      log.warn("reconciliation: client holdings off client={} unpaid={} expected={} units={} expected={} ({} of {} clients differing)",
+          client.client(), client.unpaid(), client.expectedUnpaid(), client.units(), client.expectedUnits(), i + 1,
+          check.clientDifferencesTotal());
+    }
+    if (check.clientDifferencesTotal() > LOGGED) {
+      log.warn("reconciliation: {} more clients differ, not logged", check.clientDifferencesTotal() - LOGGED);
+    }
     if (check.overdueUnpaid() > 0) {
       log.warn("reconciliation: {} unpaid orders overdue by more than {} s, the oldest {} due at {}",
           check.overdueUnpaid(), overdueSeconds, check.oldestOverdue().id(), check.oldestOverdue().closeAt());
     }
-    log.info("reconciliation checked {} SKUs: {} differing, {} unpaid orders overdue",
-        check.skusChecked(), check.differencesTotal(), check.overdueUnpaid());
+    log.info("reconciliation checked {} SKUs: {} differing, {} clients' holdings differing, {} unpaid orders overdue",
+        check.skusChecked(), check.differencesTotal(), check.clientDifferencesTotal(), check.overdueUnpaid());
   }
 
-  private static JsonObject toJson(Check check, int repaired) {
+  private static JsonObject toJson(Check check, int repaired, int repairedClients) {
     JsonArray differences = new JsonArray();
     for (Difference difference : check.differences()) {
       differences.add(new JsonObject()
           .put("sku", difference.sku())
           .put("reserved", difference.reserved())
           .put("expected", difference.expected()));
+    }
+    JsonArray clientDifferences = new JsonArray();
+    for (ClientDifference client : check.clientDifferences()) {
+      clientDifferences.add(new JsonObject()
+          .put("client", client.client())
+          .put("unpaid", client.unpaid())
+          .put("units", client.units())
+          .put("expectedUnpaid", client.expectedUnpaid())
+          .put("expectedUnits", client.expectedUnits()));
     }
     JsonObject oldest = check.oldestOverdue() == null ? null : new JsonObject()
         .put("id", Long.toString(check.oldestOverdue().id()))
@@ -137,8 +165,11 @@ public final class ReconciliationVerticle extends VerticleBase {
         .put("skusChecked", check.skusChecked())
         .put("skuDifferences", differences)
         .put("skuDifferencesTotal", check.differencesTotal())
+        .put("clientDifferences", clientDifferences)
+        .put("clientDifferencesTotal", check.clientDifferencesTotal())
         .put("overdueUnpaid", check.overdueUnpaid())
         .put("oldestOverdue", oldest)
-        .put("repaired", repaired);
+        .put("repaired", repaired)
+        .put("repairedClients", repairedClients);
   }
 }

@@ -7,6 +7,8 @@ public final class OrderRejected extends RuntimeException {
     UNKNOWN_SKU,
     INSUFFICIENT_STOCK,
     TOO_MANY_UNPAID_ORDERS,
+    CLIENT_UNPAID_CAP,
+    CLIENT_UNITS_CAP,
     REQUEST_IN_PROGRESS,
     IDEMPOTENCY_KEY_REUSED,
     ORDER_CLOSED,

@@ -33,35 +33,53 @@ public final class MaintenanceStore {
   /** A SKU whose {@code reserved} is not the sum of its items in unpaid orders ({@code expected}). */
   public record Difference(String sku, long reserved, long expected) {}
 
+  /** A client whose counted holdings ({@code unpaid} orders, {@code units}) are not what its unpaid orders hold. */
+  public record ClientDifference(String client, long unpaid, long units, long expectedUnpaid, long expectedUnits) {}
+
   public record Overdue(long id, Instant closeAt) {}
 
   /**
    * The result of a check: the database clock, the SKUs checked, the first differences in SKU order
-   * with their total, and the unpaid orders overdue (with the oldest, null when none).
+   * with their total, likewise the clients whose holdings are off, and the unpaid orders overdue (with the oldest,
+   * null when none).
    */
   public record Check(Instant checkedAt, long skusChecked, List<Difference> differences, long differencesTotal,
-                      long overdueUnpaid, Overdue oldestOverdue) {}
+                      List<ClientDifference> clientDifferences, long clientDifferencesTotal, long overdueUnpaid,
+                      Overdue oldestOverdue) {}
 
   /** A repaired SKU: {@code reserved} went from {@code from} to {@code to}. */
   public record Change(String sku, long from, long to) {}
 
-  /** Reads only: the stock invariant, SKU by SKU, and the unpaid orders overdue by more than {@code overdueSeconds}. */
+  /**
+   * Reads only: the stock invariant, SKU by SKU, the clients' holdings, and the unpaid orders overdue by more than
+   * {@code overdueSeconds}.
+   */
   public Future<Check> check(int overdueSeconds, int listLimit) {
     Future<Row> inventory = pool.query(Sql.COUNT_INVENTORY).execute().map(rows -> rows.iterator().next());
     Future<List<Row>> differing = pool.preparedQuery(Sql.RESERVED_DIFFERENCES).execute(Tuple.of(listLimit)).map(MaintenanceStore::list);
+    Future<List<Row>> clientsDiffering = pool.preparedQuery(Sql.CLIENT_HOLDINGS_DIFFERENCES).execute(Tuple.of(listLimit))
+        .map(MaintenanceStore::list);
     Future<List<Row>> overdue = pool.preparedQuery(Sql.OVERDUE_UNPAID).execute(Tuple.of(overdueSeconds)).map(MaintenanceStore::list);
-    return Future.all(inventory, differing, overdue).map(all -> {
+    return Future.all(inventory, differing, clientsDiffering, overdue).map(all -> {
       List<Difference> differences = new ArrayList<>();
       for (Row row : differing.result()) {
         differences.add(new Difference(row.getString("sku"), row.getLong("reserved"), row.getLong("expected")));
       }
       long differencesTotal = differing.result().isEmpty() ? 0 : differing.result().get(0).getLong("total");
+      List<ClientDifference> clientDifferences = new ArrayList<>();
+      for (Row row : clientsDiffering.result()) {
+        clientDifferences.add(new ClientDifference(row.getString("client"), row.getLong("unpaid"), row.getLong("units"),
+            row.getLong("expected_unpaid"), row.getLong("expected_units")));
+      }
+      long clientDifferencesTotal = clientsDiffering.result().isEmpty() ? 0 : clientsDiffering.result().get(0).getLong("total");
       Row oldest = overdue.result().isEmpty() ? null : overdue.result().get(0);
       return new Check(
           inventory.result().getOffsetDateTime("checked_at").toInstant(),
           inventory.result().getLong("skus"),
           List.copyOf(differences),
           differencesTotal,
+          List.copyOf(clientDifferences),
+          clientDifferencesTotal,
           oldest == null ? 0 : oldest.getLong("total"),
           oldest == null ? null : new Overdue(oldest.getLong("id"), oldest.getOffsetDateTime("close_at").toInstant()));
     });
@@ -94,6 +112,15 @@ public final class MaintenanceStore {
                 return List.copyOf(changes);
               });
         }));
+  }
+
+  /** Sets every client's holdings right (one statement, exact while orders keep changing); the clients repaired. */
+  public Future<List<String>> repairClientHoldings() {
+    return pool.query(Sql.REPAIR_CLIENT_HOLDINGS).execute().map(rows -> {
+      List<String> clients = new ArrayList<>();
+      rows.forEach(row -> clients.add(row.getString("client")));
+      return List.copyOf(clients);
+    });
   }
 
   /** Deletes up to {@code batchSize} order_log rows older than {@code hours}; the number deleted. */

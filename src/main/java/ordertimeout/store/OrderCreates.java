@@ -7,6 +7,7 @@ import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
 import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
+import ordertimeout.config.AppConfig;
 import ordertimeout.order.CreateOutcome;
 import ordertimeout.order.CreateRequest;
 import ordertimeout.order.Digests;
@@ -35,7 +36,8 @@ import java.util.function.UnaryOperator;
  * Creates a group of orders in one transaction (group commit): each order with its items, its
  * reservation, its idempotency key and its ORDER_CREATED event. Each request is decided on its own,
  * in arrival order — one order's insufficient stock, exceeded cap, reused key, taken id or passed deadline never
- * fails the others in its group; a refused one leaves nothing behind.
+ * fails the others in its group; a refused one leaves nothing behind. The caps: unpaid orders per user, and per
+ * client unpaid orders and reserved units, read from client_holdings (kept by triggers, migration V3).
  *
  * <p>A stock row another transaction holds past the pool's {@code lock_timeout} must not hold up the creates of
  * other SKUs: the group is rolled back, the SKUs held at that moment are found without waiting and remembered
@@ -82,11 +84,12 @@ public final class OrderCreates {
    * Decides every request of the group: one result per request, in order, the outcome or {@link OrderRejected};
    * the returned future fails only when nothing was committed.
    */
-  public Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser) {
-    return create(requests, maxUnpaidPerUser, LOCK_ROUNDS);
+  public Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, AppConfig.Clients clients) {
+    return create(requests, maxUnpaidPerUser, clients, LOCK_ROUNDS);
   }
 
-  private Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, int rounds) {
+  private Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, AppConfig.Clients clients,
+                                                     int rounds) {
     CreateResult[] results = new CreateResult[requests.size()];
     List<Integer> tried = new ArrayList<>();
     for (int i = 0; i < results.length; i++) {
@@ -101,7 +104,7 @@ public final class OrderCreates {
     List<CreateRequest> group = tried.stream().map(requests::get).toList();
     Future<List<CreateResult>> decided = group.isEmpty()
         ? Future.succeededFuture(List.of())
-        : pool.withTransaction(conn -> new Group(conn, group, maxUnpaidPerUser, withNewId).run());
+        : pool.withTransaction(conn -> new Group(conn, group, maxUnpaidPerUser, clients, withNewId).run());
     return decided
         .map(groupResults -> {
           for (int t = 0; t < tried.size(); t++) {
@@ -110,7 +113,7 @@ public final class OrderCreates {
           return Arrays.stream(results).map(CreateResult::future).toList();
         })
         .recover(failure -> rounds > 1 && SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)
-            ? rememberLockedSkus(group).compose(remembered -> create(requests, maxUnpaidPerUser, rounds - 1))
+            ? rememberLockedSkus(group).compose(remembered -> create(requests, maxUnpaidPerUser, clients, rounds - 1))
             : Future.failedFuture(failure));
   }
 
@@ -132,14 +135,17 @@ public final class OrderCreates {
     private final SqlConnection conn;
     private final List<CreateRequest> requests;
     private final int maxUnpaidPerUser;
+    private final AppConfig.Clients clients;
     private final UnaryOperator<NewOrder> withNewId;
     private final CreateResult[] results;
 
     /** {@code requests} is copied: a request whose id is taken gets a new one in its place. */
-    Group(SqlConnection conn, List<CreateRequest> requests, int maxUnpaidPerUser, UnaryOperator<NewOrder> withNewId) {
+    Group(SqlConnection conn, List<CreateRequest> requests, int maxUnpaidPerUser, AppConfig.Clients clients,
+          UnaryOperator<NewOrder> withNewId) {
       this.conn = conn;
       this.requests = new ArrayList<>(requests);
       this.maxUnpaidPerUser = maxUnpaidPerUser;
+      this.clients = clients;
       this.withNewId = withNewId;
       this.results = new CreateResult[requests.size()];
     }
@@ -147,20 +153,21 @@ public final class OrderCreates {
     /**
      * The locks and reads are sent together (pipelined) and PostgreSQL runs them one after another, so each read
      * comes after the lock before it, and every group takes its locks in the same order: idempotency keys (tried,
-     * never waited for), users (sorted), SKUs (sorted). Then the decisions, one statement writing the orders with
-     * their reservations, and one storing their idempotency keys.
+     * never waited for), users and clients (sorted together), SKUs (sorted). Then the decisions, one statement writing
+     * the orders with their reservations, and one storing their idempotency keys.
      */
     Future<List<CreateResult>> run() {
       Future<RowSet<Row>> keyLocks = conn.preparedQuery(Sql.TRY_LOCK_IDEMPOTENCY_KEYS).execute(keyLocksTuple());
       Future<RowSet<Row>> storedKeys = conn.preparedQuery(Sql.SELECT_IDEMPOTENCY_KEYS).execute(storedKeysTuple());
-      Future<RowSet<Row>> userLocks = conn.preparedQuery(Sql.LOCK_USERS).execute(userLocksTuple());
+      Future<RowSet<Row>> userAndClientLocks = conn.preparedQuery(Sql.LOCK_USERS).execute(userAndClientLocksTuple());
       Future<RowSet<Row>> unpaid = conn.preparedQuery(Sql.COUNT_UNPAID_OF_USERS).execute(usersTuple());
+      Future<RowSet<Row>> holdings = conn.preparedQuery(Sql.SELECT_CLIENT_HOLDINGS).execute(clientsTuple());
       Future<RowSet<Row>> stock = conn.preparedQuery(Sql.LOCK_STOCK_BY_SKU).execute(skusTuple());
-      return Future.all(keyLocks, storedKeys, userLocks, unpaid, stock)
+      return Future.all(List.of(keyLocks, storedKeys, userAndClientLocks, unpaid, holdings, stock))
           .compose(all -> {
             refuseKeysInProgress(keyLocks.result());
             replayStoredKeys(storedKeys.result());
-            return reserveAndInsert(unpaidByUser(unpaid.result()), available(stock.result()));
+            return reserveAndInsert(unpaidByUser(unpaid.result()), holdingsByClient(holdings.result()), available(stock.result()));
           })
           .map(done -> List.of(results));
     }
@@ -209,13 +216,27 @@ public final class OrderCreates {
       }
     }
 
-    /** Every user of the group, locked in the order of their sorted keys so that two groups cannot deadlock. */
-    private Tuple userLocksTuple() {
-      TreeSet<Long> userLocks = new TreeSet<>();
+    /**
+     * Every user and every client of the group, locked in the order of their sorted keys so that two groups cannot
+     * deadlock: a client's lock makes its creates read and add to its holdings one transaction after another.
+     */
+    private Tuple userAndClientLocksTuple() {
+      TreeSet<Long> locks = new TreeSet<>();
       for (CreateRequest request : requests) {
-        userLocks.add(lockKey("user", request.idempotency().client(), request.order().userId()));
+        locks.add(lockKey("user", request.idempotency().client(), request.order().userId()));
+        locks.add(lockKey("client", request.idempotency().client()));
       }
-      return Tuple.of(userLocks.toArray(Long[]::new));
+      return Tuple.of(locks.toArray(Long[]::new));
+    }
+
+    private Tuple clientsTuple() {
+      return Tuple.of(requests.stream().map(request -> request.idempotency().client()).distinct().toArray(String[]::new));
+    }
+
+    private static Map<String, Holdings> holdingsByClient(RowSet<Row> rows) {
+      Map<String, Holdings> holdings = new HashMap<>();
+      rows.forEach(row -> holdings.put(row.getString("client"), new Holdings(row.getLong("unpaid"), row.getLong("units"))));
+      return holdings;
     }
 
     private Tuple usersTuple() {
@@ -253,8 +274,10 @@ public final class OrderCreates {
     }
 
     /** Decides each open request in arrival order (the last moment its deadline is looked at), then writes the accepted ones. */
-    private Future<Void> reserveAndInsert(Map<String, Long> unpaidByUser, Map<String, Long> available) {
+    private Future<Void> reserveAndInsert(Map<String, Long> unpaidByUser, Map<String, Holdings> holdingsByClient,
+                                          Map<String, Long> available) {
       Map<String, Long> unpaid = new HashMap<>(unpaidByUser);
+      Map<String, Holdings> holdings = new HashMap<>(holdingsByClient);
       List<Integer> accepted = new ArrayList<>();
       for (int i : undecided()) {
         if (requests.get(i).pastDeadline()) {
@@ -263,14 +286,17 @@ public final class OrderCreates {
           continue;
         }
         NewOrder order = requests.get(i).order();
-        String user = userKey(requests.get(i).idempotency().client(), order.userId());
+        String client = requests.get(i).idempotency().client();
+        String user = userKey(client, order.userId());
         long userUnpaid = unpaid.getOrDefault(user, 0L);
-        CreateResult refusal = refusal(order, userUnpaid, available);
+        Holdings held = holdings.getOrDefault(client, Holdings.NONE);
+        CreateResult refusal = refusal(order, userUnpaid, client, held, available);
         if (refusal != null) {
           results[i] = refusal;
           continue;
         }
         unpaid.put(user, userUnpaid + 1);
+        holdings.put(client, held.plus(order));
         for (OrderItem item : order.items()) {
           available.merge(item.sku(), (long) -item.qty(), Long::sum);
         }
@@ -317,10 +343,20 @@ public final class OrderCreates {
       return accepted.stream().filter(i -> results[i] == null).toList();
     }
 
-    private CreateResult refusal(NewOrder order, long userUnpaid, Map<String, Long> available) {
+    private CreateResult refusal(NewOrder order, long userUnpaid, String client, Holdings held, Map<String, Long> available) {
       if (userUnpaid >= maxUnpaidPerUser) {
         return CreateResult.refused(Reason.TOO_MANY_UNPAID_ORDERS,
             "user " + order.userId() + " already has " + userUnpaid + " unpaid orders (at most " + maxUnpaidPerUser + ")");
+      }
+      AppConfig.ClientLimits limits = clients.of(client);
+      if (held.unpaid() >= limits.maxUnpaidOrders()) {
+        return CreateResult.refused(Reason.CLIENT_UNPAID_CAP,
+            "this client already has " + held.unpaid() + " unpaid orders (at most " + limits.maxUnpaidOrders() + ")");
+      }
+      long units = Holdings.units(order);
+      if (held.units() + units > limits.maxReservedUnits()) {
+        return CreateResult.refused(Reason.CLIENT_UNITS_CAP, "this client's unpaid orders hold " + held.units()
+            + " units; " + units + " more would pass its cap of " + limits.maxReservedUnits());
       }
       for (OrderItem item : order.items()) {
         Long onHand = available.get(item.sku());
@@ -413,6 +449,23 @@ public final class OrderCreates {
         }
       }
       return open;
+    }
+  }
+
+  /** A client's unpaid orders and the units in them. */
+  private record Holdings(long unpaid, long units) {
+    static final Holdings NONE = new Holdings(0, 0);
+
+    static long units(NewOrder order) {
+      long units = 0;
+      for (OrderItem item : order.items()) {
+        units += item.qty();
+      }
+      return units;
+    }
+
+    Holdings plus(NewOrder order) {
+      return new Holdings(unpaid + 1, units + units(order));
     }
   }
 

@@ -73,8 +73,8 @@ final class Sql {
         ON k.client = wanted.client AND k.key = wanted.key""";
 
   /**
-   * Serialises each user's creates so that the unpaid-orders cap cannot be raced past. The keys come
-   * sorted and are locked in that order, so two groups cannot deadlock on them.
+   * Serialises each user's and each client's creates so that their caps cannot be raced past. The keys
+   * come sorted and are locked in that order, so two groups cannot deadlock on them.
    */
   static final String LOCK_USERS = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k";
 
@@ -84,6 +84,11 @@ final class Sql {
         ON o.client = u.client AND o.user_id = u.user_id
       WHERE o.status = 'UNPAID'
       GROUP BY o.client, o.user_id""";
+
+  /** What each client in {@code $1} holds: the sums over its stripes (migration V3); no row for a client holding nothing yet. */
+  static final String SELECT_CLIENT_HOLDINGS = """
+      SELECT client, sum(unpaid)::bigint AS unpaid, sum(units)::bigint AS units
+      FROM client_holdings WHERE client = ANY($1) GROUP BY client""";
 
   static final String LOCK_STOCK_BY_SKU = """
       SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
@@ -407,6 +412,41 @@ final class Sql {
         FROM inventory inv LEFT JOIN expected e ON e.sku = inv.sku
         WHERE inv.reserved <> coalesce(e.qty, 0))
       SELECT sku, reserved, expected, count(*) OVER () AS total FROM differing ORDER BY sku LIMIT $1""";
+
+  /**
+   * The clients whose holdings (client_holdings, summed over stripes) are not what their unpaid orders hold, in
+   * client order: the counted and the true figures of each, with the total number that differ. One snapshot.
+   */
+  static final String CLIENT_HOLDINGS_DIFFERENCES = clientHoldingsDifferences(
+      "SELECT client, unpaid, units, expected_unpaid, expected_units, count(*) OVER () AS total FROM differing ORDER BY client LIMIT $1");
+
+  /**
+   * The repair of client_holdings: each differing client's stripe 0 gets the difference added, in client order. It
+   * is computed in the statement's one snapshot, and every transaction that commits after it changes the orders and
+   * the counts alike, so the counts come out right however many creates, pays and closes run meanwhile.
+   */
+  static final String REPAIR_CLIENT_HOLDINGS = clientHoldingsDifferences("""
+      INSERT INTO client_holdings AS h (client, stripe, unpaid, units)
+      SELECT client, 0, expected_unpaid - unpaid, expected_units - units FROM differing ORDER BY client
+      ON CONFLICT (client, stripe) DO UPDATE SET unpaid = h.unpaid + EXCLUDED.unpaid, units = h.units + EXCLUDED.units
+      RETURNING h.client""");
+
+  private static String clientHoldingsDifferences(String statement) {
+    return """
+        WITH per_order AS (
+          SELECT o.client, coalesce(sum(i.qty), 0) AS units
+          FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
+          WHERE o.status = 'UNPAID' GROUP BY o.id, o.client),
+        expected AS (SELECT client, count(*) AS unpaid, sum(units) AS units FROM per_order GROUP BY client),
+        counted AS (SELECT client, sum(unpaid) AS unpaid, sum(units) AS units FROM client_holdings GROUP BY client),
+        differing AS (
+          SELECT coalesce(e.client, c.client) AS client,
+                 coalesce(c.unpaid, 0)::bigint AS unpaid, coalesce(c.units, 0)::bigint AS units,
+                 coalesce(e.unpaid, 0)::bigint AS expected_unpaid, coalesce(e.units, 0)::bigint AS expected_units
+          FROM expected e FULL JOIN counted c ON c.client = e.client
+          WHERE coalesce(e.unpaid, 0) <> coalesce(c.unpaid, 0) OR coalesce(e.units, 0) <> coalesce(c.units, 0))
+        %s""".formatted(statement);
+  }
 
   /** Unpaid orders overdue by more than {@code $1} seconds: how many, and the oldest (by deadline). */
   static final String OVERDUE_UNPAID = """

@@ -73,6 +73,7 @@ class NodeKillTest {
         settings.put("OT_KAFKA_SESSION_TIMEOUT_MILLIS", Integer.toString(SESSION_TIMEOUT_MILLIS));
         settings.put("OT_REDIS_URL", redis.url());
         settings.put("OT_ORDERS_MAX_UNPAID_PER_USER", "100000");
+        settings.put("OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "0"); // the load is as fast as the nodes go, and must all be taken
         settings.put("OT_SWEEP_INTERVAL_SECONDS", "2");
         settings.put("OT_SWEEP_GRACE_SECONDS", Integer.toString(SWEEP_GRACE_SECONDS));
         settings.put("OT_DATABASE_POOL_SIZE", "6");

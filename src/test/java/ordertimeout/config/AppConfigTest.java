@@ -72,6 +72,32 @@ class AppConfigTest {
   }
 
   @Test
+  void everyClientHasDefaultLimitsAndAnOverrideChangesOnlyWhatItNames() {
+    AppConfig config = load(Map.of("OT_CLIENTS_OVERRIDES", "{dev-user: {maxUnpaidOrders: 5, createsPerSecond: 0}}"));
+    AppConfig.ClientLimits defaults = new AppConfig.ClientLimits(100_000, 1_000_000, 86_400, 1000, 2000);
+    assertThat(config.clients().of("dev-admin")).as("the defaults, the create rate on").isEqualTo(defaults);
+    assertThat(config.clients().of("dev-user")).isEqualTo(new AppConfig.ClientLimits(5, 1_000_000, 86_400, 0, 2000));
+  }
+
+  @Test
+  void aWrongClientLimitStopsTheServiceNamingTheKey() {
+    assertThatThrownBy(() -> load(Map.of("OT_CLIENTS_OVERRIDES", "{nobody: {maxUnpaidOrders: 5}}")))
+        .hasMessageContaining("clients.overrides.nobody").hasMessageContaining("no auth.keys entry");
+    assertThatThrownBy(() -> load(Map.of("OT_CLIENTS_OVERRIDES", "{dev-user: {maxUnpaid: 5}}")))
+        .hasMessageContaining("clients.overrides.dev-user.maxUnpaid").hasMessageContaining("not a client limit");
+    assertThatThrownBy(() -> load(Map.of("OT_CLIENTS_OVERRIDES", "{dev-user: {maxReservedUnits: 0}}")))
+        .hasMessageContaining("clients.overrides.dev-user.maxReservedUnits");
+    assertThatThrownBy(() -> load(Map.of("OT_CLIENTS_OVERRIDES", "{dev-user: 5}"))).hasMessageContaining("clients.overrides.dev-user");
+    assertThatThrownBy(() -> load(Map.of("OT_CLIENTS_DEFAULT_MAX_TIMEOUT_SECONDS", "604801")))
+        .as("above orders.maxTimeoutSeconds").hasMessageContaining("clients.default.maxTimeoutSeconds");
+    assertThatThrownBy(() -> load(Map.of("OT_CLIENTS_DEFAULT_MAX_TIMEOUT_SECONDS", "1799")))
+        .as("below the physical category's 1800 s: a create naming no timeout would be refused")
+        .hasMessageContaining("clients.default.maxTimeoutSeconds");
+    assertThatThrownBy(() -> load(Map.of("OT_CLIENTS_OVERRIDES", "{dev-user: {maxTimeoutSeconds: 1799}}")))
+        .hasMessageContaining("clients.overrides.dev-user.maxTimeoutSeconds");
+  }
+
+  @Test
   void kafkaIsOffByDefaultWithTheDocumentedSettings() {
     AppConfig.Kafka kafka = load(Map.of()).kafka();
     assertThat(kafka.enabled()).as("off while kafka.bootstrapServers is empty").isFalse();

@@ -60,6 +60,8 @@ class OpenApiContractTest extends ServiceTestBase {
   private static final Set<String> SHAPE_ONLY = Set.of("getStats");
 
   private static final JsonObject SOURCE = readSource();
+  /** The key of client "capped", for the examples of the per-client limits (see {@link #overrides()}). */
+  private static final String CAPPED_KEY = "capped-client-key";
 
   private Vertx vertx;
   private SchemaRepository schemas;
@@ -89,6 +91,18 @@ class OpenApiContractTest extends ServiceTestBase {
   }
 
   private static final Map<String, Scenario> SCENARIOS = scenarios();
+
+  /**
+   * The contract's edges are the global bounds (orders.*): dev-user may ask for any timeout they allow. The client
+   * "capped" has the default ceiling of a day and a cap of 10 units.
+   */
+  @Override
+  protected Map<String, String> overrides() {
+    return Map.of(
+        "OT_AUTH_KEYS", "[{key: dev-user-key, role: user, client: dev-user}, {key: dev-admin-key, role: admin, client: dev-admin},"
+            + " {key: " + CAPPED_KEY + ", role: user, client: capped}]",
+        "OT_CLIENTS_OVERRIDES", "{dev-user: {maxTimeoutSeconds: 604800}, capped: {maxReservedUnits: 10}}");
+  }
 
   @BeforeAll
   void loadContract() {
@@ -279,6 +293,20 @@ class OpenApiContractTest extends ServiceTestBase {
       c.headers.put("Idempotency-Key", UUID.randomUUID().toString());
       c.body = body;
     }));
+    s.put("createOrder/timeoutOverClientCeiling", (t, e, c) -> {
+      t.api.setStock("SKU-1", 100);
+      c.key = CAPPED_KEY;
+      c.headers.put("Idempotency-Key", UUID.randomUUID().toString());
+      c.body = "{\"userId\":\"u-1\",\"items\":[{\"sku\":\"SKU-1\",\"qty\":1}],\"timeoutSeconds\":90000}";
+    });
+    s.put("createOrder/clientUnitsCap", (t, e, c) -> {
+      t.api.setStock("SKU-1", 100);
+      assertThat(t.api.as(CAPPED_KEY).createOrder(UUID.randomUUID().toString(), orderBody("u-1", 600, "SKU-1", 5)).status())
+          .isEqualTo(201);
+      c.key = CAPPED_KEY;
+      c.headers.put("Idempotency-Key", UUID.randomUUID().toString());
+      c.body = orderBody("u-2", 600, "SKU-1", 6).encode();
+    });
     s.put("createOrder/categoryAndTimeout", (t, e, c) -> {
       t.api.setStock("SKU-1", 100);
       t.api.setStock("SKU-2", 100);
@@ -375,7 +403,11 @@ class OpenApiContractTest extends ServiceTestBase {
     s.put("reconcile/checkOnly", (t, e, c) -> {
       t.order("SKU-1", 2);
       Sql.execute("UPDATE inventory SET reserved = 7 WHERE sku = 'SKU-1'");
-      c.cleanup = () -> Sql.execute("UPDATE inventory SET reserved = 2 WHERE sku = 'SKU-1'");
+      Sql.execute("UPDATE client_holdings SET unpaid = unpaid + 1, units = units + 1 WHERE client = 'dev-user' AND stripe = 0");
+      c.cleanup = () -> {
+        Sql.execute("UPDATE inventory SET reserved = 2 WHERE sku = 'SKU-1'");
+        Sql.execute("UPDATE client_holdings SET unpaid = unpaid - 1, units = units - 1 WHERE client = 'dev-user' AND stripe = 0");
+      };
     });
     s.put("listCloses/latest", (t, e, c) -> {
       String id = t.order("SKU-1", 2);

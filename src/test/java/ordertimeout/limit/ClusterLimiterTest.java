@@ -21,6 +21,7 @@ import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import static ordertimeout.support.TestService.await;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -31,7 +32,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * enforces one rate for the cluster; and with Redis taken away, each policy does what it says.
  */
 class ClusterLimiterTest {
-  private static final AppConfig.Limits LIMITS = new AppConfig.Limits(1, 20, 1, 5);
+  private static final AppConfig.Limits LIMITS = new AppConfig.Limits(1, 20);
+  private static final AppConfig.Clients CLIENTS = new AppConfig.Clients(new AppConfig.ClientLimits(100, 100, 3600, 1, 5), Map.of());
   private final List<Vertx> nodes = new ArrayList<>();
   private final ListAppender<ILoggingEvent> log = new ListAppender<>();
   private final Logger healthLogger = (Logger) LoggerFactory.getLogger(RedisHealth.class);
@@ -56,7 +58,7 @@ class ClusterLimiterTest {
     nodes.add(vertx);
     LocalCodec.registerAll(vertx);
     RedisHealth health = new RedisHealth(new SimpleMeterRegistry(), new AppConfig.Redis(redis.url(), "ot", 500, policy, 30));
-    await(vertx.deployVerticle(new LimiterVerticle(LIMITS, health)));
+    await(vertx.deployVerticle(new LimiterVerticle(LIMITS, CLIENTS, health)));
     return health;
   }
 

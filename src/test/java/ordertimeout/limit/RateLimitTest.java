@@ -17,8 +17,8 @@ class RateLimitTest extends ServiceTestBase {
   @Override
   protected Map<String, String> overrides() {
     return Map.of(
-        "OT_LIMITS_CREATES_PER_SECOND_PER_CLIENT", "1",
-        "OT_LIMITS_CREATES_BURST", "25",
+        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "1",
+        "OT_CLIENTS_DEFAULT_CREATES_BURST", "25",
         "OT_LIMITS_CLOSES_PER_SECOND", "10",
         "OT_LIMITS_CLOSES_BURST", "5");
   }

@@ -25,8 +25,8 @@ class MetricsTest extends ServiceTestBase {
   protected Map<String, String> overrides() {
     return Map.of(
         "OT_METRICS_OUTBOX_REFRESH_SECONDS", "1",
-        "OT_LIMITS_CREATES_PER_SECOND_PER_CLIENT", "1",
-        "OT_LIMITS_CREATES_BURST", "20",
+        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "1",
+        "OT_CLIENTS_DEFAULT_CREATES_BURST", "20",
         "OT_AUTH_KEYS", "[{key: dev-user-key, role: user, client: dev-user}, {key: dev-admin-key, role: admin, client: dev-admin},"
             + " {key: " + GREEDY_KEY + ", role: user, client: greedy}]");
   }

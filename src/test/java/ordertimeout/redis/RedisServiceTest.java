@@ -32,8 +32,8 @@ class RedisServiceTest extends ServiceTestBase {
         // a slow answer on a loaded machine is not an outage: the zero fallbacks below say which bucket served the
         // creates, not how fast Redis answered (a stopped Redis refuses the connection at once, whatever the timeout)
         "OT_REDIS_TIMEOUT_MILLIS", "2000",
-        "OT_LIMITS_CREATES_PER_SECOND_PER_CLIENT", "1",
-        "OT_LIMITS_CREATES_BURST", "5",
+        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "1",
+        "OT_CLIENTS_DEFAULT_CREATES_BURST", "5",
         "OT_RETENTION_INTERVAL_SECONDS", "1");
   }
 

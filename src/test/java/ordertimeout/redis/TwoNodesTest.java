@@ -39,8 +39,8 @@ class TwoNodesTest {
         "OT_REDIS_URL", redis.url(),
         // a slow answer on a loaded machine is not an outage: every create and lock below must go through Redis
         "OT_REDIS_TIMEOUT_MILLIS", "2000",
-        "OT_LIMITS_CREATES_PER_SECOND_PER_CLIENT", "1",
-        "OT_LIMITS_CREATES_BURST", "10",
+        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "1",
+        "OT_CLIENTS_DEFAULT_CREATES_BURST", "10",
         "OT_RETENTION_INTERVAL_SECONDS", "1");
     nodes = List.of(TestService.start(with(common, "OT_NODE_ID", "1")), TestService.start(with(common, "OT_NODE_ID", "2")));
   }

@@ -3,6 +3,8 @@ package ordertimeout.store;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import ordertimeout.clock.WallClock;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
 import ordertimeout.order.CreateOutcome;
 import ordertimeout.order.CreateRequest;
 import ordertimeout.order.IdempotencyKey;
@@ -17,8 +19,9 @@ import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
 
-import java.util.ArrayDeque;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -82,7 +85,8 @@ class DuplicateOrderIdTest extends ServiceTestBase {
       OrderCreates creates = new OrderCreates(Pools.shared(vertx, "duplicate-id-test", TestDatabase.connectOptions(), 1, 1,
           TestDatabase.databaseConfig(Map.of()).intake()), Duration.ofSeconds(1), new LockedSkus(Duration.ofSeconds(3)),
           order -> order.withId(newIds.remove(), TestDatabase.SHARDS));
-      List<Future<CreateOutcome>> results = TestService.await(creates.create(requests, 1000));
+      List<Future<CreateOutcome>> results = TestService.await(creates.create(requests, 1000,
+          AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), name -> null)).clients()));
       TestService.await(Future.join(results).transform(allSettled -> Future.succeededFuture())); // one fails on purpose
       return results;
     } finally {

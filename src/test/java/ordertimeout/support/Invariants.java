@@ -106,6 +106,19 @@ public final class Invariants {
 
     checkStockConserved(softly);
 
+    softly.assertThat(KeptConnection.rows("""
+        WITH expected AS (
+          SELECT client, count(*) AS unpaid, sum(units) AS units
+          FROM (SELECT o.client, coalesce(sum(i.qty), 0) AS units FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
+                WHERE o.status = 'UNPAID' GROUP BY o.id, o.client) per_order
+          GROUP BY client),
+        counted AS (SELECT client, sum(unpaid) AS unpaid, sum(units) AS units FROM client_holdings GROUP BY client)
+        SELECT coalesce(e.client, c.client) AS client, c.unpaid, c.units, e.unpaid AS unpaid_orders, e.units AS their_units
+        FROM expected e FULL JOIN counted c ON c.client = e.client
+        WHERE coalesce(e.unpaid, 0) <> coalesce(c.unpaid, 0) OR coalesce(e.units, 0) <> coalesce(c.units, 0)
+        ORDER BY 1 LIMIT ?""", SHOWN))
+        .as("client_holdings = the unpaid orders of each client and the units of their items (first %d)", SHOWN).isEmpty();
+
     softly.assertThat(KeptConnection.count("SELECT count(*) FROM order_items i LEFT JOIN orders o ON o.id = i.order_id WHERE o.id IS NULL"))
         .as("items without their order (no foreign key checks it: migration V2)").isZero();
 

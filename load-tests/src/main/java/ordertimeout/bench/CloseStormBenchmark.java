@@ -120,7 +120,7 @@ public final class CloseStormBenchmark {
 
   private JsonObject measureService() throws Exception {
     seed();
-    Instant deadline = armDeadline(12);
+    Instant deadline = armDeadline(20);
     Map<String, String> environment = Map.of(
         "OT_HTTP_PORT", Integer.toString(Results.freePort()),
         "OT_TIMER_BATCH_SIZE", Integer.toString(batchSize));

@@ -38,6 +38,9 @@ import java.util.regex.Pattern;
  */
 public final class IntakeBenchmark {
   private static final int BASELINE_CONNECTIONS = 8;
+  /** The per-client caps never refuse here; they are still read and counted, as in the service. */
+  private static final AppConfig.Clients UNCAPPED = new AppConfig.Clients(
+      new AppConfig.ClientLimits(Long.MAX_VALUE, Long.MAX_VALUE, 7 * 24 * 3600, 0, 1), Map.of());
   /**
    * The service's group-commit transaction driven directly, without HTTP: what PostgreSQL can take on this box,
    * for comparison (as many transactions at once as the service runs by default: 2 intake instances, 2 groups each).
@@ -85,7 +88,8 @@ public final class IntakeBenchmark {
     int port = Results.freePort();
     Map<String, String> environment = Map.of(
         "OT_HTTP_PORT", Integer.toString(port),
-        "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000");
+        "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000",
+        "OT_CLIENTS_OVERRIDES", Results.UNCAPPED_DEV_USER);
     AppConfig config = Results.serviceConfig(environment);
     Vertx vertx = Vertx.vertx();
     Service service = await(Service.start(vertx, config, db.setup.connectOptions()));
@@ -181,7 +185,7 @@ public final class IntakeBenchmark {
           new IdempotencyKey("direct", UUID.randomUUID().toString(), "h")));
     }
     long started = System.nanoTime();
-    return creates.create(requests, 1_000_000).compose(results -> {
+    return creates.create(requests, 1_000_000, UNCAPPED).compose(results -> {
       latencies.add((System.nanoTime() - started) / 1000);
       int created = (int) results.stream().filter(Future::succeeded).count();
       return directLane(creates, ids, skus, group, stopAt, latencies, done + created);

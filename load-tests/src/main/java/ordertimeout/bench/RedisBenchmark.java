@@ -22,6 +22,7 @@ import org.HdrHistogram.Histogram;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -227,9 +228,11 @@ public final class RedisBenchmark {
 
   /** Permits through the real limiter verticle: the local bucket, then the Redis bucket, the same requests. */
   private JsonObject limiter(int requests) throws Exception {
-    AppConfig.Limits limits = new AppConfig.Limits(0, 1000, 10_000_000, 10_000_000);
-    JsonObject local = permits("local", limits, null, requests);
-    JsonObject redis = permits("redis", limits,
+    AppConfig.Limits limits = new AppConfig.Limits(0, 1000);
+    AppConfig.Clients clients = new AppConfig.Clients(
+        new AppConfig.ClientLimits(Long.MAX_VALUE, Long.MAX_VALUE, 3600, 10_000_000, 10_000_000), Map.of());
+    JsonObject local = permits("local", limits, clients, null, requests);
+    JsonObject redis = permits("redis", limits, clients,
         new RedisHealth(new SimpleMeterRegistry(), new AppConfig.Redis(server.url(), "bench", 1000, AppConfig.WhenUnreachable.LOCAL, 30)),
         requests);
     return new JsonObject().put("local", local).put("redis", redis)
@@ -238,11 +241,12 @@ public final class RedisBenchmark {
             + "latency from the request to its reply");
   }
 
-  private JsonObject permits(String name, AppConfig.Limits limits, RedisHealth health, int requests) throws Exception {
+  private JsonObject permits(String name, AppConfig.Limits limits, AppConfig.Clients clients, RedisHealth health, int requests)
+      throws Exception {
     Vertx node = Vertx.vertx();
     try {
       LocalCodec.registerAll(node);
-      await(node.deployVerticle(new LimiterVerticle(limits, health)));
+      await(node.deployVerticle(new LimiterVerticle(limits, clients, health)));
       drive(node, requests, new Histogram(60_000_000_000L, 3));
       Histogram latency = new Histogram(60_000_000_000L, 3);
       long start = System.nanoTime();

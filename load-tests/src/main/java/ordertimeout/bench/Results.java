@@ -37,6 +37,13 @@ final class Results {
   }
 
   /**
+   * OT_CLIENTS_OVERRIDES for a benchmark that drives the service as fast as it goes with dev-user-key: no create rate
+   * and caps it cannot reach (they are still counted and checked, as in production).
+   */
+  static final String UNCAPPED_DEV_USER =
+      "{dev-user: {createsPerSecond: 0, maxUnpaidOrders: 1000000000, maxReservedUnits: 1000000000000, maxTimeoutSeconds: 604800}}";
+
+  /**
    * The service's configuration for a benchmark: conf/application.yaml, then any OT_* variable of this process,
    * so that a setting can be tried from the command line (e.g. {@code OT_INTAKE_GROUPS_IN_FLIGHT=1}), then the
    * benchmark's own settings (its port), which win.

@@ -50,7 +50,8 @@ public final class SteadyStateBenchmark {
   private static boolean run(BenchDatabase db, int rate, int seconds) throws Exception {
     db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, 999) s");
     int port = Results.freePort();
-    Map<String, String> environment = Map.of("OT_HTTP_PORT", Integer.toString(port), "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000");
+    Map<String, String> environment = Map.of("OT_HTTP_PORT", Integer.toString(port), "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000",
+        "OT_CLIENTS_OVERRIDES", Results.UNCAPPED_DEV_USER);
     AppConfig config = Results.serviceConfig(environment);
     Vertx vertx = Vertx.vertx();
     Service service = Service.start(vertx, config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
