@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -117,7 +118,9 @@ class ClientCapsTest extends ServiceTestBase {
   @Test
   void concurrentCreatesOfOneClientOnTwoNodesNeverPassItsCap() {
     api.setStock("SKU-X", 10_000);
-    try (TestService second = TestService.start(overrides())) {
+    Map<String, String> secondNode = new HashMap<>(overrides());
+    secondNode.put("OT_NODE_ID", "2"); // each node its own id: the id is leased
+    try (TestService second = TestService.start(secondNode)) {
       Api[] nodes = {api.as(CROWDED_KEY), second.api().as(CROWDED_KEY)};
       List<CompletableFuture<Api.Response>> answers = new ArrayList<>();
       for (int i = 0; i < 4 * CROWDED_CAP; i++) {
