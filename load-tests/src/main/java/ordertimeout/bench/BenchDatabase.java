@@ -1,6 +1,7 @@
 package ordertimeout.bench;
 
 import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
 import ordertimeout.store.DatabaseSetup;
 
 import java.io.IOException;
@@ -13,6 +14,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Comparator;
+import java.util.Map;
 
 /** A fresh embedded PostgreSQL for one benchmark run, under target/bench-db, and JDBC helpers for seeding and checking. */
 final class BenchDatabase implements AutoCloseable {
@@ -38,7 +40,13 @@ final class BenchDatabase implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    return new BenchDatabase(DatabaseSetup.prepare(new AppConfig.Database("", dir.toString(), 16, 64)));
+    return new BenchDatabase(DatabaseSetup.prepare(config(Map.of("OT_DATABASE_URL", "", "OT_DATABASE_DATA_DIR", dir.toString(),
+        "OT_DATABASE_POOL_SIZE", "16", "OT_DATABASE_SHARDS", "64")).database()));
+  }
+
+  /** The configuration of conf/application.yaml with these OT_* overrides. */
+  static AppConfig config(Map<String, String> overrides) {
+    return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), overrides::get));
   }
 
   void execute(String sql, Object... params) {

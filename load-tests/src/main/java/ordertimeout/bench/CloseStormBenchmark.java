@@ -5,6 +5,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
+import ordertimeout.clock.WallClock;
 import ordertimeout.Service;
 import ordertimeout.config.AppConfig;
 import ordertimeout.store.DeadlineStore;
@@ -110,8 +111,9 @@ public final class CloseStormBenchmark {
   private JsonObject measure(String name, Driver driver) throws Exception {
     seed();
     Instant deadline = armDeadline(6);
-    Pool pool = Pools.shared(vertx, "bench-driver", db.setup.connectOptions(), CLASSIC_CONNECTIONS, 1);
-    DeadlineStore store = new DeadlineStore(pool);
+    Pool pool = Pools.shared(vertx, "bench-driver", db.setup.connectOptions(), CLASSIC_CONNECTIONS, 1,
+        BenchDatabase.config(Map.of()).database().deadlines());
+    DeadlineStore store = new DeadlineStore(pool, WallClock.SYSTEM);
     sleepUntil(deadline);
     driver.drive(store, pool).toCompletionStage().toCompletableFuture().get(10, TimeUnit.MINUTES);
     pool.close().toCompletionStage().toCompletableFuture().get();

@@ -4,6 +4,8 @@ import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.store.LockedSkus;
+import ordertimeout.clock.WallClock;
 import ordertimeout.Service;
 import ordertimeout.config.AppConfig;
 import ordertimeout.order.CreateRequest;
@@ -16,6 +18,7 @@ import ordertimeout.store.Pools;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -155,8 +158,10 @@ public final class IntakeBenchmark {
   /** One order per transaction, straight into PostgreSQL through the service's own create code, 8 at once. */
   /** Creates driven directly against PostgreSQL: {@code connections} lanes, each one transaction of {@code group} orders at a time. */
   static JsonObject direct(Vertx vertx, BenchDatabase db, int skus, int connections, int group, int nodeId, int seconds) {
-    OrderCreates creates = new OrderCreates(Pools.shared(vertx, "bench-direct-" + group, db.setup.connectOptions(), connections, 1));
-    OrderIds ids = new OrderIds(nodeId);
+    OrderCreates creates = new OrderCreates(Pools.shared(vertx, "bench-direct-" + group, db.setup.connectOptions(), connections, 1,
+        BenchDatabase.config(Map.of()).database().intake()), Duration.ofSeconds(1), new LockedSkus(Duration.ofSeconds(3)),
+        order -> { throw new IllegalStateException("ids of one generator never collide"); });
+    OrderIds ids = new OrderIds(nodeId, WallClock.SYSTEM);
     long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
     List<Long> latenciesMicros = java.util.Collections.synchronizedList(new ArrayList<>());
     List<Future<Integer>> lanes = new ArrayList<>();
@@ -182,7 +187,7 @@ public final class IntakeBenchmark {
       requests.add(new CreateRequest(
           new NewOrder(id, OrderIds.shardOf(id, 64), "u-" + ThreadLocalRandom.current().nextInt(100_000), "physical",
               items(skus), 1800, Optional.of(1500)),
-          new IdempotencyKey("direct", UUID.randomUUID().toString(), "h")));
+          new IdempotencyKey("direct", UUID.randomUUID().toString(), "h"), stopAt + TimeUnit.MINUTES.toNanos(1)));
     }
     long started = System.nanoTime();
     return creates.create(requests, 1_000_000, UNCAPPED).compose(results -> {
