@@ -22,7 +22,9 @@ import java.util.concurrent.TimeUnit;
  * died without releasing it), and a holder that renews meanwhile is a running node: the start fails. The lease is
  * renewed every third of {@code node.leaseSeconds}, with a high-water mark past every id the node can mint until
  * the renewed lease ends; ids stop when a renewal is overdue (see {@link LeasedOrderIds}) and go on once one
- * succeeds. On stop the lease is released with the exact last millisecond of the node's ids.
+ * succeeds. On stop the lease is released with the exact last millisecond of the node's ids. A database that cannot
+ * be reached at start does not stop the node: it starts without the lease (creates answer 503 order_id_unavailable)
+ * and takes it at the first renewal that reaches the database.
  */
 public final class NodeIdLeaseVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(NodeIdLeaseVerticle.class);
@@ -50,7 +52,22 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
     int renewalBound = (int) (leaseMillis / 3);
     leases = new NodeLeases(Pools.shared(vertx, Pools.NODE_LEASE, connectOptions, 1, 1,
         new AppConfig.PoolWaits(renewalBound, renewalBound, AppConfig.PoolWaits.UNBOUNDED)));
-    return takeAtStart(null).onSuccess(taken -> renewTimer = vertx.setPeriodic(leaseMillis / 3, id -> renew()));
+    return takeAtStart(null)
+        .recover(failure -> failure instanceof NodeIdInUse ? Future.failedFuture(failure) : startWithoutLease(failure))
+        .onSuccess(started -> renewTimer = vertx.setPeriodic(leaseMillis / 3, id -> renew()));
+  }
+
+  private Future<Void> startWithoutLease(Throwable failure) {
+    log.warn("could not take the lease on node.id {} at start ({}); creates answer 503 order_id_unavailable until a renewal "
+        + "takes it", nodeId, failure.toString());
+    return Future.succeededFuture();
+  }
+
+  /** Another running node holds this node's id: a configuration error, the node does not start. */
+  static final class NodeIdInUse extends IllegalStateException {
+    NodeIdInUse(String message) {
+      super(message);
+    }
   }
 
   @Override
@@ -77,7 +94,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
       }
       HeldElsewhere other = take.heldElsewhere();
       if (seen != null && !other.expiresAt().isEqual(seen.expiresAt())) {
-        return Future.failedFuture(new IllegalStateException("node.id " + nodeId + " is in use by a running node (instance "
+        return Future.failedFuture(new NodeIdInUse("node.id " + nodeId + " is in use by a running node (instance "
             + other.holder() + " renewed its lease while this one waited): give each node its own node.id"));
       }
       log.warn("node.id {} is leased to instance {} until {}: a node that stopped without releasing it, or one still running; "

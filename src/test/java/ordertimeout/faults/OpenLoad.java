@@ -110,7 +110,10 @@ final class OpenLoad {
           scheduler.schedule(() -> send(request, attempt + 1, 0, then), RETRY_DELAY_MILLIS, TimeUnit.MILLISECONDS);
           return;
         }
-        Outcome outcome = inProgress ? Outcome.UNKNOWN : answer.outcome();
+        // A retry follows an attempt that got no answer or found the key in progress: that attempt may have committed,
+        // and a refusal of the retry (shed at the queue, say) cannot tell, so the operation stays unknown.
+        boolean earlierMayHaveCommitted = attempt > 1;
+        Outcome outcome = inProgress || (earlierMayHaveCommitted && answer.outcome() == Outcome.FAILED) ? Outcome.UNKNOWN : answer.outcome();
         Operation operation = new Operation(request.kind(), outcome, answer.status(), answer.code(), request.userId(),
             answer.orderId() != null ? answer.orderId() : request.orderId(),
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - request.dueNanos()), attempt);

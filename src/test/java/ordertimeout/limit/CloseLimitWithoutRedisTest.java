@@ -38,6 +38,7 @@ class CloseLimitWithoutRedisTest {
         "OT_REDIS_TIMEOUT_MILLIS", "1000", // a loaded test machine is not an outage
         "OT_LIMITS_CLOSES_PER_SECOND", "5",
         "OT_LIMITS_CLOSES_BURST", "5",
+        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "0", // the closes' limit is under test: creates ask Redis for nothing
         "OT_SWEEP_GRACE_SECONDS", "3600");
   }
 
