@@ -21,6 +21,10 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Gets the database ready before Vert.x starts (all of it blocks): starts the embedded PostgreSQL
@@ -43,12 +47,16 @@ public final class DatabaseSetup implements AutoCloseable {
     return binaries;
   };
 
+  private static final long POSTMASTER_STOP_SECONDS = 10;
+
   private final PgConnectOptions connectOptions;
   private final EmbeddedPostgres embedded;
+  private final Path embeddedData;
 
-  private DatabaseSetup(PgConnectOptions connectOptions, EmbeddedPostgres embedded) {
+  private DatabaseSetup(PgConnectOptions connectOptions, EmbeddedPostgres embedded, Path embeddedData) {
     this.connectOptions = connectOptions;
     this.embedded = embedded;
+    this.embeddedData = embeddedData;
   }
 
   public static DatabaseSetup prepare(AppConfig.Database config) {
@@ -65,7 +73,7 @@ public final class DatabaseSetup implements AutoCloseable {
 
   private static DatabaseSetup external(String url) {
     try {
-      return new DatabaseSetup(PgConnectOptions.fromUri(url), null);
+      return new DatabaseSetup(PgConnectOptions.fromUri(url), null, null);
     } catch (RuntimeException e) {
       throw new ConfigException("database.url", "not a postgresql:// URL (" + Secrets.withoutPasswords(e.getMessage()) + ")");
     }
@@ -90,7 +98,7 @@ public final class DatabaseSetup implements AutoCloseable {
           .setDatabase("postgres")
           .setUser("postgres")
           .setPassword("postgres");
-      return new DatabaseSetup(options, postgres);
+      return new DatabaseSetup(options, postgres, pgData);
     } catch (IOException e) {
       throw new IllegalStateException("the embedded PostgreSQL did not start in " + pgData, e);
     }
@@ -148,14 +156,41 @@ public final class DatabaseSetup implements AutoCloseable {
     }
   }
 
+  /**
+   * Stops the embedded PostgreSQL and waits until its postmaster has exited. zonky stops it with {@code pg_ctl stop},
+   * which as root runs behind {@code unshare -U} and can fail to reach the postmaster; then the postmaster is sent
+   * SIGTERM (a smart shutdown: the service's connections are closed by now).
+   */
   @Override
   public void close() {
-    if (embedded != null) {
+    if (embedded == null) {
+      return;
+    }
+    Optional<ProcessHandle> postmaster = postmaster();
+    try {
+      embedded.close();
+    } catch (IOException e) {
+      log.warn("the embedded PostgreSQL did not stop cleanly", e);
+    }
+    postmaster.filter(ProcessHandle::isAlive).ifPresent(running -> {
+      log.info("the embedded PostgreSQL still runs after pg_ctl stop: sending its postmaster ({}) SIGTERM", running.pid());
+      running.destroy();
       try {
-        embedded.close();
-      } catch (IOException e) {
-        log.warn("the embedded PostgreSQL did not stop cleanly", e);
+        running.onExit().get(POSTMASTER_STOP_SECONDS, TimeUnit.SECONDS);
+      } catch (ExecutionException | TimeoutException e) {
+        log.warn("the embedded PostgreSQL's postmaster ({}) did not stop within {} s", running.pid(), POSTMASTER_STOP_SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
+    });
+  }
+
+  /** The running postmaster, from the first line of its {@code postmaster.pid}. */
+  private Optional<ProcessHandle> postmaster() {
+    try {
+      return ProcessHandle.of(Long.parseLong(Files.readAllLines(embeddedData.resolve("postmaster.pid")).get(0).trim()));
+    } catch (IOException | RuntimeException e) {
+      return Optional.empty();
     }
   }
 }
