@@ -240,18 +240,9 @@ public record AppConfig(
             source.integer("database.shards", 64, 1, 4096),
             source.integer("database.idleInTransactionTimeoutMillis", 10_000, 100, 3_600_000),
             source.integer("database.keepaliveSeconds", 30, 1, 7200),
-            new PoolWaits(
-                source.integer("database.intake.lockTimeoutMillis", 1000, 10, 600_000),
-                source.integer("database.intake.statementTimeoutMillis", 5000, 100, 3_600_000),
-                source.integer("database.intake.maxWaitQueue", 128, 1, 1_000_000)),
-            new PoolWaits(
-                source.integer("database.deadlines.lockTimeoutMillis", 10_000, 10, 600_000),
-                source.integer("database.deadlines.statementTimeoutMillis", 30_000, 100, 3_600_000),
-                PoolWaits.UNBOUNDED),
-            new PoolWaits(
-                source.integer("database.background.lockTimeoutMillis", 10_000, 10, 600_000),
-                source.integer("database.background.statementTimeoutMillis", 300_000, 100, 3_600_000),
-                PoolWaits.UNBOUNDED)),
+            poolWaits(source, "database.intake", 1000, 5000, source.integer("database.intake.maxWaitQueue", 128, 1, 1_000_000)),
+            poolWaits(source, "database.deadlines", 10_000, 30_000, PoolWaits.UNBOUNDED),
+            poolWaits(source, "database.background", 10_000, 300_000, PoolWaits.UNBOUNDED)),
         apiKeys,
         orders,
         new Timer(
@@ -303,6 +294,15 @@ public record AppConfig(
         new Health(source.integer("health.databaseTimeoutMillis", 1000, 10, 60_000)));
     config.refuseDevKeysOffLoopback();
     return config;
+  }
+
+  /** {@code prefix}.lockTimeoutMillis and .statementTimeoutMillis of one pool, with their defaults. */
+  private static PoolWaits poolWaits(ConfigSource source, String prefix, int lockTimeoutMillis, int statementTimeoutMillis,
+                                     int maxWaitQueue) {
+    return new PoolWaits(
+        source.integer(prefix + ".lockTimeoutMillis", lockTimeoutMillis, 10, 600_000),
+        source.integer(prefix + ".statementTimeoutMillis", statementTimeoutMillis, 100, 3_600_000),
+        maxWaitQueue);
   }
 
   private static List<ApiKey> apiKeys(ConfigSource source) {

@@ -1,11 +1,7 @@
 package ordertimeout.support;
 
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -24,26 +20,10 @@ final class KeptConnection {
       if (connection == null || !connection.isValid(5)) {
         connection = TestDatabase.jdbc();
       }
-      try (PreparedStatement statement = connection.prepareStatement(sql)) {
-        for (int i = 0; i < params.length; i++) {
-          statement.setObject(i + 1, params[i]);
-        }
-        List<Map<String, Object>> rows = new ArrayList<>();
-        try (ResultSet result = statement.executeQuery()) {
-          int columns = result.getMetaData().getColumnCount();
-          while (result.next()) {
-            Map<String, Object> row = new LinkedHashMap<>();
-            for (int c = 1; c <= columns; c++) {
-              row.put(result.getMetaData().getColumnLabel(c), result.getObject(c));
-            }
-            rows.add(row);
-          }
-        }
-        return rows;
-      }
     } catch (SQLException e) {
       throw new IllegalStateException(sql, e);
     }
+    return Sql.rows(connection, sql, params);
   }
 
   static long count(String sql, Object... params) {
