@@ -20,15 +20,17 @@ import java.util.concurrent.TimeUnit;
  * Holds this node's {@code node.id} by a lease in PostgreSQL, so that no two running nodes mint order ids with the
  * same one. At start it takes the lease; one held by another instance is waited for until it expires (a node that
  * died without releasing it), and a holder that renews meanwhile is a running node: the start fails. The lease is
- * renewed every third of {@code node.leaseSeconds}, with a high-water mark past every id the node can mint until
+ * renewed every third of {@code node.leaseSeconds} (half a second after a renewal that failed), with a high-water mark past every id the node can mint until
  * the renewed lease ends; ids stop when a renewal is overdue (see {@link LeasedOrderIds}) and go on once one
  * succeeds. On stop the lease is released with the exact last millisecond of the node's ids. A database that cannot
- * be reached at start does not stop the node: it starts without the lease (creates answer 503 order_id_unavailable)
+ * be reached at start does not stop the node: it starts without the lease (creates answer 503 database_unavailable)
  * and takes it at the first renewal that reaches the database.
  */
 public final class NodeIdLeaseVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(NodeIdLeaseVerticle.class);
   private static final long RELEASE_WAIT_MILLIS = 2000;
+  /** After a renewal that failed, the next try comes this soon, so that creates resume soon after the database does. */
+  private static final long RETRY_AFTER_FAILURE_MILLIS = 500;
 
   private final PgConnectOptions connectOptions;
   private final LeasedOrderIds ids;
@@ -39,6 +41,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   private long renewTimer = -1;
   private boolean renewing;
   private boolean ours;
+  private boolean stopped;
 
   public NodeIdLeaseVerticle(AppConfig config, PgConnectOptions connectOptions, LeasedOrderIds ids) {
     this.connectOptions = connectOptions;
@@ -58,6 +61,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   }
 
   private Future<Void> startWithoutLease(Throwable failure) {
+    ids.databaseUnreachable(true);
     log.warn("could not take the lease on node.id {} at start ({}); creates answer 503 order_id_unavailable until a renewal "
         + "takes it", nodeId, failure.toString());
     return Future.succeededFuture();
@@ -72,6 +76,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
 
   @Override
   public Future<?> stop() {
+    stopped = true;
     vertx.cancelTimer(renewTimer);
     long lastMillis = ids.release();
     if (!ours) {
@@ -125,7 +130,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
 
   /** A renewal still running when the next is due makes that one skip; one that takes a third of the lease is given up. */
   private void renew() {
-    if (renewing) {
+    if (renewing || stopped) {
       return;
     }
     renewing = true;
@@ -138,6 +143,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
             } else {
               ours = false;
               ids.release();
+              ids.databaseUnreachable(false);
               log.error("node.id {} was taken by another instance after this node's lease expired: creates answer 503 "
                   + "order_id_unavailable until this node takes it back", nodeId);
             }
@@ -147,6 +153,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
             if (take.taken() != null) {
               hold(take.taken(), sentNanos);
             } else {
+              ids.databaseUnreachable(false);
               log.error("node.id {} is leased to instance {} until {}: creates answer 503 order_id_unavailable; "
                   + "give each node its own node.id", nodeId, take.heldElsewhere().holder(), take.heldElsewhere().expiresAt());
             }
@@ -154,8 +161,12 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
           });
     // a renewal that hangs (the database unreachable, not refusing) must not keep the next ones from trying
     done.timeout(leaseMillis / 3, TimeUnit.MILLISECONDS)
-        .onFailure(failure -> log.warn("could not renew the lease on node.id {} ({}); creates answer 503 order_id_unavailable "
-            + "if that lasts past the lease", nodeId, failure.toString()))
-        .onComplete(finished -> renewing = false);
+        .onComplete(finished -> renewing = false)
+        .onFailure(failure -> {
+          ids.databaseUnreachable(true);
+          log.warn("could not renew the lease on node.id {} ({}); creates answer 503 database_unavailable if that lasts past "
+              + "the lease", nodeId, failure.toString());
+          vertx.setTimer(RETRY_AFTER_FAILURE_MILLIS, id -> renew());
+        });
   }
 }

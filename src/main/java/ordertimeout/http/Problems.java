@@ -47,8 +47,7 @@ final class Problems {
           requestId(ctx));
     } else if (isDatabaseUnavailable(failure)) {
       log.warn("{} {}: database unavailable: {} {}", ctx.request().method(), ctx.request().path(), failure.toString(), requestId(ctx));
-      ctx.response().putHeader("Retry-After", "1");
-      send(ctx, 503, "database_unavailable", "the database cannot be reached; nothing was changed, retry later");
+      sendDatabaseUnavailable(ctx, "the database cannot be reached; nothing was changed, retry later");
     } else if (failure instanceof PgException pg && pg.getSqlState() != null && pg.getSqlState().startsWith("40")) {
       ctx.response().putHeader("Retry-After", "1");
       send(ctx, 503, "transaction_conflict", "the request collided with a concurrent one and was rolled back; retry it");
@@ -72,6 +71,11 @@ final class Problems {
     send(ctx, 503, code, detail);
   }
 
+  private static void sendDatabaseUnavailable(RoutingContext ctx, String detail) {
+    ctx.response().putHeader("Retry-After", "1");
+    send(ctx, 503, "database_unavailable", detail);
+  }
+
   private static void sendRejected(RoutingContext ctx, NodeStats stats, OrderRejected rejected) {
     switch (rejected.reason()) {
       case ORDER_NOT_FOUND -> send(ctx, 404, "order_not_found", rejected.getMessage());
@@ -90,6 +94,7 @@ final class Problems {
         ctx.response().putHeader("Retry-After", "1");
         send(ctx, 503, "order_id_unavailable", rejected.getMessage());
       }
+      case DATABASE_UNAVAILABLE -> sendDatabaseUnavailable(ctx, rejected.getMessage());
       case OVERLOADED -> shed(ctx, stats, ProblemCodes.OVERLOADED, rejected.getMessage());
       case ROW_LOCKED -> shed(ctx, stats, ProblemCodes.ROW_LOCKED, rejected.getMessage());
       case CLIENT_UNPAID_CAP -> send(ctx, 429, "client_unpaid_cap", rejected.getMessage());

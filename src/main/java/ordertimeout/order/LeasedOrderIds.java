@@ -18,6 +18,7 @@ public final class LeasedOrderIds {
   private boolean held;
   private long heldUntilNanos;
   private long highWaterMillis;
+  private boolean databaseUnreachable;
 
   public LeasedOrderIds(int nodeId, WallClock clock) {
     this(new OrderIds(nodeId, clock), clock::millis, System::nanoTime);
@@ -29,9 +30,16 @@ public final class LeasedOrderIds {
     this.nanoClock = nanoClock;
   }
 
-  /** A new id; {@link OrderRejected} ({@link Reason#ORDER_ID_UNAVAILABLE}) while the lease is not held. */
+  /**
+   * A new id; {@link OrderRejected} while the lease is not held: {@link Reason#DATABASE_UNAVAILABLE} when its
+   * renewals could not reach the database, {@link Reason#ORDER_ID_UNAVAILABLE} otherwise.
+   */
   public synchronized long next() {
     if (!held || nanoClock.getAsLong() - heldUntilNanos > 0) {
+      if (databaseUnreachable) {
+        throw new OrderRejected(Reason.DATABASE_UNAVAILABLE,
+            "the database cannot be reached to renew this node's lease on its node id; nothing was changed, retry later");
+      }
       throw new OrderRejected(Reason.ORDER_ID_UNAVAILABLE,
           "this node does not hold the lease on its node id (the database unreachable, or the id taken by another node); retry");
     }
@@ -55,8 +63,14 @@ public final class LeasedOrderIds {
   /** The database holds the lease for this node with {@code highWaterMillis}, valid here until {@code untilNanos} ({@link System#nanoTime}). */
   public synchronized void heldUntil(long highWaterMillis, long untilNanos) {
     this.held = true;
+    this.databaseUnreachable = false;
     this.highWaterMillis = highWaterMillis;
     this.heldUntilNanos = untilNanos;
+  }
+
+  /** The last attempt to take or renew the lease could not reach the database (true), or it did (false). */
+  public synchronized void databaseUnreachable(boolean unreachable) {
+    this.databaseUnreachable = unreachable;
   }
 
   /** No more ids; answers the millisecond of the last one, the high-water mark to leave to the next holder. */

@@ -19,6 +19,8 @@ public final class OrderRejected extends RuntimeException {
     PRECONDITION_REQUIRED,
     /** No unique id to give the order now (a transient condition of the node: answered 503). */
     ORDER_ID_UNAVAILABLE,
+    /** The database that a decision needs cannot be reached (answered 503 database_unavailable). */
+    DATABASE_UNAVAILABLE,
     /** Not started, or not decided, before its deadline; nothing was stored. */
     OVERLOADED,
     /** A row it needs stayed locked by another transaction past the lock wait; nothing was stored. */

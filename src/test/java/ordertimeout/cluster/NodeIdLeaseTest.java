@@ -99,10 +99,13 @@ class NodeIdLeaseTest {
       assertThat(create(node.api()).status()).isEqualTo(201);
 
       proxy.cut();
-      Await.until("creates answer 503 order_id_unavailable once the lease ran out", SAFETY,
-          () -> "order_id_unavailable".equals(create(node.api()).code()));
+      Await.until("creates answer 503 database_unavailable, for the lease, once it ran out", SAFETY, () -> {
+        Api.Response refused = create(node.api());
+        return "database_unavailable".equals(refused.code()) && refused.body().contains("lease");
+      });
       Api.Response refused = create(node.api());
       assertThat(refused.status()).isEqualTo(503);
+      assertThat(refused.code()).isEqualTo("database_unavailable");
       assertThat(refused.raw().headers().firstValue("Retry-After")).hasValue("1");
 
       proxy.restore();

@@ -47,6 +47,18 @@ class LeasedOrderIdsTest {
     assertUnavailable("does not hold the lease");
   }
 
+  @Test
+  void aLeaseLapsedBecauseTheDatabaseWasUnreachableAnswersDatabaseUnavailableUntilARenewal() {
+    ids.heldUntil(T + 10_000, 5_000);
+    ids.databaseUnreachable(true);
+    assertThat(ids.next()).as("still within the lease").isPositive();
+    nanos.set(5_001);
+    assertThatThrownBy(ids::next).isInstanceOf(OrderRejected.class)
+        .extracting(failure -> ((OrderRejected) failure).reason()).isEqualTo(OrderRejected.Reason.DATABASE_UNAVAILABLE);
+    ids.heldUntil(T + 10_000, 9_000);
+    assertThat(ids.next()).as("a renewal got through").isPositive();
+  }
+
   private void assertUnavailable(String why) {
     assertThatThrownBy(ids::next).isInstanceOf(OrderRejected.class).hasMessageContaining(why)
         .extracting(failure -> ((OrderRejected) failure).reason()).isEqualTo(OrderRejected.Reason.ORDER_ID_UNAVAILABLE);
