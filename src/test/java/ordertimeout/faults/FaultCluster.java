@@ -61,7 +61,7 @@ final class FaultCluster implements AutoCloseable {
       }
       cluster.awaitReady();
       return cluster;
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       cluster.close();
       throw e;
     }
@@ -92,7 +92,10 @@ final class FaultCluster implements AutoCloseable {
     Await.until("three nodes ready and owning every shard between them", READY_TIMEOUT, () -> {
       Set<Integer> owned = new HashSet<>();
       for (NodeProcess node : nodes) {
-        if (!node.isAlive() || !node.ready()) {
+        if (!node.isAlive()) {
+          throw new IllegalStateException("node " + node.nodeId() + " exited while starting; its log: " + node.log().toAbsolutePath());
+        }
+        if (!node.ready()) {
           return false;
         }
         try {
@@ -132,10 +135,25 @@ final class FaultCluster implements AutoCloseable {
 
   @Override
   public void close() {
-    nodes.forEach(NodeProcess::close);
-    clientProxies.forEach(TcpProxy::close);
-    databaseProxies.forEach(TcpProxy::close);
-    broker.close();
-    database.close();
+    List<AutoCloseable> started = new ArrayList<>(nodes);
+    started.addAll(clientProxies);
+    started.addAll(databaseProxies);
+    started.add(broker);
+    started.add(database);
+    RuntimeException first = null;
+    for (AutoCloseable each : started) {
+      try {
+        each.close();
+      } catch (Exception e) {
+        if (first == null) {
+          first = new IllegalStateException("could not stop everything the fault cluster started", e);
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
   }
 }

@@ -1,32 +1,54 @@
 package ordertimeout.support;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * Free loopback ports for the servers the tests start. The system may hand out a port again as soon
- * as the probing socket closes, before the server that was given it has bound it; so no port is given
- * twice in one test run (a broker's two listeners on one port refuse to start, seen here).
+ * Free loopback ports for the servers the tests start. They are taken below the system's ephemeral range
+ * ({@code net.ipv4.ip_local_port_range}): a port from that range, free when probed, can be taken as the local
+ * port of an outgoing connection (to PostgreSQL, Kafka, ...) before the server given it binds it (a node of the
+ * fault suite failed to start with "Address already in use", seen here). No port is given twice in one test run
+ * either (a broker's two listeners on one port refuse to start, seen here).
  */
 public final class Ports {
+  private static final int LOWEST = 15_000;
   private static final Set<Integer> GIVEN = new HashSet<>();
 
   private Ports() {}
 
   public static synchronized int free() {
-    for (int attempt = 0; attempt < 100; attempt++) {
-      try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-        if (GIVEN.add(socket.getLocalPort())) {
-          return socket.getLocalPort();
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
+    int below = ephemeralRangeStart();
+    for (int attempt = 0; attempt < 1000; attempt++) {
+      int port = ThreadLocalRandom.current().nextInt(LOWEST, below);
+      if (!GIVEN.contains(port) && bindable(port)) {
+        GIVEN.add(port);
+        return port;
       }
     }
-    throw new IllegalStateException("no free port not given before in 100 tries");
+    throw new IllegalStateException("no free port in [" + LOWEST + ", " + below + ") in 1000 tries");
+  }
+
+  private static boolean bindable(int port) {
+    try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+      return true;
+    } catch (IOException taken) {
+      return false;
+    }
+  }
+
+  /** The first port of the ephemeral range; Linux's default when it cannot be read. */
+  private static int ephemeralRangeStart() {
+    try {
+      int start = Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+      return start > LOWEST + 1000 ? start : 32_768;
+    } catch (IOException | RuntimeException unreadable) {
+      return 32_768;
+    }
   }
 }
