@@ -63,8 +63,10 @@ public record AppConfig(
    * to {@code groupMaxSize} requests; at most {@code maxQueued} requests wait for a group, each at most
    * {@code requestDeadlineMillis} (then it answers 503 {@code overloaded} and is never committed). A SKU whose row
    * stayed locked past the intake pool's lock wait has its creates refused at once for {@code lockedSkuMillis}.
+   * Every request is answered within {@code answerWithinMillis} of its arrival (504 when it could not be decided).
    */
-  public record Intake(int groupMaxSize, int groupsInFlight, int maxQueued, int requestDeadlineMillis, int lockedSkuMillis) {}
+  public record Intake(int groupMaxSize, int groupsInFlight, int maxQueued, int requestDeadlineMillis, int lockedSkuMillis,
+                       int answerWithinMillis) {}
 
   /**
    * {@code url} is empty for the embedded PostgreSQL. {@code idleInTransactionTimeoutMillis} and
@@ -232,7 +234,8 @@ public record AppConfig(
             source.integer("intake.groupsInFlight", 1, 1, 64),
             source.integer("intake.maxQueued", 1024, 1, 1_000_000),
             source.integer("intake.requestDeadlineMillis", 5000, 10, 600_000),
-            source.integer("intake.lockedSkuMillis", 3000, 0, 600_000)),
+            source.integer("intake.lockedSkuMillis", 3000, 0, 600_000),
+            source.integer("intake.answerWithinMillis", 10_000, 100, 3_600_000)),
         new Database(
             source.string("database.url", ""),
             source.string("database.dataDir", "./data"),
@@ -293,6 +296,7 @@ public record AppConfig(
         redis(source),
         new Health(source.integer("health.databaseTimeoutMillis", 1000, 10, 60_000)));
     config.refuseDevKeysOffLoopback();
+    config.requireAnswerAfterDeadline();
     return config;
   }
 
@@ -495,6 +499,14 @@ public record AppConfig(
       throw new ConfigException(key, "expected one of " + LOG_LEVEL_NAMES + ", found '" + value + "'");
     }
     return level;
+  }
+
+  /** A request is answered 504 only once it could have started: past its deadline in the queue it answers 503. */
+  private void requireAnswerAfterDeadline() {
+    if (intake.answerWithinMillis() <= intake.requestDeadlineMillis()) {
+      throw new ConfigException("intake.answerWithinMillis", "must be longer than intake.requestDeadlineMillis ("
+          + intake.requestDeadlineMillis() + "), not " + intake.answerWithinMillis());
+    }
   }
 
   private void refuseDevKeysOffLoopback() {

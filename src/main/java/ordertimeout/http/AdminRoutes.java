@@ -106,7 +106,7 @@ final class AdminRoutes {
     inventory.log(sku(ctx), limit).onSuccess(changes -> {
       JsonArray body = new JsonArray();
       changes.forEach(change -> body.add(toJson(change)));
-      ctx.response().setStatusCode(200).putHeader("Content-Type", "application/json").end(body.encode());
+      OrderRoutes.json(ctx, 200, body);
     }).onFailure(ctx::fail);
   }
 

@@ -69,7 +69,7 @@ final class DashboardRoutes {
   }
 
   private static void array(RoutingContext ctx, JsonArray body) {
-    ctx.response().setStatusCode(200).putHeader("Content-Type", "application/json").end(body.encode());
+    OrderRoutes.json(ctx, 200, body);
   }
 
   private static String iso(Instant instant) {

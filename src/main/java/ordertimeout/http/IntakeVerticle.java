@@ -4,6 +4,7 @@ import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.net.NetClientOptions;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
@@ -23,9 +24,8 @@ import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
 import ordertimeout.timer.OwnedShards;
 
-import java.util.concurrent.TimeUnit;
 import java.time.Duration;
-
+import java.util.concurrent.TimeUnit;
 
 /**
  * The HTTP API: authentication, the contract's checks before each /v1 route (after the key check and the
@@ -57,10 +57,20 @@ public final class IntakeVerticle extends VerticleBase {
     this.connections = connections;
   }
 
+  /**
+   * An intake connection silent this long is closed: its statements end within the pool's statement timeout, so
+   * one still waiting then talks to a database the network lost, and would hold its connection until TCP gives up.
+   * An idle pooled connection is closed too, and opened again when needed.
+   */
+  private static NetClientOptions silentConnectionsClosed(int silenceMillis) {
+    return new NetClientOptions().setReadIdleTimeout(silenceMillis).setIdleTimeoutUnit(TimeUnit.MILLISECONDS);
+  }
+
   @Override
   public Future<?> start() {
     Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances(),
-        config.database().intake());
+        config.database().intake(), config.intake().requestDeadlineMillis(), silentConnectionsClosed(
+        Math.max(config.intake().answerWithinMillis(), config.database().intake().statementTimeoutMillis() + 1000)));
     OrderStore store = new OrderStore(pool);
     AppConfig.Intake groups = config.intake();
     int shards = config.database().shards();
@@ -74,6 +84,7 @@ public final class IntakeVerticle extends VerticleBase {
     HttpConnections.Guard guard = connections.guard(vertx);
     Router router = Router.router(vertx);
     router.route().handler(guard::handle);
+    router.route().handler(new AnswerDeadline(config.intake().answerWithinMillis(), stats)::handle);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
     router.route().handler(RequestTargets::refuseMalformed);
     opsRoutes.mount(vertx, router);

@@ -2,6 +2,7 @@ package ordertimeout.http;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
@@ -195,6 +196,17 @@ final class OrderRoutes {
   }
 
   static void json(RoutingContext ctx, int status, JsonObject body) {
-    ctx.response().setStatusCode(status).putHeader("Content-Type", "application/json").end(body.encode());
+    json(ctx, status, body.encode());
+  }
+
+  static void json(RoutingContext ctx, int status, JsonArray body) {
+    json(ctx, status, body.encode());
+  }
+
+  /** Nothing is written once {@link AnswerDeadline} answered the request. */
+  private static void json(RoutingContext ctx, int status, String body) {
+    if (!ctx.response().ended()) {
+      ctx.response().setStatusCode(status).putHeader("Content-Type", "application/json").end(body);
+    }
   }
 }

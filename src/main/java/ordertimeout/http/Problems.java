@@ -151,6 +151,9 @@ final class Problems {
 
   /** The code goes on the request's access line; the 5xx causes are logged above. */
   static void send(RoutingContext ctx, int status, String code, String detail) {
+    if (ctx.response().ended()) {
+      return; // answered already, by AnswerDeadline
+    }
     AccessLog.problem(ctx, code);
     if (ctx.response().headWritten()) {
       ctx.request().connection().close();

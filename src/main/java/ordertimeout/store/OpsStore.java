@@ -40,7 +40,7 @@ public final class OpsStore {
     network.setReadIdleTimeout(silenceMillis);
     network.setIdleTimeoutUnit(TimeUnit.MILLISECONDS);
     return new OpsStore(Pools.shared(vertx, POOL, connectOptions, POOL_SIZE, 1,
-        new AppConfig.PoolWaits(boundMillis, boundMillis, MAX_WAITING), network));
+        new AppConfig.PoolWaits(boundMillis, boundMillis, MAX_WAITING), Pools.CONNECTION_WAIT_MILLIS, network));
   }
 
   /** The outbox rows no relay has published yet, and the age of the oldest (0 when none). */

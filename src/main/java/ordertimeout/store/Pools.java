@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
  * its own context. Intake and the deadline work (timer, close, sweep) have a pool each, so that
  * requests waiting on locks can never starve the closes. Every wait is bounded: a pool's sessions carry
  * its {@code lock_timeout} and {@code statement_timeout}, and its callers queue for a connection up to
- * a bound, for at most {@link #CONNECTION_WAIT_MILLIS}.
+ * a bound, for at most {@link #CONNECTION_WAIT_MILLIS} (intake: its requests' deadline).
  */
 public final class Pools {
   public static final String INTAKE = "order-timeout-intake";
@@ -28,7 +28,7 @@ public final class Pools {
    * timeout bounds the wait: since vertx-sql-client 5.0.8 a connection granted just as that timeout fires goes back
    * to the pool (PoolWaitTest).
    */
-  static final long CONNECTION_WAIT_MILLIS = 30_000;
+  public static final long CONNECTION_WAIT_MILLIS = 30_000;
   /** PostgreSQL's keepalive probes after the first: this many, this far apart, before it ends the session. */
   private static final int KEEPALIVE_PROBES = 3;
   private static final int KEEPALIVE_PROBE_SECONDS = 10;
@@ -53,19 +53,22 @@ public final class Pools {
 
   public static Pool shared(Vertx vertx, String name, PgConnectOptions connectOptions, int maxSize, int eventLoops,
                             AppConfig.PoolWaits waits) {
-    return shared(vertx, name, connectOptions, maxSize, eventLoops, waits, new NetClientOptions());
+    return shared(vertx, name, connectOptions, maxSize, eventLoops, waits, CONNECTION_WAIT_MILLIS, new NetClientOptions());
   }
 
-  /** {@code network}: the client's socket options; SO_KEEPALIVE is turned on. */
-  static Pool shared(Vertx vertx, String name, PgConnectOptions connectOptions, int maxSize, int eventLoops,
-                     AppConfig.PoolWaits waits, NetClientOptions network) {
+  /**
+   * {@code connectionWaitMillis}: how long a caller waits for a free connection; {@code network}: the client's socket
+   * options, SO_KEEPALIVE turned on.
+   */
+  public static Pool shared(Vertx vertx, String name, PgConnectOptions connectOptions, int maxSize, int eventLoops,
+                     AppConfig.PoolWaits waits, long connectionWaitMillis, NetClientOptions network) {
     PgConnectOptions sessions = new PgConnectOptions(connectOptions);
     sessions.addProperty("lock_timeout", Integer.toString(waits.lockTimeoutMillis()));
     sessions.addProperty("statement_timeout", Integer.toString(waits.statementTimeoutMillis()));
     return PgBuilder.pool()
         .with(new PoolOptions().setMaxSize(maxSize).setShared(true).setName(name).setEventLoopSize(eventLoops)
             .setMaxWaitQueueSize(waits.maxWaitQueue())
-            .setConnectionTimeout((int) CONNECTION_WAIT_MILLIS).setConnectionTimeoutUnit(TimeUnit.MILLISECONDS))
+            .setConnectionTimeout((int) connectionWaitMillis).setConnectionTimeoutUnit(TimeUnit.MILLISECONDS))
         .with(network.setTcpKeepAlive(true))
         .connectingTo(sessions)
         .using(vertx)

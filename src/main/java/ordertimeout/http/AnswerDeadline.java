@@ -1,0 +1,56 @@
+package ordertimeout.http;
+
+import io.vertx.core.http.HttpMethod;
+import io.vertx.ext.web.RoutingContext;
+import ordertimeout.metrics.NodeStats;
+
+import java.util.Set;
+
+/**
+ * Every request is answered within {@code intake.answerWithinMillis} of its arrival, whatever it waits on. The
+ * database's own timeouts cannot end a statement whose connection stopped answering (a cut or blackholed
+ * network), and the client side of the connection has no timeout of its own: without this, such a request waits
+ * until TCP gives up, minutes later. A request that changes something and is still running then answers 504
+ * {@code outcome_unknown}: it may still be committed (a create with its Idempotency-Key, a pay or a cancel are
+ * safe to send again and then answer what happened); a read answers 504 {@code read_timeout}. What the request
+ * would have answered later is dropped. An admin's reconciliation, which reads every unpaid order, answers when
+ * it is done (bounded by its own wait).
+ */
+final class AnswerDeadline {
+  static final String OUTCOME_UNKNOWN = "outcome_unknown";
+  static final String READ_TIMEOUT = "read_timeout";
+
+  private static final Set<String> LONG_RUNNING = Set.of("/v1/admin/reconcile");
+
+  private final long millis;
+  private final NodeStats stats;
+
+  AnswerDeadline(long millis, NodeStats stats) {
+    this.millis = millis;
+    this.stats = stats;
+  }
+
+  void handle(RoutingContext ctx) {
+    if (LONG_RUNNING.contains(ctx.request().path())) {
+      ctx.next();
+      return;
+    }
+    long timer = ctx.vertx().setTimer(millis, fired -> answerLate(ctx));
+    ctx.addEndHandler(answered -> ctx.vertx().cancelTimer(timer));
+    ctx.next();
+  }
+
+  private void answerLate(RoutingContext ctx) {
+    if (ctx.response().headWritten() || ctx.response().closed()) {
+      return;
+    }
+    boolean read = ctx.request().method() == HttpMethod.GET || ctx.request().method() == HttpMethod.HEAD;
+    String code = read ? READ_TIMEOUT : OUTCOME_UNKNOWN;
+    stats.requestShed(code);
+    ctx.response().putHeader("Retry-After", "1");
+    Problems.send(ctx, 504, code, read
+        ? "no answer within " + millis + " ms (the database did not answer in time); retry later"
+        : "not decided within " + millis + " ms (the database did not answer in time): it may still take effect; "
+            + "send it again (a create with the same Idempotency-Key) to learn what happened");
+  }
+}
