@@ -60,8 +60,15 @@ public final class LeasedOrderIds {
     ids.startAfter(previousHighWaterMillis);
   }
 
-  /** The database holds the lease for this node with {@code highWaterMillis}, valid here until {@code untilNanos} ({@link System#nanoTime}). */
+  /**
+   * The database holds the lease for this node with {@code highWaterMillis}, valid here until {@code untilNanos}
+   * ({@link System#nanoTime}). A renewal answered after a later one (it hung while the database was away) changes
+   * nothing: it would take the lease back to an end that has passed.
+   */
   public synchronized void heldUntil(long highWaterMillis, long untilNanos) {
+    if (held && untilNanos - heldUntilNanos < 0) {
+      return;
+    }
     this.held = true;
     this.databaseUnreachable = false;
     this.highWaterMillis = highWaterMillis;

@@ -30,7 +30,8 @@ import java.util.function.IntFunction;
  * to the one after.
  */
 final class OpenLoad {
-  static final Duration CLIENT_TIMEOUT = Duration.ofSeconds(10);
+  /** Past the nodes' answer bound (intake.answerWithinMillis, 10 s), so that a node that answers at all is heard. */
+  static final Duration CLIENT_TIMEOUT = Duration.ofSeconds(12);
   private static final int ATTEMPTS = 3;
   private static final int IN_PROGRESS_ATTEMPTS = 20;
   private static final long RETRY_DELAY_MILLIS = 250;
@@ -75,7 +76,7 @@ final class OpenLoad {
 
     void create(PlannedCreate create, long dueNanos, long start) {
       send(new Request(Kind.CREATE, create.index(), "POST", "/v1/orders", create.body().encode(), create.idempotencyKey(),
-          create.userId(), null, dueNanos), 1, 0, operation -> {
+          create.userId(), null, dueNanos), 1, 0, 0, operation -> {
         if (operation.outcome() == Outcome.OK) {
           follow(create.payAfterMillis(), start, create, Kind.PAY, operation.orderId());
           follow(create.readAfterMillis(), start, create, Kind.READ, operation.orderId());
@@ -92,22 +93,28 @@ final class OpenLoad {
       Request request = kind == Kind.PAY
           ? new Request(kind, create.index() + 1, "POST", "/v1/orders/" + orderId + "/pay", null, null, create.userId(), orderId, dueNanos)
           : new Request(kind, create.index() + 2, "GET", "/v1/orders/" + orderId, null, null, create.userId(), orderId, dueNanos);
-      scheduler.schedule(() -> send(request, 1, 0, operation -> {}), dueNanos - System.nanoTime(), TimeUnit.NANOSECONDS);
+      scheduler.schedule(() -> send(request, 1, 0, 0, operation -> {}), dueNanos - System.nanoTime(), TimeUnit.NANOSECONDS);
     }
 
-    private void send(Request request, int attempt, int inProgressAnswers, Consumer<Operation> then) {
+    /**
+     * {@code longestRequestMillis}: the longest wait of this operation's requests so far, the first counted from its
+     * due time, each retry from when it was sent.
+     */
+    private void send(Request request, int attempt, int inProgressAnswers, long longestRequestMillis, Consumer<Operation> then) {
+      long startNanos = attempt == 1 && inProgressAnswers == 0 ? request.dueNanos() : System.nanoTime();
       inFlight.acquireUninterruptibly();
       int port = ports.apply(Math.floorMod(request.nodeIndex() + attempt - 1, nodes));
       http.sendAsync(request.build(port), HttpResponse.BodyHandlers.ofString()).whenComplete((response, error) -> {
         inFlight.release();
+        long longest = Math.max(longestRequestMillis, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
         Answer answer = Answer.of(request.kind(), response, error);
         boolean inProgress = "request_in_progress".equals(answer.code());
         if (inProgress && inProgressAnswers < IN_PROGRESS_ATTEMPTS) {
-          scheduler.schedule(() -> send(request, attempt, inProgressAnswers + 1, then), RETRY_DELAY_MILLIS, TimeUnit.MILLISECONDS);
+          scheduler.schedule(() -> send(request, attempt, inProgressAnswers + 1, longest, then), RETRY_DELAY_MILLIS, TimeUnit.MILLISECONDS);
           return;
         }
         if ((answer.outcome() == Outcome.UNKNOWN || inProgress) && attempt < ATTEMPTS && request.kind() != Kind.READ) {
-          scheduler.schedule(() -> send(request, attempt + 1, 0, then), RETRY_DELAY_MILLIS, TimeUnit.MILLISECONDS);
+          scheduler.schedule(() -> send(request, attempt + 1, 0, longest, then), RETRY_DELAY_MILLIS, TimeUnit.MILLISECONDS);
           return;
         }
         // A retry follows an attempt that got no answer or found the key in progress: that attempt may have committed,
@@ -116,7 +123,7 @@ final class OpenLoad {
         Outcome outcome = inProgress || (earlierMayHaveCommitted && answer.outcome() == Outcome.FAILED) ? Outcome.UNKNOWN : answer.outcome();
         Operation operation = new Operation(request.kind(), outcome, answer.status(), answer.code(), request.userId(),
             answer.orderId() != null ? answer.orderId() : request.orderId(),
-            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - request.dueNanos()), attempt);
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - request.dueNanos()), longest, attempt);
         recording.add(operation);
         try {
           then.accept(operation);

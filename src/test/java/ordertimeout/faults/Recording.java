@@ -19,11 +19,13 @@ final class Recording {
   enum Outcome { OK, FAILED, UNKNOWN }
 
   /**
-   * One operation: {@code waitMillis} from the time it was due (not sent: an open model) to its last answer;
+   * One operation: {@code waitMillis} from the time it was due (not sent: an open model) to its last answer,
+   * {@code longestRequestMillis} the longest of its requests (the first counted from the due time, a retry from its sending);
    * {@code status} the last HTTP status (0: none), {@code code} the problem code, {@code userId} and {@code orderId}
    * which order it was about, {@code attempts} how many requests it took.
    */
-  record Operation(Kind kind, Outcome outcome, int status, String code, String userId, String orderId, long waitMillis, int attempts) {}
+  record Operation(Kind kind, Outcome outcome, int status, String code, String userId, String orderId, long waitMillis,
+                   long longestRequestMillis, int attempts) {}
 
   private final Queue<Operation> operations = new ConcurrentLinkedQueue<>();
 
@@ -39,13 +41,14 @@ final class Recording {
     return operations.stream().filter(operation -> operation.outcome() == outcome).count();
   }
 
+  /** The longest any one request waited for its answer. */
   long longestWaitMillis() {
-    return operations.stream().mapToLong(Operation::waitMillis).max().orElse(0);
+    return operations.stream().mapToLong(Operation::longestRequestMillis).max().orElse(0);
   }
 
-  /** The operation that waited longest, for the summary (what it was, how many requests, its last answer). */
+  /** The operation with the request that waited longest, for the summary (what it was, how many requests, its last answer). */
   Optional<Operation> slowest() {
-    return operations.stream().max(Comparator.comparingLong(Operation::waitMillis));
+    return operations.stream().max(Comparator.comparingLong(Operation::longestRequestMillis));
   }
 
   /** Last answers by operation, HTTP status (0: none) and problem code (or the client's exception), for the summary. */

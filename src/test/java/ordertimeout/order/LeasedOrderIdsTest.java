@@ -59,6 +59,14 @@ class LeasedOrderIdsTest {
     assertThat(ids.next()).as("a renewal got through").isPositive();
   }
 
+  @Test
+  void aRenewalAnsweredAfterALaterOneDoesNotShortenTheLease() {
+    ids.heldUntil(T + 20_000, 9_000);
+    ids.heldUntil(T + 10_000, 5_000);
+    nanos.set(6_000);
+    assertThat(ids.next()).as("still held until the later renewal's end").isPositive();
+  }
+
   private void assertUnavailable(String why) {
     assertThatThrownBy(ids::next).isInstanceOf(OrderRejected.class).hasMessageContaining(why)
         .extracting(failure -> ((OrderRejected) failure).reason()).isEqualTo(OrderRejected.Reason.ORDER_ID_UNAVAILABLE);
