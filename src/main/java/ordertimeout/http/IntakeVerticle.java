@@ -61,7 +61,7 @@ public final class IntakeVerticle extends VerticleBase {
   public Future<?> start() {
     Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances(),
         config.database().intake());
-    OrderStore store = new OrderStore(pool);
+    OrderStore store = new OrderStore(pool, config.orders().reopenOnLatePayment());
     AppConfig.Intake groups = config.intake();
     int shards = config.database().shards();
     OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus,
