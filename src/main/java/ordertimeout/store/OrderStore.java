@@ -299,7 +299,10 @@ public final class OrderStore {
     });
   }
 
-  /** A close as the dashboard lists it; {@code latenessMillis} is closed_at - close_at (negative for a close on request). */
+  /**
+   * A close as the dashboard lists it; {@code latenessMillis} is closed_at - close_at (or - hold_until, when a started
+   * payment held the close past the deadline; negative for a close on request).
+   */
   public record RecentClose(long orderId, String reason, java.time.Instant closeAt, java.time.Instant closedAt, long latenessMillis) {}
 
   /** A line of an order's log. */

@@ -435,11 +435,12 @@ final class Sql {
 
   /**
    * The latest closes, newest first: a backward scan of order_log's primary key, stopping after
-   * {@code $1} CLOSED lines, each joined with its order by primary key.
+   * {@code $1} CLOSED lines, each joined with its order by primary key. Lateness counts from the hold of a started
+   * payment when it ended after the deadline, as the held-lateness metric does.
    */
   static final String LATEST_CLOSES = """
       SELECT l.order_id, o.close_reason, o.close_at, o.closed_at,
-             (extract(epoch FROM o.closed_at - o.close_at) * 1000)::bigint AS lateness_millis
+             (extract(epoch FROM o.closed_at - greatest(o.close_at, o.hold_until)) * 1000)::bigint AS lateness_millis
       FROM order_log l JOIN orders o ON o.id = l.order_id
       WHERE l.event = 'CLOSED'
       ORDER BY l.id DESC LIMIT $1""";
