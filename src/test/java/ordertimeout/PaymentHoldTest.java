@@ -14,8 +14,10 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -131,6 +133,24 @@ class PaymentHoldTest extends ServiceTestBase {
     assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", orderId))
         .as("one event per order, not one per pay").isEqualTo(1);
     assertThat(api.stock("SKU-1").getLong("available")).as("the stock stays released").isEqualTo(10);
+  }
+
+  @Test
+  void concurrentLatePaysWriteOneEvent() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 1, "SKU-1", 1).getString("id");
+    Await.until("the timeout close", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
+    List<CompletableFuture<Api.Response>> pays = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      pays.add(api.postAsync("/v1/orders/" + id + "/pay", Api.USER_KEY));
+    }
+    for (CompletableFuture<Api.Response> pay : pays) {
+      Api.Response response = pay.join();
+      assertThat(response.status()).as(response.body()).isEqualTo(409);
+      assertThat(response.code()).isEqualTo("order_closed");
+    }
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", Long.parseLong(id)))
+        .isEqualTo(1);
   }
 
   @Test

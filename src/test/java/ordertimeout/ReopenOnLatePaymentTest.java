@@ -8,8 +8,10 @@ import ordertimeout.support.Sql;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -80,6 +82,24 @@ class ReopenOnLatePaymentTest extends ServiceTestBase {
     assertThat(again.code()).isEqualTo("order_closed");
     assertThat(statusOf(id)).isEqualTo("CLOSED");
     assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", orderId)).isEqualTo(1);
+  }
+
+  @Test
+  void concurrentLatePaysReopenTheOrderOnce() {
+    api.setStock("SKU-1", 5);
+    String id = create("u-1", 1, "SKU-1", 2).getString("id");
+    Await.until("the timeout close", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
+    List<CompletableFuture<Api.Response>> pays = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      pays.add(api.postAsync("/v1/orders/" + id + "/pay", Api.USER_KEY));
+    }
+    for (CompletableFuture<Api.Response> pay : pays) {
+      Api.Response response = pay.join();
+      assertThat(response.status()).as(response.body()).isEqualTo(200);
+      assertThat(response.json().getString("status")).isEqualTo("PAID");
+    }
+    assertThat(api.stock("SKU-1").getLong("available")).as("taken once").isEqualTo(3);
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_PAID'", Long.parseLong(id))).isEqualTo(1);
   }
 
   @Test
