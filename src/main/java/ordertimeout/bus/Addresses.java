@@ -7,6 +7,12 @@ public final class Addresses {
    * One node alone: its timer takes them. In a cluster: the timer fan-out publishes them to Kafka.
    */
   public static final String TIMER_SCHEDULE = "timer.schedule";
+  /**
+   * {@link ordertimeout.bus.Deadlines}: move orders' timers (a deadline extended, a close held for a started payment):
+   * each kind given replaces the order's timer of that kind, on its shard's owner. One node alone: its timer takes
+   * them. In a cluster: the timer fan-out publishes them to Kafka, whose copies always replace.
+   */
+  public static final String TIMER_MOVE = "timer.move";
   /** {@link CancelTimers}: drop an order's timers (it was paid or closed), on its shard's owner. */
   public static final String TIMER_CANCEL = "timer.cancel";
   /** {@link ordertimeout.bus.Deadlines} of shards this node owns, as they arrive from Kafka: into this node's wheel. */

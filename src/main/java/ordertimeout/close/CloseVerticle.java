@@ -182,7 +182,7 @@ public final class CloseVerticle extends VerticleBase {
     }
     Future<Integer> done = job.kind() == Kind.CLOSE
         ? withRetries(ids, store::closeDue, 1).map(batch -> {
-            stats.timeoutClosed(job.path(), batch.latenessMillis());
+            stats.timeoutClosed(job.path(), batch.latenessMillis(), batch.heldLatenessMillis());
             putBack(batch.notYetDue());
             return batch.closedIds().length;
           })

@@ -59,6 +59,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
     EventBus bus = vertx.eventBus();
     return Future.join(
         bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> publishSchedule(message.body())).completion(),
+        // moved timers travel as schedules: every copy from Kafka, and the local one, replaces the order's timer
+        bus.<Deadlines>consumer(Addresses.TIMER_MOVE, message -> publishSchedule(message.body())).completion(),
         bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> publishCancel(message.body())).completion());
   }
 

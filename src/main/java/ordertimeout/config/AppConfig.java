@@ -105,7 +105,9 @@ public record AppConfig(
       int reminderBeforeSeconds,
       int maxUnpaidPerUser,
       int maxItems,
-      int maxQty) {}
+      int maxQty,
+      int paymentHoldSeconds,
+      boolean reopenOnLatePayment) {}
 
   public record Timer(int tickMillis, int batchSize, int reloadPageSize) {}
 
@@ -368,7 +370,9 @@ public record AppConfig(
         source.integer("orders.reminderBeforeSeconds", 300, 0, SEVEN_DAYS),
         source.integer("orders.maxUnpaidPerUser", 100, 1, 1_000_000),
         source.integer("orders.maxItems", 50, 1, 1000),
-        source.integer("orders.maxQty", 10_000, 1, 1_000_000));
+        source.integer("orders.maxQty", 10_000, 1, 1_000_000),
+        source.integer("orders.paymentHoldSeconds", 600, 1, SEVEN_DAYS),
+        source.bool("orders.reopenOnLatePayment", false));
   }
 
   private static final List<String> CLIENT_LIMITS =

@@ -147,6 +147,22 @@ public final class ConfigSource {
     return result;
   }
 
+  /** true or false (YAML's booleans, or the words in an environment variable). */
+  public boolean bool(String key, boolean fallback) {
+    Object value = raw(key);
+    if (value == null) {
+      return fallback;
+    }
+    if (value instanceof Boolean flag) {
+      return flag;
+    }
+    String text = value.toString().trim();
+    if (text.equalsIgnoreCase("true") || text.equalsIgnoreCase("false")) {
+      return Boolean.parseBoolean(text);
+    }
+    throw new ConfigException(key, "expected true or false, found " + kindOf(value));
+  }
+
   public int integer(String key, int fallback, int min, int max) {
     return (int) number(key, fallback, min, max);
   }

@@ -33,12 +33,16 @@ import ordertimeout.store.OrderStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeParseException;
 import java.util.concurrent.TimeUnit;
 
 import static net.logstash.logback.argument.StructuredArguments.kv;
 
 /**
- * The order routes: create (idempotent), read, pay, cancel, and the admin close. A create is logged by
+ * The order routes: create (idempotent), read, pay, payment started, extend, cancel, and the admin close. A create is logged by
  * its access line (201 with the order id); a payment or a close on request by an INFO line of its own.
  */
 final class OrderRoutes {
@@ -70,6 +74,8 @@ final class OrderRoutes {
     router.get("/v1/orders/:id").handler(contract.validate("getOrder"))
         .handler(ctx -> respond(ctx, 200, store.find(orderId(ctx), clientScope(ctx))));
     router.post("/v1/orders/:id/pay").handler(contract.validate("payOrder")).handler(this::pay);
+    router.post("/v1/orders/:id/payment-started").handler(contract.validate("startPayment")).handler(this::paymentStarted);
+    router.post("/v1/orders/:id/extend").handler(contract.validate("extendOrder")).handler(this::extend);
     router.post("/v1/orders/:id/cancel").handler(contract.validate("cancelOrder"))
         .handler(ctx -> close(ctx, CloseReason.USER_CANCELLED));
     router.post("/v1/admin/orders/:id/close").handler(contract.validate("closeOrder"))
@@ -147,6 +153,81 @@ final class OrderRoutes {
       }
       return change.order();
     }));
+  }
+
+  /**
+   * The buyer reached the payment provider: the close waits {@code orders.paymentHoldSeconds} past the deadline, once
+   * per order; the order's close timer moves to its hold on the owner of its shard.
+   */
+  private void paymentStarted(RoutingContext ctx) {
+    long id = orderId(ctx);
+    respond(ctx, 200, store.paymentStarted(id, clientScope(ctx), config.orders().paymentHoldSeconds()).map(change -> {
+      Order order = change.order();
+      if (change.changed() && order.status() == OrderStatus.UNPAID) {
+        moveTimers(order, false);
+        log.info("payment started {} {} {}", kv("orderId", id), kv("holdUntil", order.holdUntil()),
+            kv("requestId", AccessLog.requestId(ctx)));
+      }
+      if (order.status() != OrderStatus.UNPAID) {
+        cancelTimersIfChanged(change); // closed here: it was past its deadline
+      }
+      return unpaid(order);
+    }));
+  }
+
+  /**
+   * A new deadline, {@code closeAt} or {@code extendSeconds} past the present one, within the caller's ceiling after
+   * the order's creation (the client's {@code clients.*.maxTimeoutSeconds}; for an admin {@code orders.maxTimeoutSeconds});
+   * the order's timers move on the owner of its shard.
+   */
+  private void extend(RoutingContext ctx) {
+    long id = orderId(ctx);
+    JsonObject body = (JsonObject) ContractChecks.body(ctx);
+    ApiKey caller = Auth.caller(ctx);
+    long ceiling = caller.role() == AppConfig.Role.ADMIN
+        ? config.orders().maxTimeoutSeconds()
+        : config.clients().of(caller.client()).maxTimeoutSeconds();
+    Instant closeAt = body.containsKey("closeAt") ? instant(body.getString("closeAt")) : null;
+    long extendSeconds = body.getLong("extendSeconds", 0L);
+    respond(ctx, 200, store.extend(id, clientScope(ctx), closeAt, extendSeconds, ceiling).map(change -> {
+      Order order = change.order();
+      if (change.changed() && order.status() == OrderStatus.UNPAID) {
+        moveTimers(order, true);
+        log.info("deadline extended {} {} {}", kv("orderId", id), kv("closeAt", order.closeAt()),
+            kv("requestId", AccessLog.requestId(ctx)));
+      }
+      if (order.status() != OrderStatus.UNPAID) {
+        cancelTimersIfChanged(change); // closed here: it was past its deadline
+      }
+      return unpaid(order);
+    }));
+  }
+
+  /** An ISO-8601 time with its offset ({@code Z} or {@code +02:00}); 400 {@code invalid_field} otherwise. */
+  private static Instant instant(String text) {
+    try {
+      return OffsetDateTime.parse(text, DateTimeFormatter.ISO_OFFSET_DATE_TIME).toInstant();
+    } catch (DateTimeParseException e) {
+      throw ApiException.badRequest(ProblemCodes.INVALID_FIELD, "'closeAt' must be an ISO-8601 time with its offset, e.g. "
+          + "2026-12-01T09:30:00Z");
+    }
+  }
+
+  /** The order's close timer to its due time (deadline or hold), and its reminder with it if {@code reminder}. */
+  private void moveTimers(Order order, boolean reminder) {
+    long remindAt = reminder && order.remindAt() != null ? order.remindAt().toEpochMilli() : Deadlines.NONE;
+    vertx.eventBus().send(Addresses.TIMER_MOVE, Deadlines.one(order.id(), order.dueAt().toEpochMilli(), remindAt));
+  }
+
+  /** The order if it is unpaid; 409 {@code order_paid} or {@code order_closed} otherwise. */
+  private static Order unpaid(Order order) {
+    if (order.status() == OrderStatus.PAID) {
+      throw new OrderRejected(Reason.ORDER_PAID, "order " + order.id() + " is paid");
+    }
+    if (order.status() == OrderStatus.CLOSED) {
+      throw new OrderRejected(Reason.ORDER_CLOSED, "order " + order.id() + " is closed (" + order.closeReason() + ")");
+    }
+    return order;
   }
 
   private void close(RoutingContext ctx, CloseReason reason) {

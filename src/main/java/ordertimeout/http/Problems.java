@@ -99,6 +99,10 @@ final class Problems {
       case ROW_LOCKED -> shed(ctx, stats, ProblemCodes.ROW_LOCKED, rejected.getMessage());
       case CLIENT_UNPAID_CAP -> send(ctx, 429, "client_unpaid_cap", rejected.getMessage());
       case CLIENT_UNITS_CAP -> send(ctx, 429, "client_units_cap", rejected.getMessage());
+      case REOPEN_INSUFFICIENT_STOCK -> send(ctx, 409, "reopen_insufficient_stock", rejected.getMessage());
+      case DEADLINE_IN_PAST -> send(ctx, 400, "deadline_in_past", rejected.getMessage());
+      case DEADLINE_NOT_LATER -> send(ctx, 400, "deadline_not_later", rejected.getMessage());
+      case DEADLINE_BEYOND_CEILING -> send(ctx, 400, "deadline_beyond_ceiling", rejected.getMessage());
     }
   }
 

@@ -35,6 +35,8 @@ public final class Meters {
   public static final String CLOSE_LATENESS = "ordertimeout.close.lateness";
   /** The Prometheus registry drops a timer's percentiles when it has buckets: they are gauges of their own. */
   public static final String CLOSE_LATENESS_PERCENTILE = "ordertimeout.close.lateness.percentile";
+  /** closed_at - hold_until of the closes that waited for a started payment (POST .../payment-started), apart from the above. */
+  public static final String CLOSE_HELD_LATENESS = "ordertimeout.close.held.lateness";
   public static final String CLOSE_RETRIES = "ordertimeout.close.retries";
   public static final String CLOSE_BATCHES_GIVEN_UP = "ordertimeout.close.batches.given.up";
   public static final String REMINDERS_SENT = "ordertimeout.reminders.sent";

@@ -41,6 +41,8 @@ public final class NodeStats {
   private final Map<CloseReason, Counter> requestClosesByReason = new ConcurrentHashMap<>();
   private final Counter sweepCatches;
   private final Timer lateness;
+  /** Lateness of the closes that waited for a started payment, after its hold: kept out of the headline lateness. */
+  private final Timer heldLateness;
   /** All-time lateness with its exact maximum, for the admin JSON; the timer's percentiles cover the recent window only. */
   private final Histogram latenessMillis = new SynchronizedHistogram(MAX_TRACKED_LATENESS_MILLIS, 3);
   private final Counter closeRetries;
@@ -90,6 +92,10 @@ public final class NodeStats {
         .percentilePrecision(2)
         .distributionStatisticExpiry(percentileWindow)
         .distributionStatisticBufferLength(3)
+        .register(registry);
+    heldLateness = Timer.builder(Meters.CLOSE_HELD_LATENESS)
+        .description("closed_at - hold_until of the timeout closes that waited for a started payment past their deadline")
+        .serviceLevelObjectives(LATENESS_BUCKETS)
         .register(registry);
     for (double percentile : PERCENTILES) {
       Gauge.builder(Meters.CLOSE_LATENESS_PERCENTILE, lateness, timer -> percentile(timer, percentile, TimeUnit.SECONDS))
@@ -183,15 +189,23 @@ public final class NodeStats {
     }
   }
 
-  public void timeoutClosed(DueOrders.Path path, long[] latenessMillisOfEach) {
-    timeoutClosesByPath.get(path).increment(latenessMillisOfEach.length);
+  /**
+   * Timeout closes: {@code latenessMillisOfEach} past their deadline, {@code heldLatenessMillisOfEach} (closes that
+   * waited for a started payment) past their hold, recorded apart so that a hold does not count as lateness.
+   */
+  public void timeoutClosed(DueOrders.Path path, long[] latenessMillisOfEach, long[] heldLatenessMillisOfEach) {
+    int closed = latenessMillisOfEach.length + heldLatenessMillisOfEach.length;
+    timeoutClosesByPath.get(path).increment(closed);
     if (path == DueOrders.Path.SWEEP) {
-      sweepCatches.increment(latenessMillisOfEach.length);
+      sweepCatches.increment(closed);
     }
     for (long late : latenessMillisOfEach) {
       long clamped = Math.min(Math.max(late, 0), MAX_TRACKED_LATENESS_MILLIS);
       latenessMillis.recordValue(clamped);
       lateness.record(clamped, TimeUnit.MILLISECONDS);
+    }
+    for (long late : heldLatenessMillisOfEach) {
+      heldLateness.record(Math.min(Math.max(late, 0), MAX_TRACKED_LATENESS_MILLIS), TimeUnit.MILLISECONDS);
     }
   }
 

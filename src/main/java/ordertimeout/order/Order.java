@@ -6,7 +6,10 @@ import io.vertx.core.json.JsonObject;
 import java.time.Instant;
 import java.util.List;
 
-/** An order as stored; times come from the database clock. */
+/**
+ * An order as stored; times come from the database clock. {@code holdUntil}: set once a payment started, the close
+ * waits until then (null otherwise).
+ */
 public record Order(
     long id,
     String userId,
@@ -18,7 +21,8 @@ public record Order(
     Instant closeAt,
     Instant remindAt,
     Instant paidAt,
-    Instant closedAt) {
+    Instant closedAt,
+    Instant holdUntil) {
 
   /** The API representation: the id as a string (64-bit ids lose precision as JSON numbers), ISO-8601 UTC times. */
   public JsonObject toJson() {
@@ -35,10 +39,11 @@ public record Order(
         .put("closeAt", iso(closeAt))
         .put("remindAt", iso(remindAt))
         .put("paidAt", iso(paidAt))
-        .put("closedAt", iso(closedAt));
+        .put("closedAt", iso(closedAt))
+        .put("holdUntil", iso(holdUntil));
   }
 
-  /** The order back from {@link #toJson()}. */
+  /** The order back from {@link #toJson()} (or from a stored answer written before holdUntil existed: none). */
   public static Order fromJson(JsonObject json) {
     List<OrderItem> items = json.getJsonArray("items").stream()
         .map(item -> (JsonObject) item)
@@ -48,7 +53,12 @@ public record Order(
     return new Order(Long.parseLong(json.getString("id")), json.getString("userId"), json.getString("category"),
         OrderStatus.valueOf(json.getString("status")), closeReason == null ? null : CloseReason.valueOf(closeReason), items,
         instant(json, "createdAt"), instant(json, "closeAt"), instant(json, "remindAt"), instant(json, "paidAt"),
-        instant(json, "closedAt"));
+        instant(json, "closedAt"), instant(json, "holdUntil"));
+  }
+
+  /** When its close is due: its deadline, or the end of the hold of a started payment if that is later. */
+  public Instant dueAt() {
+    return holdUntil != null && holdUntil.isAfter(closeAt) ? holdUntil : closeAt;
   }
 
   private static Instant instant(JsonObject json, String field) {

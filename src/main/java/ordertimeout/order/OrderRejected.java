@@ -24,7 +24,15 @@ public final class OrderRejected extends RuntimeException {
     /** Not started, or not decided, before its deadline; nothing was stored. */
     OVERLOADED,
     /** A row it needs stayed locked by another transaction past the lock wait; nothing was stored. */
-    ROW_LOCKED
+    ROW_LOCKED,
+    /** A late pay of an order closed by timeout whose stock is gone: not paid (its refund event is written). */
+    REOPEN_INSUFFICIENT_STOCK,
+    /** A deadline change to a time the database clock has passed. */
+    DEADLINE_IN_PAST,
+    /** A deadline change to before the present deadline: deadlines are only extended. */
+    DEADLINE_NOT_LATER,
+    /** A deadline change past the ceiling after the order's creation. */
+    DEADLINE_BEYOND_CEILING
   }
 
   private final Reason reason;

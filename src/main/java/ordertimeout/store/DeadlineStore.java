@@ -30,10 +30,11 @@ public final class DeadlineStore {
 
   /**
    * The result of a close batch: each closed order's lateness ({@code closed_at - close_at}, both
-   * from the database clock), and the orders still unpaid whose deadline the database says has not
-   * come yet (the node's clock ran ahead), to be put back into the wheel.
+   * from the database clock), apart from that of the orders whose close waited for a started payment past their
+   * deadline ({@code closed_at - hold_until}), and the orders still unpaid whose deadline (or hold) the database
+   * says has not come yet (the node's clock ran ahead, or a payment started), to be put back into the wheel.
    */
-  public record ClosedBatch(long[] closedIds, long[] latenessMillis, Deadlines notYetDue) {}
+  public record ClosedBatch(long[] closedIds, long[] latenessMillis, long[] heldLatenessMillis, Deadlines notYetDue) {}
 
   /** One transaction: the compare-and-set close of every due unpaid order among {@code ids}, stock, log, events. */
   public Future<ClosedBatch> closeDue(long[] ids) {
@@ -44,18 +45,28 @@ public final class DeadlineStore {
           int count = closed.size();
           long[] closedIds = new long[count];
           long[] lateness = new long[count];
+          long[] heldLateness = new long[count];
           int i = 0;
+          int held = 0;
           for (Row row : closed) {
-            closedIds[i] = row.getLong("id");
-            lateness[i] = millis(row.getOffsetDateTime("closed_at")) - millis(row.getOffsetDateTime("close_at"));
-            i++;
+            closedIds[i + held] = row.getLong("id");
+            long closeAt = millis(row.getOffsetDateTime("close_at"));
+            OffsetDateTime holdUntil = row.getOffsetDateTime("hold_until");
+            long closedAt = millis(row.getOffsetDateTime("closed_at"));
+            if (holdUntil != null && millis(holdUntil) > closeAt) {
+              heldLateness[held++] = closedAt - millis(holdUntil);
+            } else {
+              lateness[i++] = closedAt - closeAt;
+            }
           }
+          long[] ordinary = Arrays.copyOf(lateness, i);
+          long[] afterHold = Arrays.copyOf(heldLateness, held);
           Future<Deadlines> notYetDue = count == ids.length
               ? Future.succeededFuture(Deadlines.EMPTY)
               : stillUnpaid(conn, boxed);
           return StockMoves.release(conn, box(closedIds))
               .compose(released -> notYetDue)
-              .map(later -> new ClosedBatch(closedIds, lateness, later));
+              .map(later -> new ClosedBatch(closedIds, ordinary, afterHold, later));
         }));
   }
 
@@ -92,6 +103,14 @@ public final class DeadlineStore {
     return pendingPage(Sql.PENDING_REMINDERS_PAGE, false, shard, after, limit);
   }
 
+  /**
+   * A page of one shard's unpaid orders whose close waits for a started payment: close timers at the later of their
+   * deadline and hold, to replace those of {@link #pendingDeadlinesPage}. Their cursor runs over the hold.
+   */
+  public Future<PendingPage> pendingHoldsPage(int shard, PageCursor after, int limit) {
+    return pendingPage(Sql.PENDING_HOLDS_PAGE, true, shard, after, limit);
+  }
+
   private Future<PendingPage> pendingPage(String sql, boolean close, int shard, PageCursor after, int limit) {
     return pool.preparedQuery(sql).execute(Tuple.of(shard, after.at(), after.id(), limit)).map(rows -> {
       int size = rows.size();
@@ -104,7 +123,7 @@ public final class DeadlineStore {
       for (Row row : rows) {
         ids[i] = row.getLong("id");
         due[i] = millis(row.getOffsetDateTime("due"));
-        last = new PageCursor(row.getOffsetDateTime("due"), ids[i]);
+        last = new PageCursor(row.getOffsetDateTime(row.getColumnIndex("cursor_at") >= 0 ? "cursor_at" : "due"), ids[i]);
         i++;
       }
       return new PendingPage(close ? new Deadlines(ids, due, none) : new Deadlines(ids, none, due), last);

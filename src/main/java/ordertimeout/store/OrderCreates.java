@@ -425,7 +425,7 @@ public final class OrderCreates {
         Row row = byId.get(order.id());
         Order created = new Order(order.id(), order.userId(), order.category(), OrderStatus.UNPAID, null, order.items(),
             row.getOffsetDateTime("created_at").toInstant(), row.getOffsetDateTime("close_at").toInstant(),
-            row.getOffsetDateTime("remind_at") == null ? null : row.getOffsetDateTime("remind_at").toInstant(), null, null);
+            row.getOffsetDateTime("remind_at") == null ? null : row.getOffsetDateTime("remind_at").toInstant(), null, null, null);
         String body = created.toJson().encode();
         results[i] = new CreateResult(new CreateOutcome(created, false), null);
         clients[a] = key.client();

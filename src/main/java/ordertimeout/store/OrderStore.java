@@ -15,7 +15,10 @@ import ordertimeout.order.OrderStatus;
 import ordertimeout.order.PayRequest;
 import ordertimeout.order.StateChange;
 
+import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -29,9 +32,16 @@ public final class OrderStore {
   private static final int LOCK_ATTEMPTS = 3;
 
   private final Pool pool;
+  private final boolean reopenOnLatePayment;
 
   public OrderStore(Pool pool) {
+    this(pool, false);
+  }
+
+  /** {@code reopenOnLatePayment}: a pay after a timeout close pays the order after all when its stock is still there. */
+  public OrderStore(Pool pool, boolean reopenOnLatePayment) {
     this.pool = pool;
+    this.reopenOnLatePayment = reopenOnLatePayment;
   }
 
   /**
@@ -53,7 +63,8 @@ public final class OrderStore {
    * A stock row held past the pool's {@code lock_timeout} rolls the group back; then each request is paid on its own,
    * so that only the pays of that stock wait for it. A single pay that runs out of its lock wait is tried again, up to
    * {@link #LOCK_ATTEMPTS} times in all, before it answers the lock timeout: on a hot SKU the single pays queue for
-   * its row behind one another, and a queue over the lock wait is not a held row.
+   * its row behind one another, and a queue over the lock wait is not a held row. A pay that finds its order closed
+   * is a late payment ({@link #latePay}), each in a transaction of its own.
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
     return pool.withTransaction(conn -> new PayGroup(conn, requests).run())
@@ -65,7 +76,133 @@ public final class OrderStore {
         })
         .recover(failure -> SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE) && requests.size() > 1
             ? Future.succeededFuture(requests.stream().map(this::payOne).toList())
-            : Future.failedFuture(failure));
+            : Future.failedFuture(failure))
+        .map(results -> {
+          List<Future<StateChange>> answered = new ArrayList<>(results.size());
+          for (int i = 0; i < results.size(); i++) {
+            PayRequest request = requests.get(i);
+            answered.add(results.get(i).compose(change -> change.order().status() == OrderStatus.CLOSED
+                ? latePay(request, change)
+                : Future.succeededFuture(change)));
+          }
+          return answered;
+        });
+  }
+
+  /**
+   * A pay that came after its order's close (the buyer's money may have been taken): decided once per order, in one
+   * transaction that holds the order's row. With {@code reopenOnLatePayment}, an order closed by timeout whose units
+   * are all still available is paid after all (its stock taken again, an ORDER_PAID event flagged reopened); any
+   * other order closed, or a reopen without the stock, gets one ORDER_LATE_PAYMENT event, so that the shop refunds.
+   * Further pays of the order change nothing and write nothing: a pay has no key of its own to tell a second payment
+   * from a retry. A reopen refused for its stock fails with {@link Reason#REOPEN_INSUFFICIENT_STOCK} after the commit
+   * of its event; the order stays closed.
+   */
+  private Future<StateChange> latePay(PayRequest request, StateChange closed) {
+    long id = request.id();
+    String client = request.client();
+    Long[] ids = {id};
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
+      if (rows.size() == 0) {
+        return Future.failedFuture(new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id));
+      }
+      Row row = rows.iterator().next();
+      if (!OrderStatus.CLOSED.name().equals(row.getString("status")) || row.getOffsetDateTime("late_payment_at") != null) {
+        return selectOrder(conn, id, client).map(order -> new LatePay(new StateChange(order, closed.changed()), false));
+      }
+      String reason = row.getString("close_reason");
+      if (!reopenOnLatePayment || !CloseReason.TIMEOUT.name().equals(reason)) {
+        return noteLatePayment(conn, id, client, reopenOnLatePayment ? "NOT_A_TIMEOUT" : "REOPEN_OFF", closed, false);
+      }
+      return StockMoves.takeSold(conn, ids).compose(taken -> !taken
+          ? noteLatePayment(conn, id, client, "INSUFFICIENT_STOCK", closed, true)
+          : conn.preparedQuery(Sql.REOPEN_PAID).execute(Tuple.of(id, reason, row.getOffsetDateTime("closed_at")))
+              .compose(reopened -> changed(conn, id, client))
+              .map(paid -> new LatePay(paid, false)));
+    })).map(late -> {
+      if (late.stockGone()) {
+        throw new OrderRejected(Reason.REOPEN_INSUFFICIENT_STOCK, "order " + id + " was closed (TIMEOUT) and its stock "
+            + "is no longer available: it was not paid; an ORDER_LATE_PAYMENT event was written for the refund");
+      }
+      return late.change();
+    });
+  }
+
+  /** The answer to a late pay; {@code stockGone}: a reopen was refused for want of stock. */
+  private record LatePay(StateChange change, boolean stockGone) {}
+
+  private static Future<LatePay> noteLatePayment(SqlConnection conn, long id, String client, String notReopened,
+                                                 StateChange closed, boolean stockGone) {
+    return conn.preparedQuery(Sql.NOTE_LATE_PAYMENT).execute(Tuple.of(id, notReopened))
+        .compose(noted -> selectOrder(conn, id, client))
+        .map(order -> new LatePay(new StateChange(order, closed.changed()), stockGone));
+  }
+
+  /**
+   * Payment started: the close of the unpaid order waits {@code holdSeconds} past its deadline ({@code holdUntil}),
+   * once per order; a second call changes nothing. An order past its deadline is closed right there as a timeout (the
+   * wheel would do it a moment later); a paid or closed one is answered as it is.
+   */
+  public Future<StateChange> paymentStarted(long id, String client, int holdSeconds) {
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.START_PAYMENT).execute(Tuple.of(id, client, holdSeconds))
+        .compose(held -> held.size() == 1
+            ? changed(conn, id, client)
+            : selectOrder(conn, id, client).compose(order -> order.status() == OrderStatus.UNPAID && order.holdUntil() == null
+                ? closeIfDue(conn, id, client)
+                : Future.succeededFuture(new StateChange(order, false)))));
+  }
+
+  /**
+   * Moves the deadline of an unpaid order to {@code closeAt}, or {@code extendSeconds} past the present one (one of
+   * them is given), by a compare-and-set on the deadline it read with the row locked: never before the database's
+   * now ({@link Reason#DEADLINE_IN_PAST}), never earlier than it is ({@link Reason#DEADLINE_NOT_LATER}), never over
+   * {@code ceilingSeconds} after the order's creation ({@link Reason#DEADLINE_BEYOND_CEILING}); the same deadline
+   * again changes nothing. An order past its deadline (and hold) is closed right there as a timeout; a paid or
+   * closed one is answered as it is.
+   */
+  public Future<StateChange> extend(long id, String client, Instant closeAt, long extendSeconds, long ceilingSeconds) {
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
+      if (rows.size() == 0) {
+        return Future.failedFuture(new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id));
+      }
+      Row row = rows.iterator().next();
+      if (!OrderStatus.UNPAID.name().equals(row.getString("status"))) {
+        return selectOrder(conn, id, client).map(order -> new StateChange(order, false));
+      }
+      if (row.getBoolean("due")) {
+        return closeIfDue(conn, id, client);
+      }
+      OffsetDateTime current = row.getOffsetDateTime("close_at");
+      Instant wanted = closeAt != null ? closeAt.truncatedTo(ChronoUnit.MICROS) : current.toInstant().plusSeconds(extendSeconds);
+      Instant now = row.getOffsetDateTime("db_now").toInstant();
+      Instant ceiling = row.getOffsetDateTime("created_at").toInstant().plusSeconds(ceilingSeconds);
+      if (wanted.equals(current.toInstant())) {
+        return selectOrder(conn, id, client).map(order -> new StateChange(order, false));
+      }
+      if (!wanted.isAfter(now)) {
+        return Future.failedFuture(new OrderRejected(Reason.DEADLINE_IN_PAST,
+            "the new deadline " + wanted + " is not after the database's now, " + now));
+      }
+      if (wanted.isBefore(current.toInstant())) {
+        return Future.failedFuture(new OrderRejected(Reason.DEADLINE_NOT_LATER,
+            "the new deadline " + wanted + " is before the present one, " + current.toInstant() + "; a deadline is only extended"));
+      }
+      if (wanted.isAfter(ceiling)) {
+        return Future.failedFuture(new OrderRejected(Reason.DEADLINE_BEYOND_CEILING, "the deadline may be at most "
+            + ceilingSeconds + " s after the order's creation, " + ceiling + "; " + wanted + " is later"));
+      }
+      return conn.preparedQuery(Sql.EXTEND_DEADLINE).execute(Tuple.of(id, wanted.atOffset(ZoneOffset.UTC), current))
+          .compose(moved -> selectOrder(conn, id, client).map(order -> new StateChange(order, moved.size() == 1)));
+    }));
+  }
+
+  /** Closes the order as a timeout if it is due by the database clock (stock back); else answers it unchanged. */
+  private static Future<StateChange> closeIfDue(SqlConnection conn, long id, String client) {
+    Long[] ids = {id};
+    return conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name()))
+        .compose(closed -> closed.size() == 1
+            ? StockMoves.release(conn, ids).compose(released -> changed(conn, id, client))
+            : selectOrder(conn, id, client).map(now -> new StateChange(now, false)));
   }
 
   private Future<StateChange> payOne(PayRequest request) {
@@ -87,10 +224,7 @@ public final class OrderStore {
             ? StockMoves.sell(conn, ids).compose(sold -> changed(conn, id, client))
             : selectOrder(conn, id, client).compose(order -> order.status() != OrderStatus.UNPAID
                 ? Future.succeededFuture(new StateChange(order, false))
-                : conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name()))
-                    .compose(closed -> closed.size() == 1
-                        ? StockMoves.release(conn, ids).compose(released -> changed(conn, id, client))
-                        : selectOrder(conn, id, client).map(now -> new StateChange(now, false))))));
+                : closeIfDue(conn, id, client))));
   }
 
   /** One group's transaction: pay what is free to pay, sell it, read every order once; null for what is left. */
@@ -165,7 +299,10 @@ public final class OrderStore {
     });
   }
 
-  /** A close as the dashboard lists it; {@code latenessMillis} is closed_at - close_at (negative for a close on request). */
+  /**
+   * A close as the dashboard lists it; {@code latenessMillis} is closed_at - close_at (or - hold_until, when a started
+   * payment held the close past the deadline; negative for a close on request).
+   */
   public record RecentClose(long orderId, String reason, java.time.Instant closeAt, java.time.Instant closedAt, long latenessMillis) {}
 
   /** A line of an order's log. */
@@ -220,7 +357,8 @@ public final class OrderStore {
         instant(row.getOffsetDateTime("close_at")),
         instant(row.getOffsetDateTime("remind_at")),
         instant(row.getOffsetDateTime("paid_at")),
-        instant(row.getOffsetDateTime("closed_at")));
+        instant(row.getOffsetDateTime("closed_at")),
+        instant(row.getOffsetDateTime("hold_until")));
   }
 
   private static java.time.Instant instant(OffsetDateTime time) {

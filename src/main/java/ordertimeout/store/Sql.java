@@ -16,7 +16,7 @@ final class Sql {
   private static String selectOrders(String condition) {
     return """
         SELECT o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
-               o.paid_at, o.closed_at,
+               o.paid_at, o.closed_at, o.hold_until,
                array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys
         FROM orders o JOIN order_items i ON i.order_id = o.id
         WHERE %s
@@ -165,12 +165,15 @@ final class Sql {
    * admin (any client's order). By primary key. The client check is written {@code IS NOT DISTINCT FROM} (the same as
    * {@code =} here: client is never null) so that it cannot be an index condition: with {@code client = $2} the planner,
    * on a table without statistics yet, took orders_unpaid_by_user and read every unpaid order of the
-   * client to find one (3 ms with 3,000 unpaid, most of PostgreSQL's time in the steady-state benchmark).
+   * client to find one (3 ms with 3,000 unpaid, most of PostgreSQL's time in the steady-state benchmark). An order
+   * may be paid before its deadline or before the end of the hold a started payment got ({@code hold_until}): the
+   * negation of {@link #CLOSE_DUE}'s condition.
    */
   static final String PAY = pay("""
       paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
-        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID' AND close_at > now()
+        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID'
+          AND (close_at > now() OR hold_until > now())
         RETURNING id, paid_at)""");
 
   /**
@@ -183,7 +186,7 @@ final class Sql {
         SELECT o.id
         FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS requested(id, client)
           ON o.id = requested.id AND (requested.client IS NULL OR o.client = requested.client)
-        WHERE o.status = 'UNPAID' AND o.close_at > now()
+        WHERE o.status = 'UNPAID' AND (o.close_at > now() OR o.hold_until > now())
         FOR UPDATE OF o SKIP LOCKED),
       paid AS (
         UPDATE orders o SET status = 'PAID', paid_at = now()
@@ -213,7 +216,7 @@ final class Sql {
         WITH closed AS (
           UPDATE orders SET status = 'CLOSED', close_reason = $2, closed_at = clock_timestamp()
           WHERE id = ANY($1) AND status = 'UNPAID' %s
-          RETURNING id, close_reason, close_at, closed_at),
+          RETURNING id, close_reason, close_at, hold_until, closed_at),
         logged AS (
           INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'CLOSED', close_reason, closed_at FROM closed),
         evented AS (
@@ -222,11 +225,14 @@ final class Sql {
                  jsonb_build_object('orderId', id::text, 'reason', close_reason, 'closeAt', close_at, 'closedAt', closed_at),
                  closed_at
           FROM closed)
-        SELECT id, close_at, closed_at FROM closed""".formatted(casCondition);
+        SELECT id, close_at, hold_until, closed_at FROM closed""".formatted(casCondition);
   }
 
-  /** Timeouts compare the deadline with the database clock: never early, whatever the node's clock says. */
-  static final String CLOSE_DUE = close("AND close_at <= now()");
+  /**
+   * Timeouts compare the deadline, and the hold of a started payment, with the database clock: never early, whatever
+   * the node's clock says, and never before {@code hold_until}.
+   */
+  static final String CLOSE_DUE = close("AND close_at <= now() AND (hold_until IS NULL OR hold_until <= now())");
 
   /** Cancel and admin close: any unpaid order of the client, due or not. */
   static final String CLOSE_ON_REQUEST = close("AND ($3::text IS NULL OR client = $3)");
@@ -236,16 +242,17 @@ final class Sql {
    * ahead), with how long until they are, to be put back into the wheel by the node's clock.
    */
   static final String SELECT_NOT_YET_DUE = """
-      SELECT id, (extract(epoch FROM close_at - now()) * 1000)::bigint AS due_in_millis
-      FROM orders WHERE id = ANY($1) AND status = 'UNPAID' AND close_at > now()""";
+      SELECT id, (extract(epoch FROM greatest(close_at, hold_until) - now()) * 1000)::bigint AS due_in_millis
+      FROM orders WHERE id = ANY($1) AND status = 'UNPAID' AND greatest(close_at, hold_until) > now()""";
 
   /**
    * Locks the inventory rows of the orders' SKUs in SKU order (concurrent batches touching many SKUs
-   * would deadlock otherwise) and returns how much of each the orders hold: one pass over their items.
+   * would deadlock otherwise) and returns how much of each the orders hold, and what is available: one pass over
+   * their items.
    */
   static final String LOCK_STOCK_OF_ORDERS = """
       WITH held AS (SELECT sku, sum(qty) AS qty FROM order_items WHERE order_id = ANY($1) GROUP BY sku)
-      SELECT inv.sku, held.qty FROM inventory AS inv JOIN held ON held.sku = inv.sku
+      SELECT inv.sku, held.qty, inv.available FROM inventory AS inv JOIN held ON held.sku = inv.sku
       ORDER BY inv.sku FOR UPDATE OF inv""";
 
   /** A close gives the reservation back to what is available; {@code $1} SKUs, {@code $2} quantities. */
@@ -259,6 +266,109 @@ final class Sql {
   static final String SELL_STOCK = """
       UPDATE inventory AS inv
       SET reserved = inv.reserved - d.qty, updated_at = now()
+      FROM unnest($1::text[], $2::bigint[]) AS d (sku, qty)
+      WHERE inv.sku = d.sku""";
+
+  // ---- payments at the deadline's edge and deadline changes (OrderStore): each by primary key, in the transaction of
+  // its request, the order's row locked before any inventory row (as pays and closes lock them)
+
+  /**
+   * An order's row, locked, with what its request decides on: {@code due} when the database clock has passed its
+   * deadline and the hold of a started payment; no row when there is no such order for client {@code $2} (null: any).
+   */
+  static final String LOCK_ORDER = """
+      SELECT status, close_reason, created_at, close_at, hold_until, closed_at, late_payment_at,
+             greatest(close_at, hold_until) <= now() AS due, now() AS db_now
+      FROM orders WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) FOR UPDATE""";
+
+  /**
+   * Payment started: the close of an unpaid order before its deadline waits {@code $3} seconds past it, once per order
+   * (no row when it has a hold already, or is not unpaid before its deadline).
+   */
+  static final String START_PAYMENT = """
+      WITH held AS (
+        UPDATE orders SET hold_until = close_at + $3 * interval '1 second'
+        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID' AND hold_until IS NULL
+          AND close_at > now()
+        RETURNING id, hold_until),
+      logged AS (
+        INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'PAYMENT_STARTED', 'hold until ' || hold_until, now() FROM held)
+      SELECT id FROM held""";
+
+  /** An order's fields as events carry them, from the row aliased {@code o}. */
+  private static final String ORDER_FIELDS = """
+      jsonb_build_object('orderId', o.id::text, 'userId', o.user_id, 'category', o.category, 'status', o.status,
+        'closeReason', o.close_reason, 'createdAt', o.created_at, 'closeAt', o.close_at, 'remindAt', o.remind_at,
+        'holdUntil', o.hold_until, 'paidAt', o.paid_at, 'closedAt', o.closed_at,
+        'items', (SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku)
+                  FROM order_items i WHERE i.order_id = o.id))""";
+
+  /**
+   * The compare-and-set of a deadline change: {@code $2} the new deadline, {@code $3} the deadline it replaces. The
+   * reminder moves with the deadline, and is sent again when its new time is still to come. Log line and
+   * ORDER_DEADLINE_EXTENDED event (the order's fields and {@code previousCloseAt}).
+   */
+  static final String EXTEND_DEADLINE = """
+      WITH moved AS (
+        UPDATE orders SET close_at = $2, remind_at = remind_at + ($2 - close_at),
+               reminded_at = CASE WHEN remind_at + ($2 - close_at) > now() THEN NULL ELSE reminded_at END
+        WHERE id = $1 AND status = 'UNPAID' AND close_at = $3
+        RETURNING *),
+      logged AS (
+        INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'EXTENDED', 'from ' || $3::timestamptz, now() FROM moved),
+      evented AS (
+        INSERT INTO outbox (order_id, type, payload, created_at)
+        SELECT o.id, 'ORDER_DEADLINE_EXTENDED', %s || jsonb_build_object('previousCloseAt', $3::timestamptz), now()
+        FROM moved o)
+      SELECT id FROM moved""".formatted(ORDER_FIELDS);
+
+  /**
+   * A pay that came after the order's close: marks it ({@code late_payment_at}) and writes ORDER_LATE_PAYMENT (the
+   * order's fields, {@code latePaymentAt} and why it was not paid again, {@code $2}) once per order: no row when one
+   * was written already.
+   */
+  static final String NOTE_LATE_PAYMENT = """
+      WITH noted AS (
+        UPDATE orders SET late_payment_at = now()
+        WHERE id = $1 AND status = 'CLOSED' AND late_payment_at IS NULL
+        RETURNING *),
+      logged AS (
+        INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'LATE_PAYMENT', $2, late_payment_at FROM noted),
+      evented AS (
+        INSERT INTO outbox (order_id, type, payload, created_at)
+        SELECT o.id, 'ORDER_LATE_PAYMENT', %s || jsonb_build_object('latePaymentAt', o.late_payment_at, 'notReopened', $2::text),
+               o.late_payment_at
+        FROM noted o)
+      SELECT id FROM noted""".formatted(ORDER_FIELDS);
+
+  /**
+   * A late pay of an order closed by timeout pays it after all (orders.reopenOnLatePayment), its stock taken again
+   * ({@link #TAKE_SOLD_STOCK}) in the same transaction: CLOSED to PAID, with a PAID log line and an ORDER_PAID event
+   * flagged {@code reopened}, carrying the close it undoes ({@code $2} reason, {@code $3} time).
+   */
+  static final String REOPEN_PAID = """
+      WITH reopened AS (
+        UPDATE orders SET status = 'PAID', paid_at = now(), reopened_at = now(), close_reason = NULL, closed_at = NULL
+        WHERE id = $1 AND status = 'CLOSED' AND close_reason = 'TIMEOUT' AND late_payment_at IS NULL
+        RETURNING *),
+      logged AS (
+        INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'PAID', 'REOPENED', paid_at FROM reopened),
+      evented AS (
+        INSERT INTO outbox (order_id, type, payload, created_at)
+        SELECT o.id, 'ORDER_PAID', %s || jsonb_build_object('reopened', true,
+                 'reopenedFrom', jsonb_build_object('closeReason', $2::text, 'closedAt', $3::timestamptz)),
+               o.paid_at
+        FROM reopened o)
+      SELECT id FROM reopened""".formatted(ORDER_FIELDS);
+
+  /**
+   * A closed order paid after all: its units go from available straight to sold ({@code reserved} counts unpaid
+   * orders only, and this one was not unpaid); rows locked by {@link #LOCK_STOCK_OF_ORDERS} first. {@code $1} SKUs,
+   * {@code $2} quantities.
+   */
+  static final String TAKE_SOLD_STOCK = """
+      UPDATE inventory AS inv
+      SET available = inv.available - d.qty, updated_at = now()
       FROM unnest($1::text[], $2::bigint[]) AS d (sku, qty)
       WHERE inv.sku = d.sku""";
 
@@ -296,9 +406,20 @@ final class Sql {
         AND (remind_at, id) > ($2, $3)
       ORDER BY remind_at, id LIMIT $4""";
 
+  /**
+   * Unpaid orders whose close waits for a started payment, over their own tiny partial index: the close timer of each
+   * is put at the later of its deadline and its hold, replacing the one the deadline page gave it.
+   */
+  static final String PENDING_HOLDS_PAGE = """
+      SELECT id, hold_until AS cursor_at, greatest(close_at, hold_until) AS due FROM orders
+      WHERE shard = $1 AND status = 'UNPAID' AND hold_until IS NOT NULL AND (hold_until, id) > ($2, $3)
+      ORDER BY hold_until, id LIMIT $4""";
+
+  /** Orders whose close waits for a started payment are not overdue until their hold ends. */
   static final String OVERDUE_PAGE = """
       SELECT id, close_at AS due FROM orders
       WHERE shard = $1 AND status = 'UNPAID' AND close_at < now() - $2::int * interval '1 second'
+        AND (hold_until IS NULL OR hold_until < now() - $2::int * interval '1 second')
         AND (close_at, id) > ($3, $4)
       ORDER BY close_at, id LIMIT $5""";
 
@@ -314,11 +435,12 @@ final class Sql {
 
   /**
    * The latest closes, newest first: a backward scan of order_log's primary key, stopping after
-   * {@code $1} CLOSED lines, each joined with its order by primary key.
+   * {@code $1} CLOSED lines, each joined with its order by primary key. Lateness counts from the hold of a started
+   * payment when it ended after the deadline, as the held-lateness metric does.
    */
   static final String LATEST_CLOSES = """
       SELECT l.order_id, o.close_reason, o.close_at, o.closed_at,
-             (extract(epoch FROM o.closed_at - o.close_at) * 1000)::bigint AS lateness_millis
+             (extract(epoch FROM o.closed_at - greatest(o.close_at, o.hold_until)) * 1000)::bigint AS lateness_millis
       FROM order_log l JOIN orders o ON o.id = l.order_id
       WHERE l.event = 'CLOSED'
       ORDER BY l.id DESC LIMIT $1""";
@@ -454,6 +576,7 @@ final class Sql {
   static final String OVERDUE_UNPAID = """
       SELECT id, close_at, count(*) OVER () AS total FROM orders
       WHERE status = 'UNPAID' AND close_at < now() - $1::int * interval '1 second'
+        AND (hold_until IS NULL OR hold_until < now() - $1::int * interval '1 second')
       ORDER BY close_at, id LIMIT 1""";
 
   /**

@@ -6,7 +6,7 @@ import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
 
 /**
- * Moves the stock of orders that were just closed or paid, inside the caller's transaction: locks the
+ * Moves the stock of orders that were just closed or paid (or paid after their close), inside the caller's transaction: locks the
  * inventory rows in SKU order and sums what the orders hold in one statement, then updates them.
  */
 final class StockMoves {
@@ -20,6 +20,27 @@ final class StockMoves {
   /** Paid orders: the reservation becomes a sale. */
   static Future<Void> sell(SqlConnection conn, Long[] orderIds) {
     return move(conn, orderIds, Sql.SELL_STOCK);
+  }
+
+  /**
+   * A closed order paid after all: its units go from available to sold, when every SKU has them available; false,
+   * with nothing changed, when one has not.
+   */
+  static Future<Boolean> takeSold(SqlConnection conn, Long[] orderIds) {
+    return conn.preparedQuery(Sql.LOCK_STOCK_OF_ORDERS).execute(Tuple.of((Object) orderIds)).compose(held -> {
+      String[] skus = new String[held.size()];
+      Long[] quantities = new Long[held.size()];
+      int i = 0;
+      for (Row row : held) {
+        if (row.getLong("available") < row.getLong("qty")) {
+          return Future.succeededFuture(false);
+        }
+        skus[i] = row.getString("sku");
+        quantities[i++] = row.getLong("qty");
+      }
+      return conn.preparedQuery(Sql.TAKE_SOLD_STOCK).execute(Tuple.tuple().addArrayOfString(skus).addArrayOfLong(quantities))
+          .map(true);
+    });
   }
 
   private static Future<Void> move(SqlConnection conn, Long[] orderIds, String update) {

@@ -70,6 +70,7 @@ public final class TimerVerticle extends VerticleBase {
         : reload(owned.list(), false)
             .compose(loaded -> Future.join(
                 bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> schedule(message.body(), false)).completion(),
+                bus.<Deadlines>consumer(Addresses.TIMER_MOVE, message -> schedule(message.body(), true)).completion(),
                 bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> cancel(message.body())).completion()))
             .mapEmpty();
     return ready.onSuccess(started -> tickTimer = vertx.setPeriodic(config.timer().tickMillis(), id -> fireDue()));
@@ -122,22 +123,26 @@ public final class TimerVerticle extends VerticleBase {
   }
 
   /**
-   * Reads the pending deadlines, then the unsent reminders, of the given shards in keyset pages,
-   * {@value #PARALLEL_RELOADS} shards at a time, and puts them into the wheel only when all are read,
-   * so that none of those shards fires before it is complete.
+   * Reads the pending deadlines, then the unsent reminders, then the holds of started payments, of the given shards
+   * in keyset pages, {@value #PARALLEL_RELOADS} shards at a time, and puts them into the wheel only when all are read,
+   * so that none of those shards fires before it is complete. A hold replaces the close timer its deadline gave.
    */
   private Future<Void> reload(int[] shards, boolean replaceExisting) {
     long started = System.nanoTime();
     List<Deadlines> pages = new ArrayList<>();
+    List<Deadlines> holds = new ArrayList<>();
     List<Future<Void>> lanes = new ArrayList<>();
     for (int lane = 0; lane < PARALLEL_RELOADS; lane++) {
-      lanes.add(reloadShardsFrom(shards, lane, pages));
+      lanes.add(reloadShardsFrom(shards, lane, pages, holds));
     }
     return Future.all(lanes)
         .map(done -> {
           int before = wheel.pending();
           for (Deadlines page : pages) {
             schedule(page, replaceExisting); // the database's copy replaces what came through Kafka meanwhile
+          }
+          for (Deadlines page : holds) {
+            schedule(page, true);
           }
           owned.markLoaded(shards);
           long millis = (System.nanoTime() - started) / 1_000_000;
@@ -151,14 +156,15 @@ public final class TimerVerticle extends VerticleBase {
   }
 
   /** Reloads shards[lane], shards[lane + PARALLEL_RELOADS], ... one after another. */
-  private Future<Void> reloadShardsFrom(int[] shards, int index, List<Deadlines> pages) {
+  private Future<Void> reloadShardsFrom(int[] shards, int index, List<Deadlines> pages, List<Deadlines> holds) {
     if (index >= shards.length) {
       return Future.succeededFuture();
     }
     int shard = shards[index];
     return reloadPages(shard, PageCursor.START, store::pendingDeadlinesPage, pages)
         .compose(deadlines -> reloadPages(shard, PageCursor.START, store::pendingRemindersPage, pages))
-        .compose(done -> reloadShardsFrom(shards, index + PARALLEL_RELOADS, pages));
+        .compose(reminders -> reloadPages(shard, PageCursor.START, store::pendingHoldsPage, holds))
+        .compose(done -> reloadShardsFrom(shards, index + PARALLEL_RELOADS, pages, holds));
   }
 
   private interface PageQuery {

@@ -30,6 +30,20 @@ class AppConfigTest {
   }
 
   @Test
+  void thePaymentHoldAndTheReopenOfLatePaysAreReadAndChecked() {
+    AppConfig defaults = load(Map.of());
+    assertThat(defaults.orders().paymentHoldSeconds()).isEqualTo(600);
+    assertThat(defaults.orders().reopenOnLatePayment()).isFalse();
+    AppConfig set = load(Map.of("OT_ORDERS_PAYMENT_HOLD_SECONDS", "30", "OT_ORDERS_REOPEN_ON_LATE_PAYMENT", "true"));
+    assertThat(set.orders().paymentHoldSeconds()).isEqualTo(30);
+    assertThat(set.orders().reopenOnLatePayment()).isTrue();
+    assertThatThrownBy(() -> load(Map.of("OT_ORDERS_PAYMENT_HOLD_SECONDS", "0")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("orders.paymentHoldSeconds");
+    assertThatThrownBy(() -> load(Map.of("OT_ORDERS_REOPEN_ON_LATE_PAYMENT", "sometimes")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("orders.reopenOnLatePayment");
+  }
+
+  @Test
   void everyDatabaseWaitIsBoundedByDefaultAndTheNestedPoolKeysAreRead() {
     AppConfig config = load(Map.of());
     assertThat(config.database().intake()).isEqualTo(new AppConfig.PoolWaits(1000, 5000, 128));

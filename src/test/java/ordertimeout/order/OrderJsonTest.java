@@ -16,12 +16,12 @@ class OrderJsonTest {
   private static Order closed() {
     return new Order(Long.MAX_VALUE, "u-1", "flash", OrderStatus.CLOSED, CloseReason.USER_CANCELLED,
         List.of(new OrderItem("SKU-A", 2), new OrderItem("SKU-B", 1)), CREATED, CREATED.plusSeconds(900),
-        CREATED.plusSeconds(840), null, CREATED.plusSeconds(30));
+        CREATED.plusSeconds(840), null, CREATED.plusSeconds(30), CREATED.plusSeconds(1500));
   }
 
   private static Order unpaid() {
     return new Order(7, "u-2", "standard", OrderStatus.UNPAID, null, List.of(new OrderItem("SKU-A", 1)), CREATED,
-        CREATED.plusSeconds(60), null, null, null);
+        CREATED.plusSeconds(60), null, null, null, null);
   }
 
   @Test
@@ -60,7 +60,7 @@ class OrderJsonTest {
       assertThat(Order.fromJson(new JsonObject(order.toJson().encode()))).as("through its text").isEqualTo(order);
     }
     Order paid = new Order(8, "u-3", "standard", OrderStatus.PAID, null, List.of(new OrderItem("SKU-C", 3)), CREATED,
-        CREATED.plusSeconds(60), CREATED.plusSeconds(30), CREATED.plusSeconds(5), null);
+        CREATED.plusSeconds(60), CREATED.plusSeconds(30), CREATED.plusSeconds(5), null, null);
     assertThat(Order.fromJson(paid.toJson())).isEqualTo(paid);
   }
 }

@@ -12,7 +12,7 @@ class TimeoutPolicyTest {
 
   private static TimeoutPolicy policy(int reminderBeforeSeconds) {
     return new TimeoutPolicy(new AppConfig.Orders("standard", Map.of("standard", 900, "flash", 120), 10, 86_400,
-        reminderBeforeSeconds, 5, 50, 100));
+        reminderBeforeSeconds, 5, 50, 100, 600, false));
   }
 
   @Test

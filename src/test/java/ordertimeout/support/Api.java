@@ -118,6 +118,18 @@ public final class Api {
     return post("/v1/orders/" + id + "/pay", userKey);
   }
 
+  public Response paymentStarted(String id) {
+    return post("/v1/orders/" + id + "/payment-started", userKey);
+  }
+
+  public Response extend(String id, JsonObject body) {
+    return extend(id, body, userKey);
+  }
+
+  public Response extend(String id, JsonObject body, String key) {
+    return send(request("POST", "/v1/orders/" + id + "/extend", key, body.encode()));
+  }
+
   public Response cancel(String id) {
     return post("/v1/orders/" + id + "/cancel", userKey);
   }

@@ -73,8 +73,8 @@ public final class Invariants {
       List<Map<String, Object>> due = KeptConnection.rows("""
           SELECT id, shard, close_at, now() - due_since AS overdue_for,
                  (extract(epoch FROM now() - due_since) * 1000)::bigint AS overdue_millis
-          FROM (SELECT id, shard, close_at, greatest(close_at, to_timestamp(? / 1000.0)) AS due_since
-                FROM orders WHERE status = 'UNPAID' AND close_at <= now()) due
+          FROM (SELECT id, shard, close_at, greatest(close_at, hold_until, to_timestamp(? / 1000.0)) AS due_since
+                FROM orders WHERE status = 'UNPAID' AND greatest(close_at, hold_until) <= now()) due
           ORDER BY close_at LIMIT 1000""", runningSince.toEpochMilli());
       List<Map<String, Object>> overdue = due.stream()
           .filter(row -> overdueMillis(row) > allowance.toMillis())
@@ -107,6 +107,16 @@ public final class Invariants {
     checkStockConserved(softly);
 
     softly.assertThat(KeptConnection.rows("""
+        WITH late AS (SELECT order_id, count(*) AS events FROM outbox WHERE type = 'ORDER_LATE_PAYMENT' GROUP BY order_id)
+        SELECT o.id, o.status, o.late_payment_at, coalesce(l.events, 0) AS events
+        FROM orders o LEFT JOIN late l ON l.order_id = o.id
+        WHERE coalesce(l.events, 0) <> (o.late_payment_at IS NOT NULL)::int
+           OR (o.late_payment_at IS NOT NULL AND (o.status <> 'CLOSED' OR o.reopened_at IS NOT NULL))
+        ORDER BY o.id LIMIT ?""", SHOWN))
+        .as("orders without exactly one ORDER_LATE_PAYMENT event if a pay came after their close and none otherwise, "
+            + "or both refunded and reopened (first %d)", SHOWN).isEmpty();
+
+    softly.assertThat(KeptConnection.rows("""
         WITH expected AS (
           SELECT client, count(*) AS unpaid, sum(units) AS units
           FROM (SELECT o.client, coalesce(sum(i.qty), 0) AS units FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
@@ -123,8 +133,9 @@ public final class Invariants {
         .as("items without their order (no foreign key checks it: migration V2)").isZero();
 
     softly.assertThat(KeptConnection.rows("""
-        SELECT id, close_at, closed_at FROM orders WHERE close_reason = 'TIMEOUT' AND closed_at < close_at ORDER BY id LIMIT ?""", SHOWN))
-        .as("orders closed before their deadline (first %d)", SHOWN).isEmpty();
+        SELECT id, close_at, hold_until, closed_at FROM orders
+        WHERE close_reason = 'TIMEOUT' AND closed_at < greatest(close_at, hold_until) ORDER BY id LIMIT ?""", SHOWN))
+        .as("orders closed before their deadline, or before the hold of their started payment (first %d)", SHOWN).isEmpty();
 
     softly.assertThat(KeptConnection.rows("""
         SELECT id, status, close_reason, paid_at, closed_at FROM orders
@@ -145,11 +156,13 @@ public final class Invariants {
         LEFT JOIN (SELECT order_id, count(*) FILTER (WHERE type = 'ORDER_CLOSED') AS closed,
                           count(*) FILTER (WHERE type = 'ORDER_PAID') AS paid
                    FROM outbox WHERE type IN ('ORDER_CLOSED', 'ORDER_PAID') GROUP BY order_id) e ON e.order_id = o.id
-        WHERE coalesce(l.closed, 0) <> (o.status = 'CLOSED')::int OR coalesce(l.paid, 0) <> (o.status = 'PAID')::int
-           OR coalesce(e.closed, 0) <> (o.status = 'CLOSED')::int OR coalesce(e.paid, 0) <> (o.status = 'PAID')::int
+        WHERE coalesce(l.closed, 0) <> (o.status = 'CLOSED' OR o.reopened_at IS NOT NULL)::int
+           OR coalesce(l.paid, 0) <> (o.status = 'PAID')::int
+           OR coalesce(e.closed, 0) <> (o.status = 'CLOSED' OR o.reopened_at IS NOT NULL)::int
+           OR coalesce(e.paid, 0) <> (o.status = 'PAID')::int
         ORDER BY o.id LIMIT ?""", SHOWN))
-        .as("orders without exactly one close log line and one ORDER_CLOSED event if CLOSED, one pay log line and one "
-            + "ORDER_PAID event if PAID, and none of either otherwise (first %d)", SHOWN)
+        .as("orders without exactly one close log line and one ORDER_CLOSED event if CLOSED (or reopened by a late pay), "
+            + "one pay log line and one ORDER_PAID event if PAID, and none of either otherwise (first %d)", SHOWN)
         .isEmpty();
   }
 

@@ -1,0 +1,171 @@
+package ordertimeout;
+
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.json.JsonObject;
+import ordertimeout.bus.Addresses;
+import ordertimeout.bus.DueOrders;
+import ordertimeout.support.Api;
+import ordertimeout.support.Await;
+import ordertimeout.support.Metrics;
+import ordertimeout.support.ServiceTestBase;
+import ordertimeout.support.Sql;
+import ordertimeout.support.TestService;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * POST /v1/orders/{id}/payment-started holds the close past the deadline until holdUntil, once per order, and a pay
+ * after the close writes one ORDER_LATE_PAYMENT event (orders.reopenOnLatePayment off, the default).
+ */
+class PaymentHoldTest extends ServiceTestBase {
+  private static final int HOLD_SECONDS = 6;
+
+  @Override
+  protected Map<String, String> overrides() {
+    return Map.of("OT_ORDERS_PAYMENT_HOLD_SECONDS", Integer.toString(HOLD_SECONDS));
+  }
+
+  @Test
+  void aStartedPaymentHoldsTheClosePastTheDeadlineUntilHoldUntilAndNeverEarlier() {
+    api.setStock("SKU-1", 10);
+    JsonObject order = create("u-1", 2, "SKU-1", 2);
+    String id = order.getString("id");
+    long orderId = Long.parseLong(id);
+    assertThat(order.getValue("holdUntil")).as("no hold before a payment started").isNull();
+    double heldClosesBefore = Metrics.value(api, "ordertimeout_close_held_lateness_seconds_count");
+    double ordinaryClosesBefore = Metrics.value(api, "ordertimeout_close_lateness_seconds_count");
+
+    Api.Response started = api.paymentStarted(id);
+    assertThat(started.status()).as(started.body()).isEqualTo(200);
+    assertThat(started.json().getString("status")).isEqualTo("UNPAID");
+    Instant closeAt = Instant.parse(started.json().getString("closeAt"));
+    Instant holdUntil = Instant.parse(started.json().getString("holdUntil"));
+    assertThat(holdUntil).as("orders.paymentHoldSeconds past the deadline").isEqualTo(closeAt.plusSeconds(HOLD_SECONDS));
+    assertThat(api.order(id).json().getString("holdUntil")).isEqualTo(started.json().getString("holdUntil"));
+
+    // Past the deadline by the database clock, inside the hold: still unpaid (a close at the deadline would show here).
+    Await.until("the order unpaid past its deadline, inside its hold", Duration.ofSeconds(30), () -> Sql.count(
+        "SELECT count(*) FROM orders WHERE id = ? AND status = 'UNPAID' AND now() > close_at AND now() < hold_until", orderId) == 1);
+    // A close asked for now (a stale timer, the sweep) is refused by the close's compare-and-set itself.
+    int closed = closeDue(orderId);
+    long stillHeld = Sql.count("SELECT count(*) FROM orders WHERE id = ? AND now() < hold_until", orderId);
+    if (stillHeld == 1) {
+      assertThat(closed).as("closes of a held order before its hold ends").isZero();
+      assertThat(statusOf(id)).isEqualTo("UNPAID");
+    }
+
+    Await.until("the close after the hold", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
+    JsonObject done = api.order(id).json();
+    assertThat(done.getString("closeReason")).isEqualTo("TIMEOUT");
+    assertThat(Instant.parse(done.getString("closedAt"))).as("never before holdUntil").isAfterOrEqualTo(holdUntil);
+    assertThat(api.stock("SKU-1").getLong("available")).as("stock back").isEqualTo(10);
+    assertThat(Metrics.value(api, "ordertimeout_close_held_lateness_seconds_count"))
+        .as("the held close counted in the held lateness").isEqualTo(heldClosesBefore + 1);
+    assertThat(Metrics.value(api, "ordertimeout_close_lateness_seconds_count"))
+        .as("and not in the headline lateness").isEqualTo(ordinaryClosesBefore);
+  }
+
+  @Test
+  void aPayInsideTheHoldPaysTheOrder() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 1, "SKU-1", 3).getString("id");
+    assertThat(api.paymentStarted(id).status()).isEqualTo(200);
+    Await.until("the order unpaid past its deadline, inside its hold", Duration.ofSeconds(30), () -> Sql.count(
+        "SELECT count(*) FROM orders WHERE id = ? AND status = 'UNPAID' AND now() > close_at", Long.parseLong(id)) == 1);
+    Api.Response paid = api.pay(id);
+    assertThat(paid.status()).as(paid.body()).isEqualTo(200);
+    assertThat(paid.json().getString("status")).isEqualTo("PAID");
+    assertThat(api.stock("SKU-1").getLong("available")).as("sold").isEqualTo(7);
+    assertThat(api.stock("SKU-1").getLong("reserved")).isZero();
+  }
+
+  @Test
+  void aSecondPaymentStartedDoesNotHoldAgain() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 60, "SKU-1", 1).getString("id");
+    JsonObject first = api.paymentStarted(id).json();
+    Api.Response second = api.paymentStarted(id);
+    assertThat(second.status()).isEqualTo(200);
+    assertThat(second.json()).as("the order unchanged").isEqualTo(first);
+    assertThat(Sql.count("SELECT count(*) FROM order_log WHERE order_id = ? AND event = 'PAYMENT_STARTED'", Long.parseLong(id)))
+        .isEqualTo(1);
+
+    assertThat(api.pay(id).status()).isEqualTo(200);
+    Api.Response afterPay = api.paymentStarted(id);
+    assertThat(afterPay.status()).isEqualTo(409);
+    assertThat(afterPay.code()).isEqualTo("order_paid");
+    assertThat(api.paymentStarted("123").code()).isEqualTo("order_not_found");
+  }
+
+  @Test
+  void aPayAfterTheCloseAnswersOrderClosedAndWritesOneLatePaymentEvent() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 1, "SKU-1", 2).getString("id");
+    long orderId = Long.parseLong(id);
+    Await.until("the timeout close", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
+
+    Api.Response late = api.pay(id);
+    assertThat(late.status()).isEqualTo(409);
+    assertThat(late.code()).isEqualTo("order_closed");
+    List<Map<String, Object>> events = Sql.rows(
+        "SELECT payload::text AS payload FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", orderId);
+    assertThat(events).hasSize(1);
+    JsonObject payload = new JsonObject((String) events.get(0).get("payload"));
+    assertThat(payload.getString("orderId")).isEqualTo(id);
+    assertThat(payload.getString("status")).isEqualTo("CLOSED");
+    assertThat(payload.getString("closeReason")).isEqualTo("TIMEOUT");
+    assertThat(payload.getString("userId")).isEqualTo("u-1");
+    assertThat(payload.getJsonArray("items").getJsonObject(0).getString("sku")).isEqualTo("SKU-1");
+    assertThat(payload.getString("latePaymentAt")).isNotNull();
+    assertThat(payload.getString("notReopened")).isEqualTo("REOPEN_OFF");
+
+    Api.Response again = api.pay(id);
+    assertThat(again.status()).isEqualTo(409);
+    assertThat(again.code()).isEqualTo("order_closed");
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", orderId))
+        .as("one event per order, not one per pay").isEqualTo(1);
+    assertThat(api.stock("SKU-1").getLong("available")).as("the stock stays released").isEqualTo(10);
+  }
+
+  @Test
+  void concurrentLatePaysWriteOneEvent() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 1, "SKU-1", 1).getString("id");
+    Await.until("the timeout close", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
+    List<CompletableFuture<Api.Response>> pays = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      pays.add(api.postAsync("/v1/orders/" + id + "/pay", Api.USER_KEY));
+    }
+    for (CompletableFuture<Api.Response> pay : pays) {
+      Api.Response response = pay.join();
+      assertThat(response.status()).as(response.body()).isEqualTo(409);
+      assertThat(response.code()).isEqualTo("order_closed");
+    }
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", Long.parseLong(id)))
+        .isEqualTo(1);
+  }
+
+  @Test
+  void aPayOfACancelledOrderWritesALatePaymentEventToo() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 600, "SKU-1", 1).getString("id");
+    assertThat(api.cancel(id).status()).isEqualTo(200);
+    assertThat(api.pay(id).code()).isEqualTo("order_closed");
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", Long.parseLong(id)))
+        .isEqualTo(1);
+  }
+
+  /** Hands the order to the close verticle as the wheel would; returns how many it closed. */
+  private int closeDue(long orderId) {
+    return TestService.await(service.vertx().eventBus().<Integer>request(Addresses.CLOSE_DUE,
+        new DueOrders(new long[] {orderId}, DueOrders.Path.WHEEL), new DeliveryOptions().setSendTimeout(60_000))).body();
+  }
+}
