@@ -130,7 +130,7 @@ final class Sql {
                t.at + i.timeout_seconds * interval '1 second', t.at + i.remind_after_seconds * interval '1 second'
         FROM input i CROSS JOIN t
         ON CONFLICT (id) DO NOTHING
-        RETURNING id, user_id, category, created_at, close_at, remind_at),
+        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, paid_at, closed_at),
       created_items AS (
         SELECT d.order_id, d.sku, d.qty FROM items_in d JOIN created c ON c.id = d.order_id),
       items AS (
@@ -144,19 +144,41 @@ final class Sql {
         INSERT INTO order_log (order_id, event, detail, at)
         SELECT id, 'CREATED', category, created_at FROM created),
       evented AS (
-        INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT c.id, 'ORDER_CREATED',
-               jsonb_build_object('orderId', c.id::text, 'userId', c.user_id, 'category', c.category,
-                                  'closeAt', c.close_at, 'remindAt', c.remind_at,
-                                  'items', jsonb_agg(jsonb_build_object('sku', d.sku, 'qty', d.qty) ORDER BY d.sku)),
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT c.id, c.client, 'ORDER_CREATED',
+               {payload},
                c.created_at
         FROM created c JOIN created_items d ON d.order_id = c.id
-        GROUP BY c.id, c.user_id, c.category, c.close_at, c.remind_at, c.created_at)
-      SELECT id, created_at, close_at, remind_at FROM created""";
+        GROUP BY c.id, c.client, c.user_id, c.category, c.status, c.close_reason, c.created_at, c.close_at, c.remind_at,
+                 c.paid_at, c.closed_at)
+      SELECT id, created_at, close_at, remind_at FROM created"""
+      .replace("{payload}", eventPayload("c", "jsonb_agg(jsonb_build_object('sku', d.sku, 'qty', d.qty) ORDER BY d.sku)"));
 
   static final String INSERT_IDEMPOTENCY_KEYS = """
       INSERT INTO idempotency_keys (client, key, request_hash, response_status, response_body, order_id)
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[])""";
+
+  /**
+   * An event's payload: the order as it stands after the change, so that a consumer never has to call back. The
+   * fields of the API's order (times in UTC), with {@code client} and, once closed, {@code reason}; fields not
+   * reached yet (paidAt, closedAt, reason, remindAt) are left out. {@code o} names a row with the orders columns,
+   * {@code items} is a JSON array expression of its items.
+   */
+  static String eventPayload(String o, String items) {
+    return """
+        jsonb_strip_nulls(jsonb_build_object(
+          'orderId', %1$s.id::text, 'client', %1$s.client, 'userId', %1$s.user_id, 'category', %1$s.category,
+          'status', %1$s.status, 'reason', %1$s.close_reason, 'items', %2$s,
+          'createdAt', to_char(%1$s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+          'closeAt', to_char(%1$s.close_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+          'remindAt', to_char(%1$s.remind_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+          'paidAt', to_char(%1$s.paid_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+          'closedAt', to_char(%1$s.closed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')))""".formatted(o, items);
+  }
+
+  /** The items of order {@code o.id} as a JSON array, by SKU (order_items' primary key). */
+  private static final String ORDER_ITEMS_JSON =
+      "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) FROM order_items i WHERE i.order_id = o.id)";
 
   // ---- pay and close
 
@@ -171,7 +193,7 @@ final class Sql {
       paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
         WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID' AND close_at > now()
-        RETURNING id, paid_at)""");
+        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, paid_at, closed_at)""");
 
   /**
    * {@link #PAY} for a group: {@code $1} order ids, {@code $2} the client of each (null for an admin). Only rows no other transaction
@@ -189,18 +211,19 @@ final class Sql {
         UPDATE orders o SET status = 'PAID', paid_at = now()
         FROM (SELECT DISTINCT id FROM payable) AS p
         WHERE o.id = p.id AND o.status = 'UNPAID'
-        RETURNING o.id, o.paid_at)""");
+        RETURNING o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
+                  o.paid_at, o.closed_at)""");
 
-  /** A pay's statement: {@code paidCtes} end with {@code paid} (id, paid_at), which gets its log lines and events. */
+  /** A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns), which gets its log lines and events. */
   private static String pay(String paidCtes) {
     return """
         WITH %s,
         logged AS (
           INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
         evented AS (
-          INSERT INTO outbox (order_id, type, payload, created_at)
-          SELECT id, 'ORDER_PAID', jsonb_build_object('orderId', id::text, 'paidAt', paid_at), paid_at FROM paid)
-        SELECT id FROM paid""".formatted(paidCtes);
+          INSERT INTO outbox (order_id, client, type, payload, created_at)
+          SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o)
+        SELECT id FROM paid""".formatted(paidCtes, eventPayload("o", ORDER_ITEMS_JSON));
   }
 
   /**
@@ -213,16 +236,13 @@ final class Sql {
         WITH closed AS (
           UPDATE orders SET status = 'CLOSED', close_reason = $2, closed_at = clock_timestamp()
           WHERE id = ANY($1) AND status = 'UNPAID' %s
-          RETURNING id, close_reason, close_at, closed_at),
+          RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, paid_at, closed_at),
         logged AS (
           INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'CLOSED', close_reason, closed_at FROM closed),
         evented AS (
-          INSERT INTO outbox (order_id, type, payload, created_at)
-          SELECT id, 'ORDER_CLOSED',
-                 jsonb_build_object('orderId', id::text, 'reason', close_reason, 'closeAt', close_at, 'closedAt', closed_at),
-                 closed_at
-          FROM closed)
-        SELECT id, close_at, closed_at FROM closed""".formatted(casCondition);
+          INSERT INTO outbox (order_id, client, type, payload, created_at)
+          SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o)
+        SELECT id, close_at, closed_at FROM closed""".formatted(casCondition, eventPayload("o", ORDER_ITEMS_JSON));
   }
 
   /** Timeouts compare the deadline with the database clock: never early, whatever the node's clock says. */
@@ -268,14 +288,14 @@ final class Sql {
       WITH reminded AS (
         UPDATE orders SET reminded_at = now()
         WHERE id = ANY($1) AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at <= now() AND close_at > now()
-        RETURNING id, close_at, reminded_at),
+        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, reminded_at, paid_at,
+                  closed_at),
       logged AS (
         INSERT INTO order_log (order_id, event, at) SELECT id, 'REMINDED', reminded_at FROM reminded),
       evented AS (
-        INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT id, 'ORDER_CLOSE_REMINDER', jsonb_build_object('orderId', id::text, 'closeAt', close_at), reminded_at
-        FROM reminded)
-      SELECT id FROM reminded""";
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT o.id, o.client, 'ORDER_CLOSE_REMINDER', {payload}, o.reminded_at FROM reminded o)
+      SELECT id FROM reminded""".replace("{payload}", eventPayload("o", ORDER_ITEMS_JSON));
 
   static final String SELECT_NOT_YET_REMINDED = """
       SELECT id, (extract(epoch FROM remind_at - now()) * 1000)::bigint AS due_in_millis FROM orders
@@ -481,10 +501,33 @@ final class Sql {
       DELETE FROM order_log WHERE id IN (
         SELECT id FROM order_log WHERE at < now() - $1::int * interval '1 hour' ORDER BY id LIMIT $2)""";
 
-  /** Outbox rows published more than {@code $1} hours ago; unpublished rows (published_at NULL) never match. */
-  static final String DELETE_PUBLISHED_OUTBOX = """
+  /**
+   * Events older than {@code $1} hours that every sink wanting them has: a feed position given (so their webhook
+   * deliveries exist), published to Kafka when the relay runs ({@code $3}), and no delivery of theirs pending or failed.
+   * Their deliveries go with them (ON DELETE CASCADE).
+   */
+  static final String DELETE_DELIVERED_EVENTS = """
       DELETE FROM outbox WHERE event_id IN (
-        SELECT event_id FROM outbox WHERE published_at < now() - $1::int * interval '1 hour' ORDER BY event_id LIMIT $2)""";
+        SELECT o.event_id FROM outbox o
+        WHERE o.created_at < now() - $1::int * interval '1 hour' AND o.position IS NOT NULL
+          AND (NOT $3::boolean OR o.published_at IS NOT NULL)
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED')
+        ORDER BY o.event_id LIMIT $2)""";
+
+  /**
+   * Events older than {@code $1} days, delivered or not, {@code $2} at most: how many went, and how many of them some
+   * sink did not have ({@code $3}: the Kafka relay runs).
+   */
+  static final String DELETE_EXPIRED_EVENTS = """
+      WITH doomed AS (
+        SELECT o.event_id,
+               (o.position IS NULL OR ($3::boolean AND o.published_at IS NULL)
+                OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED'))
+                 AS undelivered
+        FROM outbox o WHERE o.created_at < now() - $1::int * interval '1 day' ORDER BY o.event_id LIMIT $2),
+      gone AS (
+        DELETE FROM outbox o USING doomed WHERE o.event_id = doomed.event_id RETURNING doomed.undelivered)
+      SELECT count(*) AS deleted, count(*) FILTER (WHERE undelivered) AS undelivered FROM gone""";
 
   /** Idempotency keys older than {@code $1} hours: a replay after that creates a new order. */
   static final String DELETE_OLD_IDEMPOTENCY_KEYS = """
@@ -503,6 +546,96 @@ final class Sql {
       WHERE published_at IS NULL ORDER BY created_at, event_id LIMIT $1 FOR UPDATE SKIP LOCKED""";
 
   static final String MARK_OUTBOX_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE event_id = ANY($1)";
+
+  // ---- events out without Kafka: feed positions, webhook deliveries, the pull feed (EventStore)
+
+  /** One dispatcher at a time in the whole cluster; the key is arbitrary but fixed. Held until the transaction ends. */
+  static final String TRY_DISPATCH_LOCK = "SELECT pg_try_advisory_xact_lock(8245934571) AS locked";
+
+  /**
+   * Under {@link #TRY_DISPATCH_LOCK}, taken in an earlier statement of the same transaction: this statement's snapshot
+   * sees everything the previous dispatcher committed. Gives the next {@code $1} committed events without a position
+   * the next positions in event id order (one order's events were written in that order: each waited for the row
+   * lock of the previous), and adds a delivery per event and webhook that wants it: {@code $2} urls, {@code $3} their
+   * types (comma-separated, empty for all), {@code $4} their client (empty for any). Returns how many were positioned.
+   */
+  static final String DISPATCH_EVENTS = """
+      WITH next AS (
+        SELECT event_id, row_number() OVER (ORDER BY event_id) AS rn
+        FROM (SELECT event_id FROM outbox WHERE position IS NULL ORDER BY event_id LIMIT $1) n),
+      counter AS (
+        UPDATE outbox_positions SET last_position = last_position + (SELECT count(*) FROM next)
+        RETURNING last_position - (SELECT count(*) FROM next) AS base),
+      positioned AS (
+        UPDATE outbox o SET position = counter.base + next.rn
+        FROM next, counter WHERE o.event_id = next.event_id
+        RETURNING o.event_id, o.order_id, o.type, o.client, o.position),
+      delivering AS (
+        INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink)
+        SELECT p.event_id, p.position, p.order_id, coalesce(ord.shard, 0), s.sink
+        FROM positioned p
+        LEFT JOIN orders ord ON ord.id = p.order_id
+        JOIN unnest($2::text[], $3::text[], $4::text[]) AS s (sink, types, client)
+          ON (s.types = '' OR p.type = ANY(string_to_array(s.types, ','))) AND (s.client = '' OR s.client = p.client))
+      SELECT count(*) AS positioned FROM positioned""";
+
+  /**
+   * Deliveries to send now, of the shards {@code $1}, not among {@code $2} (in flight here), {@code $3} at most; a
+   * delivery waits while an earlier event of its order to the same sink is pending.
+   */
+  static final String DUE_DELIVERIES = """
+      SELECT d.id, d.event_id, d.sink, d.attempts, o.type, o.order_id, o.created_at, o.payload::text AS payload
+      FROM webhook_deliveries d JOIN outbox o ON o.event_id = d.event_id
+      WHERE d.status = 'PENDING' AND d.shard = ANY($1::int[]) AND d.next_attempt_at <= now() AND NOT (d.id = ANY($2))
+        AND NOT EXISTS (
+          SELECT 1 FROM webhook_deliveries e
+          WHERE e.sink = d.sink AND e.order_id = d.order_id AND e.status = 'PENDING' AND e.position < d.position)
+      ORDER BY d.position LIMIT $3""";
+
+  static final String DELIVERED = """
+      UPDATE webhook_deliveries
+      SET status = 'DELIVERED', attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+          delivered_at = now(), last_error = NULL
+      WHERE id = $1 AND status = 'PENDING'""";
+
+  /**
+   * A failed attempt: {@code $2} the error, tried again in {@code $3} ms, or marked FAILED when the first attempt is
+   * {@code $4} seconds old or more.
+   */
+  static final String DELIVERY_FAILED = """
+      UPDATE webhook_deliveries
+      SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()), last_error = $2,
+          next_attempt_at = now() + $3::bigint * interval '1 millisecond',
+          status = CASE WHEN coalesce(first_attempt_at, now()) <= now() - $4::int * interval '1 second'
+                        THEN 'FAILED' ELSE 'PENDING' END
+      WHERE id = $1 AND status = 'PENDING'
+      RETURNING status""";
+
+  /** Deliveries of status {@code $1} (any when null) with an id above {@code $2}, {@code $3} at most, by id. */
+  static final String LIST_DELIVERIES = """
+      SELECT d.id, d.event_id, d.order_id, o.type, d.sink, d.status, d.attempts, d.first_attempt_at, d.next_attempt_at,
+             d.last_error, d.delivered_at
+      FROM webhook_deliveries d JOIN outbox o ON o.event_id = d.event_id
+      WHERE ($1::text IS NULL OR d.status = $1) AND d.id > $2
+      ORDER BY d.id LIMIT $3""";
+
+  /** A failed delivery goes back to pending, due now, with a new retry period. */
+  static final String RETRY_DELIVERY = """
+      UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at = now(), first_attempt_at = NULL
+      WHERE id = $1 AND status = 'FAILED'
+      RETURNING id""";
+
+  static final String DELIVERY_STATUS = "SELECT status FROM webhook_deliveries WHERE id = $1";
+
+  /** The feed for admins: events with a position above {@code $1}, {@code $2} at most, in position order. */
+  static final String FEED_PAGE = """
+      SELECT event_id, type, order_id, created_at, payload::text AS payload, position FROM outbox
+      WHERE position > $1 ORDER BY position LIMIT $2""";
+
+  /** {@link #FEED_PAGE} of client {@code $3}'s orders (outbox_by_client_position). */
+  static final String FEED_PAGE_OF_CLIENT = """
+      SELECT event_id, type, order_id, created_at, payload::text AS payload, position FROM outbox
+      WHERE client = $3 AND position > $1 ORDER BY position LIMIT $2""";
 
   // ---- health checks and gauges
 
