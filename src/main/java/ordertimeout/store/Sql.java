@@ -537,13 +537,15 @@ final class Sql {
   // ---- outbox relay
 
   /**
-   * The oldest unpublished events, locked for this relay's transaction; rows another relay holds are
-   * skipped, not waited for, so several nodes relay at once without sending the same rows twice. The
-   * order is by creation, not by "event id above the last one", which would skip rows that commit late.
+   * The first unpublished events in feed order (commit order, see {@link #DISPATCH_EVENTS}), locked for this relay's
+   * transaction; rows another relay holds are skipped, not waited for, so several nodes relay at once without sending
+   * the same rows twice. Only events the dispatcher has positioned: it updates rows without a position, the relay
+   * locks rows with one, so neither waits for the other nor skips a row the other holds (which would send an order's
+   * later event before its earlier one).
    */
   static final String LOCK_UNPUBLISHED_OUTBOX = """
       SELECT event_id, order_id, type, payload::text AS payload FROM outbox
-      WHERE published_at IS NULL ORDER BY created_at, event_id LIMIT $1 FOR UPDATE SKIP LOCKED""";
+      WHERE published_at IS NULL AND position IS NOT NULL ORDER BY position LIMIT $1 FOR UPDATE SKIP LOCKED""";
 
   static final String MARK_OUTBOX_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE event_id = ANY($1)";
 

@@ -9,6 +9,8 @@ ALTER TABLE outbox ADD COLUMN position bigint;
 CREATE UNIQUE INDEX outbox_by_position ON outbox (position) WHERE position IS NOT NULL;
 CREATE INDEX outbox_by_client_position ON outbox (client, position) WHERE position IS NOT NULL;
 CREATE INDEX outbox_unpositioned ON outbox (event_id) WHERE position IS NULL;
+-- The Kafka relay publishes in feed order (it relays positioned events only).
+CREATE INDEX outbox_unpublished_by_position ON outbox (position) WHERE published_at IS NULL AND position IS NOT NULL;
 -- Retention by age, whatever was delivered; rows arrive in time order, so BRIN costs almost nothing per insert.
 CREATE INDEX outbox_by_age ON outbox USING brin (created_at);
 
