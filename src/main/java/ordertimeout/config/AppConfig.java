@@ -208,10 +208,6 @@ public record AppConfig(
    * {@code client} (any when null) is POSTed to {@code url}, signed with {@code secret} (Standard Webhooks).
    */
   public record Webhook(String url, String secret, Set<String> types, String client) {
-    public boolean wants(String type, String eventClient) {
-      return (types.isEmpty() || types.contains(type)) && (client == null || client.equals(eventClient));
-    }
-
     /** Never the secret: a record's default toString would log it. */
     @Override
     public String toString() {
