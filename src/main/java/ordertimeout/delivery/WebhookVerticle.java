@@ -188,7 +188,7 @@ public final class WebhookVerticle extends VerticleBase {
             stats.webhookAttempt("failed", 1);
             log.warn("webhook delivery {} (event {}, order {}) to {} failed for good after {} attempts: {}", due.id(),
                 due.event().id(), due.event().orderId(), webhook, due.attempts() + 1, shortError);
-          } else {
+          } else if (status == EventStore.Status.PENDING) {
             stats.webhookAttempt("retried", 1);
           }
           return null;

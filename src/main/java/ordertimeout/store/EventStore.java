@@ -90,10 +90,13 @@ public final class EventStore {
     return client.preparedQuery(Sql.DELIVERED).execute(Tuple.of(id)).mapEmpty();
   }
 
-  /** A failed attempt; the status it leaves the delivery in (FAILED once {@code retrySeconds} after the first attempt). */
+  /**
+   * A failed attempt; the status it leaves the delivery in (FAILED once {@code retrySeconds} after the first attempt),
+   * null when the delivery was no longer pending (its event deleted meanwhile).
+   */
   public Future<Status> failed(long id, String error, long retryInMillis, int retrySeconds) {
     return client.preparedQuery(Sql.DELIVERY_FAILED).execute(Tuple.of(id, error, retryInMillis, retrySeconds))
-        .map(rows -> rows.size() == 0 ? Status.DELIVERED : Status.valueOf(rows.iterator().next().getString("status")));
+        .map(rows -> rows.size() == 0 ? null : Status.valueOf(rows.iterator().next().getString("status")));
   }
 
   /** Deliveries of {@code status} (any when null) with an id above {@code after}, by id. */

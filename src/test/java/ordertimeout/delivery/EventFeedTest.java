@@ -102,6 +102,30 @@ class EventFeedTest extends ServiceTestBase {
   }
 
   @Test
+  void aTimedOutOrdersReminderAndCloseCarryTheWholeOrderInTheOrderTheyHappened() {
+    api.setStock("SKU-1", 100);
+    String start = drain(Api.USER_KEY, "0");
+    String id = create("u-3", 3, "SKU-1", 4).getString("id");
+    Await.until("the reminder and the timeout close in the feed", Duration.ofSeconds(30),
+        () -> events(Api.USER_KEY, start, 1000).size() == 3);
+    List<JsonObject> events = events(Api.USER_KEY, start, 1000);
+    assertThat(events).extracting(e -> e.getString("type")).containsExactly("ORDER_CREATED", "ORDER_CLOSE_REMINDER", "ORDER_CLOSED");
+    JsonObject reminder = events.get(1).getJsonObject("payload");
+    assertThat(reminder.getString("orderId")).isEqualTo(id);
+    assertThat(reminder.getString("status")).isEqualTo("UNPAID");
+    assertThat(reminder.getString("userId")).isEqualTo("u-3");
+    assertThat(reminder.getString("client")).isEqualTo("dev-user");
+    assertThat(reminder.getString("remindAt")).isNotNull();
+    assertThat(reminder.getJsonArray("items")).isEqualTo(new JsonArray().add(new JsonObject().put("sku", "SKU-1").put("qty", 4)));
+    JsonObject closed = events.get(2).getJsonObject("payload");
+    assertThat(closed.getString("status")).isEqualTo("CLOSED");
+    assertThat(closed.getString("reason")).isEqualTo("TIMEOUT");
+    assertThat(closed.getString("closeAt")).isEqualTo(reminder.getString("closeAt"));
+    assertThat(closed.getString("closedAt")).isNotNull();
+    assertThat(closed.containsKey("paidAt")).isFalse();
+  }
+
+  @Test
   void badCursorsLimitsAndWaitsAnswer400() {
     assertThat(api.get("/v1/events?after=abc", Api.USER_KEY).code()).isEqualTo("invalid_cursor");
     assertThat(api.get("/v1/events?limit=0", Api.USER_KEY).code()).isEqualTo("invalid_field");
