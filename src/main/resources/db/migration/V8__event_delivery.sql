@@ -13,6 +13,8 @@ CREATE INDEX outbox_unpositioned ON outbox (event_id) WHERE position IS NULL;
 CREATE INDEX outbox_unpublished_by_position ON outbox (position) WHERE published_at IS NULL AND position IS NOT NULL;
 -- Retention by age, whatever was delivered; rows arrive in time order, so BRIN costs almost nothing per insert.
 CREATE INDEX outbox_by_age ON outbox USING brin (created_at);
+-- Retention no longer reads events by when they were published.
+DROP INDEX outbox_published;
 
 -- The last position given; one row. Not max(position): retention may have deleted every event, and a cursor must
 -- never go back.
