@@ -5,7 +5,6 @@ import io.vertx.core.Vertx;
 import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
-import io.vertx.sqlclient.SqlClient;
 import io.vertx.sqlclient.Tuple;
 import ordertimeout.config.AppConfig;
 
@@ -23,11 +22,9 @@ public final class EventStore {
   public static final String POOL = "order-timeout-events";
   private static final int POOL_SIZE = 2;
 
-  private final SqlClient client;
   private final Pool pool;
 
   private EventStore(Pool pool) {
-    this.client = pool;
     this.pool = pool;
   }
 
@@ -73,7 +70,7 @@ public final class EventStore {
     for (int i = 0; i < shards.length; i++) {
       boxed[i] = shards[i];
     }
-    return client.preparedQuery(Sql.DUE_DELIVERIES)
+    return pool.preparedQuery(Sql.DUE_DELIVERIES)
         .execute(Tuple.of(boxed, inFlight, limit))
         .map(rows -> {
           List<Due> due = new ArrayList<>();
@@ -87,7 +84,7 @@ public final class EventStore {
   }
 
   public Future<Void> delivered(long id) {
-    return client.preparedQuery(Sql.DELIVERED).execute(Tuple.of(id)).mapEmpty();
+    return pool.preparedQuery(Sql.DELIVERED).execute(Tuple.of(id)).mapEmpty();
   }
 
   /**
@@ -95,13 +92,13 @@ public final class EventStore {
    * null when the delivery was no longer pending (its event deleted meanwhile).
    */
   public Future<Status> failed(long id, String error, long retryInMillis, int retrySeconds) {
-    return client.preparedQuery(Sql.DELIVERY_FAILED).execute(Tuple.of(id, error, retryInMillis, retrySeconds))
+    return pool.preparedQuery(Sql.DELIVERY_FAILED).execute(Tuple.of(id, error, retryInMillis, retrySeconds))
         .map(rows -> rows.size() == 0 ? null : Status.valueOf(rows.iterator().next().getString("status")));
   }
 
   /** Deliveries of {@code status} (any when null) with an id above {@code after}, by id. */
   public Future<List<Delivery>> deliveries(Status status, long after, int limit) {
-    return client.preparedQuery(Sql.LIST_DELIVERIES)
+    return pool.preparedQuery(Sql.LIST_DELIVERIES)
         .execute(Tuple.of(status == null ? null : status.name(), after, limit))
         .map(rows -> {
           List<Delivery> list = new ArrayList<>();
@@ -120,15 +117,15 @@ public final class EventStore {
    * else its status before (only a FAILED one is changed).
    */
   public Future<Status> retry(long id) {
-    return client.preparedQuery(Sql.RETRY_DELIVERY).execute(Tuple.of(id)).compose(rows -> rows.size() > 0
+    return pool.preparedQuery(Sql.RETRY_DELIVERY).execute(Tuple.of(id)).compose(rows -> rows.size() > 0
         ? Future.succeededFuture(Status.FAILED)
-        : client.preparedQuery(Sql.DELIVERY_STATUS).execute(Tuple.of(id))
+        : pool.preparedQuery(Sql.DELIVERY_STATUS).execute(Tuple.of(id))
             .map(found -> found.size() == 0 ? null : Status.valueOf(found.iterator().next().getString("status"))));
   }
 
   /** Up to {@code limit} events after feed position {@code after}, of {@code eventClient} (all when null), in feed order. */
   public Future<List<Event>> feed(long after, String eventClient, int limit) {
-    return client.preparedQuery(eventClient == null ? Sql.FEED_PAGE : Sql.FEED_PAGE_OF_CLIENT)
+    return pool.preparedQuery(eventClient == null ? Sql.FEED_PAGE : Sql.FEED_PAGE_OF_CLIENT)
         .execute(eventClient == null ? Tuple.of(after, limit) : Tuple.of(after, limit, eventClient))
         .map(rows -> {
           List<Event> events = new ArrayList<>();
