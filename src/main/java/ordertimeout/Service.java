@@ -12,7 +12,9 @@ import ordertimeout.cluster.NodeIdLeaseVerticle;
 import ordertimeout.cluster.ShardOwnershipVerticle;
 import ordertimeout.cluster.TimerFanoutVerticle;
 import ordertimeout.config.AppConfig;
+import ordertimeout.delivery.EventDispatchVerticle;
 import ordertimeout.delivery.OutboxRelayVerticle;
+import ordertimeout.delivery.WebhookVerticle;
 import ordertimeout.http.ContractChecks;
 import ordertimeout.http.Draining;
 import ordertimeout.http.HttpConnections;
@@ -141,6 +143,9 @@ public final class Service {
           return vertx.deployVerticle(new ReconciliationVerticle(config, database, stats, redisHealth));
         })
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
+        .compose(id -> vertx.deployVerticle(new EventDispatchVerticle(config, database)))
+        .compose(id -> config.events().webhooks().isEmpty() ? Future.succeededFuture(id)
+            : vertx.deployVerticle(new WebhookVerticle(config, database, stats, owned)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
         .compose(id -> contract)
         .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus),

@@ -36,7 +36,8 @@ public record AppConfig(
     Logging logging,
     Kafka kafka,
     Redis redis,
-    Health health) {
+    Health health,
+    Events events) {
 
   /**
    * {@code id}: part of every order id, held by a lease in PostgreSQL of {@code leaseSeconds} (renewed every third of
@@ -120,11 +121,12 @@ public record AppConfig(
 
   /**
    * Deletes, every {@code intervalSeconds} and in batches of {@code batchSize} rows: order_log rows older
-   * than {@code orderLogHours}, outbox rows published more than {@code publishedOutboxHours} ago, and
-   * idempotency keys older than {@code idempotencyKeyHours} (a replay after that creates a new order).
+   * than {@code orderLogHours}, events older than {@code publishedOutboxHours} that every sink wanting them has
+   * (the Kafka relay when on, each matching webhook), every event older than {@code eventsMaxDays} (delivered or
+   * not, counted), and idempotency keys older than {@code idempotencyKeyHours} (a replay after that creates a new order).
    */
   public record Retention(int intervalSeconds, int batchSize, int orderLogHours, int publishedOutboxHours,
-                          int idempotencyKeyHours) {}
+                          int idempotencyKeyHours, int eventsMaxDays) {}
 
   /** A rate of 0 means no cap. */
   public record Limits(int closesPerSecond, int closesBurst) {}
@@ -160,7 +162,8 @@ public record AppConfig(
       long sweepCatchesPerMinute,
       long outboxOldestAgeSeconds,
       long closeBatchesGivenUp,
-      long reconciliationDifferences) {
+      long reconciliationDifferences,
+      long eventsDroppedUndelivered) {
     public static final long OFF = -1;
   }
 
@@ -203,6 +206,31 @@ public record AppConfig(
       return !url.isBlank();
     }
   }
+
+  /**
+   * A webhook: every event whose type is among {@code types} (all when empty) and whose order belongs to
+   * {@code client} (any when null) is POSTed to {@code url}, signed with {@code secret} (Standard Webhooks).
+   */
+  public record Webhook(String url, String secret, Set<String> types, String client) {
+    /** Never the secret: a record's default toString would log it. */
+    @Override
+    public String toString() {
+      return "Webhook[" + Secrets.withoutPasswords(url) + "]";
+    }
+  }
+
+  /**
+   * Events out besides Kafka. The dispatcher looks for new events every {@code dispatchIntervalMillis} (at most
+   * {@code batchSize} at a time); each webhook delivery gets {@code timeoutMillis} per attempt and is retried with
+   * exponential backoff from {@code backoffMinMillis} to {@code backoffMaxMillis} (with jitter) for
+   * {@code retrySeconds} after its first attempt, then marked failed; at most {@code maxInFlight} requests per node.
+   */
+  public record Events(List<Webhook> webhooks, int dispatchIntervalMillis, int batchSize, int timeoutMillis,
+                       int retrySeconds, int backoffMinMillis, int backoffMaxMillis, int maxInFlight) {}
+
+  public static final Set<String> EVENT_TYPES =
+      Set.of("ORDER_CREATED", "ORDER_PAID", "ORDER_CLOSED", "ORDER_CLOSE_REMINDER", "ORDER_DEADLINE_EXTENDED",
+          "ORDER_LATE_PAYMENT");
 
   /** {@code LOCAL}: this node's own bucket decides (the default); {@code DENY}: no permits until Redis answers. */
   public enum WhenUnreachable { LOCAL, DENY }
@@ -268,7 +296,8 @@ public record AppConfig(
             source.integer("retention.batchSize", 1000, 1, 100_000),
             source.integer("retention.orderLogHours", 72, 1, 24 * 365 * 10),
             source.integer("retention.publishedOutboxHours", 24, 1, 24 * 365 * 10),
-            source.integer("retention.idempotencyKeyHours", 24, 1, 24 * 365 * 10)),
+            source.integer("retention.idempotencyKeyHours", 24, 1, 24 * 365 * 10),
+            source.integer("retention.eventsMaxDays", 7, 1, 3650)),
         new Limits(
             source.integer("limits.closesPerSecond", 0, 0, 10_000_000),
             source.integer("limits.closesBurst", 1000, 1, 10_000_000)),
@@ -282,7 +311,8 @@ public record AppConfig(
             source.number("alarms.sweepCatchesPerMinute", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.outboxOldestAgeSeconds", Alarms.OFF, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.closeBatchesGivenUp", 0, Alarms.OFF, Long.MAX_VALUE),
-            source.number("alarms.reconciliationDifferences", 0, Alarms.OFF, Long.MAX_VALUE)),
+            source.number("alarms.reconciliationDifferences", 0, Alarms.OFF, Long.MAX_VALUE),
+            source.number("alarms.eventsDroppedUndelivered", 0, Alarms.OFF, Long.MAX_VALUE)),
         new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)),
         logging(source),
         new Kafka(
@@ -296,7 +326,8 @@ public record AppConfig(
             source.integer("kafka.relayBatchSize", 1000, 1, 100_000),
             source.integer("kafka.deliveryTimeoutMillis", 15_000, 1000, 300_000)),
         redis(source),
-        new Health(source.integer("health.databaseTimeoutMillis", 1000, 10, 60_000)));
+        new Health(source.integer("health.databaseTimeoutMillis", 1000, 10, 60_000)),
+        events(source, apiKeys));
     config.refuseDevKeysOffLoopback();
     config.requireAnswerAfterDeadline();
     return config;
@@ -494,6 +525,68 @@ public record AppConfig(
         source.integer("redis.timeoutMillis", 100, 1, 60_000),
         whenUnreachable,
         source.integer("redis.lockTtlSeconds", 30, 1, 24 * 3600));
+  }
+
+  private static Events events(ConfigSource source, List<ApiKey> keys) {
+    List<Webhook> webhooks = new ArrayList<>();
+    List<?> entries = source.list("webhooks");
+    for (int i = 0; i < entries.size(); i++) {
+      String at = "webhooks[" + i + "]";
+      if (!(entries.get(i) instanceof Map<?, ?> entry)) {
+        throw new ConfigException(at, "expected {url, secret, types?, client?}");
+      }
+      for (Object name : entry.keySet()) {
+        if (!Set.of("url", "secret", "types", "client").contains(String.valueOf(name))) {
+          throw new ConfigException(at + "." + name, "unknown; expected url, secret, types, client");
+        }
+      }
+      String url = entry.get("url") == null ? "" : entry.get("url").toString().trim();
+      URI uri;
+      try {
+        uri = new URI(url);
+      } catch (URISyntaxException e) {
+        throw new ConfigException(at + ".url", "not a URL: " + Secrets.withoutPasswords(e.getMessage()));
+      }
+      String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+      if (!(scheme.equals("http") || scheme.equals("https")) || uri.getHost() == null) {
+        throw new ConfigException(at + ".url", "expected http(s)://host[:port]/path");
+      }
+      if (webhooks.stream().anyMatch(w -> w.url().equals(url))) {
+        throw new ConfigException(at + ".url", "the same url is configured twice");
+      }
+      Object secret = entry.get("secret");
+      if (secret == null || secret.toString().length() < 16) {
+        throw new ConfigException(at + ".secret", "a secret of at least 16 characters is required");
+      }
+      Set<String> types = new java.util.LinkedHashSet<>();
+      Object typeList = entry.get("types");
+      if (typeList != null) {
+        if (!(typeList instanceof List<?> list)) {
+          throw new ConfigException(at + ".types", "expected a list of event types");
+        }
+        for (Object type : list) {
+          if (!EVENT_TYPES.contains(String.valueOf(type))) {
+            throw new ConfigException(at + ".types", "'" + type + "' is not one of " + String.join(", ", new java.util.TreeSet<>(EVENT_TYPES)));
+          }
+          types.add(String.valueOf(type));
+        }
+      }
+      Object client = entry.get("client");
+      if (client != null && keys.stream().noneMatch(key -> key.client().equals(client.toString()))) {
+        throw new ConfigException(at + ".client", "no auth.keys entry has client '" + client + "'");
+      }
+      webhooks.add(new Webhook(url, secret.toString(), Set.copyOf(types), client == null ? null : client.toString()));
+    }
+    int backoffMin = source.integer("events.backoffMinMillis", 1000, 10, 3_600_000);
+    return new Events(
+        List.copyOf(webhooks),
+        source.integer("events.dispatchIntervalMillis", 100, 1, 60_000),
+        source.integer("events.batchSize", 1000, 1, 100_000),
+        source.integer("events.timeoutMillis", 10_000, 100, 300_000),
+        source.integer("events.retrySeconds", 24 * 3600, 1, 30 * 24 * 3600),
+        backoffMin,
+        source.integer("events.backoffMaxMillis", 600_000, backoffMin, 24 * 3_600_000),
+        source.integer("events.maxInFlight", 32, 1, 10_000));
   }
 
   private static String logLevel(String key, String value) {

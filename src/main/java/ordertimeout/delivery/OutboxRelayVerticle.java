@@ -21,7 +21,8 @@ import java.util.concurrent.TimeUnit;
  * headers {@value #EVENT_ID_HEADER} and {@value #EVENT_TYPE_HEADER}, the stored JSON as the value.
  * Rows are marked published in the transaction that locked them, after the broker acknowledged every
  * one; if it did not, the transaction rolls back and they go out on a later try. Consumers may see an
- * event twice (acknowledged, then the commit failed) and must de-duplicate by event id.
+ * event twice (acknowledged, then the commit failed) and must de-duplicate by event id. Events go in feed order, once
+ * {@link EventDispatchVerticle} has given them their position (commit order).
  */
 public final class OutboxRelayVerticle extends VerticleBase {
   public static final String EVENT_ID_HEADER = "event-id";

@@ -17,6 +17,7 @@ import ordertimeout.order.CreateRequest;
 import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.order.PayRequest;
 import ordertimeout.order.StateChange;
+import ordertimeout.store.EventStore;
 import ordertimeout.store.InventoryStore;
 import ordertimeout.store.LockedSkus;
 import ordertimeout.store.OrderCreates;
@@ -97,6 +98,7 @@ public final class IntakeVerticle extends VerticleBase {
     new OrderRoutes(vertx, config, store, creates, pays, orderIds, stats).mount(router, contract);
     new AdminRoutes(new InventoryStore(pool), stats, owned).mount(router, contract);
     new DashboardRoutes(store).mount(router, contract);
+    new EventRoutes(vertx, EventStore.on(pool)).mount(router, contract);
     router.route().failureHandler(ctx -> Problems.handle(ctx, stats));
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));

@@ -14,8 +14,11 @@ import java.util.function.BiFunction;
 
 /**
  * Retention: every {@code retention.intervalSeconds}, deletes order_log rows older than
- * {@code retention.orderLogHours}, outbox rows published more than {@code retention.publishedOutboxHours}
- * ago (never an unpublished one) and idempotency keys older than {@code retention.idempotencyKeyHours}.
+ * {@code retention.orderLogHours}, events older than {@code retention.publishedOutboxHours} once every sink that
+ * wants them has them (the Kafka relay when on, each matching webhook; the pull feed holds nothing back), every
+ * event older than {@code retention.eventsMaxDays} (those some sink did not have are counted in
+ * {@code ordertimeout_events_dropped_undelivered_total} and logged) and idempotency keys older than
+ * {@code retention.idempotencyKeyHours}.
  * Each delete takes at most {@code retention.batchSize} rows in a transaction of its own, and the next
  * batch follows only while the last one was full, so no lock is held for long and closes interleave.
  * With Redis on, one node of the cluster runs it per interval ({@link SingletonJob}).
@@ -72,9 +75,23 @@ public final class RetentionVerticle extends VerticleBase {
     running = true;
     AppConfig.Retention retention = config.retention();
     periodic.run(() -> purge(ORDER_LOG, retention.orderLogHours(), store::deleteOldOrderLog)
-            .compose(none -> purge(OUTBOX, retention.publishedOutboxHours(), store::deletePublishedOutbox))
+            .compose(none -> purge(OUTBOX, retention.publishedOutboxHours(),
+                (hours, batchSize) -> store.deleteDeliveredEvents(hours, batchSize, config.kafka().enabled())))
+            .compose(none -> purge(OUTBOX, retention.eventsMaxDays(), this::deleteExpiredEvents))
             .compose(none -> purge(IDEMPOTENCY_KEYS, retention.idempotencyKeyHours(), store::deleteOldIdempotencyKeys)))
         .onComplete(done -> running = false);
+  }
+
+  /** One batch of events past the maximum age; those some sink did not have are counted and logged. */
+  private Future<Integer> deleteExpiredEvents(int days, int batchSize) {
+    return store.deleteExpiredEvents(days, batchSize, config.kafka().enabled()).map(expired -> {
+      if (expired.undelivered() > 0) {
+        stats.eventsDroppedUndelivered(expired.undelivered());
+        log.warn("retention dropped {} events older than {} days that some sink (Kafka or a webhook) did not have",
+            expired.undelivered(), days);
+      }
+      return expired.deleted();
+    });
   }
 
   /** Deletes batch after batch from one table; a failure is logged and left to the next run. */
@@ -82,7 +99,7 @@ public final class RetentionVerticle extends VerticleBase {
     return batches(table, hours, deleteBatch, 0)
         .onSuccess(deleted -> {
           if (deleted > 0) {
-            log.info("retention deleted {} {} rows older than {} h", deleted, table, hours);
+            log.info("retention deleted {} {} rows past their window of {}", deleted, table, hours);
           }
         })
         .recover(failure -> {

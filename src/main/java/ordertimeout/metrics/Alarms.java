@@ -34,7 +34,9 @@ public final class Alarms {
     /** Batches given up after their retries in the window. */
     CLOSE_BATCHES_GIVEN_UP("batches"),
     /** SKUs whose reserved count differed from their unpaid items at the last reconciliation. */
-    RECONCILIATION_DIFFERENCES("skus");
+    RECONCILIATION_DIFFERENCES("skus"),
+    /** Events retention deleted at their maximum age before every sink had them, in the window. */
+    EVENTS_DROPPED("events");
 
     private final String unit;
 
@@ -49,9 +51,15 @@ public final class Alarms {
    * differences ({@code NaN} while unknown).
    */
   public record Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds,
-                         double reconciliationDifferences) {}
+                         double reconciliationDifferences, long eventsDroppedUndelivered) {
+    /** Without a count of dropped events (none dropped). */
+    public Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds,
+                    double reconciliationDifferences) {
+      this(latenessP99Millis, sweepCatches, closeBatchesGivenUp, outboxOldestAgeSeconds, reconciliationDifferences, 0);
+    }
+  }
 
-  private record Sample(long atMillis, long sweepCatches, long closeBatchesGivenUp) {}
+  private record Sample(long atMillis, long sweepCatches, long closeBatchesGivenUp, long eventsDropped) {}
 
   private final Map<Code, Long> thresholds = new EnumMap<>(Code.class);
   private final Map<Code, AtomicInteger> firing = new EnumMap<>(Code.class);
@@ -64,6 +72,7 @@ public final class Alarms {
     thresholds.put(Code.OUTBOX_AGE, config.outboxOldestAgeSeconds());
     thresholds.put(Code.CLOSE_BATCHES_GIVEN_UP, config.closeBatchesGivenUp());
     thresholds.put(Code.RECONCILIATION_DIFFERENCES, config.reconciliationDifferences());
+    thresholds.put(Code.EVENTS_DROPPED, config.eventsDroppedUndelivered());
     windowMillis = window.toMillis();
     for (Code code : Code.values()) {
       AtomicInteger state = new AtomicInteger();
@@ -81,19 +90,21 @@ public final class Alarms {
   }
 
   public void evaluate(long nowMillis, Readings readings) {
-    Sample base = baseline(new Sample(nowMillis, readings.sweepCatches(), readings.closeBatchesGivenUp()));
+    Sample base = baseline(new Sample(nowMillis, readings.sweepCatches(), readings.closeBatchesGivenUp(),
+        readings.eventsDroppedUndelivered()));
     double sweepCatchesPerMinute = (readings.sweepCatches() - base.sweepCatches()) * 60_000.0 / windowMillis;
     check(Code.LATENESS_P99, readings.latenessP99Millis());
     check(Code.SWEEP_CATCHES, sweepCatchesPerMinute);
     check(Code.OUTBOX_AGE, readings.outboxOldestAgeSeconds());
     check(Code.CLOSE_BATCHES_GIVEN_UP, readings.closeBatchesGivenUp() - base.closeBatchesGivenUp());
     check(Code.RECONCILIATION_DIFFERENCES, readings.reconciliationDifferences());
+    check(Code.EVENTS_DROPPED, readings.eventsDroppedUndelivered() - base.eventsDropped());
   }
 
   /** The newest sample at least a window old (or the oldest there is), after adding {@code now}; older ones go. */
   private Sample baseline(Sample now) {
     if (samples.isEmpty()) {
-      samples.add(new Sample(now.atMillis(), 0, 0));
+      samples.add(new Sample(now.atMillis(), 0, 0, 0));
     }
     samples.addLast(now);
     long windowStart = now.atMillis() - windowMillis;

@@ -46,6 +46,9 @@ public final class Meters {
   public static final String OUTBOX_RELAY_FAILURES = "ordertimeout.outbox.relay.failures";
   public static final String OUTBOX_BACKLOG = "ordertimeout.outbox.backlog";
   public static final String OUTBOX_OLDEST_AGE = "ordertimeout.outbox.oldest.age";
+  public static final String EVENTS_DROPPED_UNDELIVERED = "ordertimeout.events.dropped.undelivered";
+  /** Webhook attempts by outcome: delivered, retried (failed, tried again later), failed (given up). */
+  public static final String WEBHOOK_ATTEMPTS = "ordertimeout.webhook.attempts";
 
   // ---- maintenance
   public static final String RECONCILIATION_SKU_DIFFERENCES = "ordertimeout.reconciliation.sku.differences";

@@ -80,6 +80,7 @@ public final class MonitorVerticle extends VerticleBase {
   private void evaluateAlarms() {
     alarms.evaluate(config.node().wallClock().millis(), new Alarms.Readings(
         stats.recentLatenessP99Millis(), stats.sweepCatches(), stats.closeBatchesGivenUp(), outboxOldestAgeSeconds,
-        stats.lastReconciliationSkuDifferences() < 0 ? Double.NaN : stats.lastReconciliationSkuDifferences()));
+        stats.lastReconciliationSkuDifferences() < 0 ? Double.NaN : stats.lastReconciliationSkuDifferences(),
+        stats.eventsDroppedUndelivered()));
   }
 }

@@ -63,6 +63,8 @@ public final class NodeStats {
   private final Counter timerPublishFailures;
   private final Counter outboxPublished;
   private final Counter outboxRelayFailures;
+  private final Counter eventsDroppedUndelivered;
+  private final Map<String, Counter> webhookAttempts = new ConcurrentHashMap<>();
 
   /**
    * Registers the node's meters in {@code registry}; the lateness percentiles (p50, p99, p99.9) are
@@ -126,6 +128,11 @@ public final class NodeStats {
         .description("Unpaid orders overdue by more than the sweep's grace and interval at the last reconciliation (-1: none ran yet)")
         .strongReference(true)
         .register(registry);
+    eventsDroppedUndelivered = counter(Meters.EVENTS_DROPPED_UNDELIVERED,
+        "Events retention deleted at retention.eventsMaxDays before every sink that wanted them had them");
+    for (String outcome : new String[] {"delivered", "retried", "failed"}) {
+      webhookAttempt(outcome, 0);
+    }
     reconciliationRepaired = counter(Meters.RECONCILIATION_REPAIRED, "SKUs whose reserved count a reconciliation with repair set right");
   }
 
@@ -272,6 +279,23 @@ public final class NodeStats {
   public double requestsShed(String code) {
     Counter shed = requestsShed.get(code);
     return shed == null ? 0 : shed.count();
+  }
+
+  public void eventsDroppedUndelivered(int events) {
+    eventsDroppedUndelivered.increment(events);
+  }
+
+  public long eventsDroppedUndelivered() {
+    return (long) eventsDroppedUndelivered.count();
+  }
+
+  /** {@code outcome}: delivered, retried (failed, tried again later) or failed (given up). */
+  public void webhookAttempt(String outcome, int attempts) {
+    webhookAttempts.computeIfAbsent(outcome, name -> Counter.builder(Meters.WEBHOOK_ATTEMPTS)
+            .description("Webhook attempts by outcome: delivered, retried (failed, tried again later), failed (given up)")
+            .tag("outcome", name)
+            .register(registry))
+        .increment(attempts);
   }
 
   public void retentionDeleted(String table, int rows) {

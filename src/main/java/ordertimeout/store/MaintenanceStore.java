@@ -128,9 +128,23 @@ public final class MaintenanceStore {
     return delete(Sql.DELETE_OLD_ORDER_LOG, hours, batchSize);
   }
 
-  /** Deletes up to {@code batchSize} outbox rows published more than {@code hours} ago; never an unpublished one. */
-  public Future<Integer> deletePublishedOutbox(int hours, int batchSize) {
-    return delete(Sql.DELETE_PUBLISHED_OUTBOX, hours, batchSize);
+  /**
+   * Deletes up to {@code batchSize} events older than {@code hours} that every sink wanting them has ({@code kafka}:
+   * the relay runs, so an event must be published too); never an undelivered one.
+   */
+  public Future<Integer> deleteDeliveredEvents(int hours, int batchSize, boolean kafka) {
+    return pool.preparedQuery(Sql.DELETE_DELIVERED_EVENTS).execute(Tuple.of(hours, batchSize, kafka)).map(rows -> rows.rowCount());
+  }
+
+  /** How many events one delete at the maximum age took, and how many of them some sink did not have. */
+  public record Expired(int deleted, int undelivered) {}
+
+  /** Deletes up to {@code batchSize} events older than {@code days}, delivered or not. */
+  public Future<Expired> deleteExpiredEvents(int days, int batchSize, boolean kafka) {
+    return pool.preparedQuery(Sql.DELETE_EXPIRED_EVENTS).execute(Tuple.of(days, batchSize, kafka)).map(rows -> {
+      Row row = rows.iterator().next();
+      return new Expired(row.getLong("deleted").intValue(), row.getLong("undelivered").intValue());
+    });
   }
 
   /** Deletes up to {@code batchSize} idempotency keys older than {@code hours}. */

@@ -130,7 +130,7 @@ final class Sql {
                t.at + i.timeout_seconds * interval '1 second', t.at + i.remind_after_seconds * interval '1 second'
         FROM input i CROSS JOIN t
         ON CONFLICT (id) DO NOTHING
-        RETURNING id, user_id, category, created_at, close_at, remind_at),
+        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at),
       created_items AS (
         SELECT d.order_id, d.sku, d.qty FROM items_in d JOIN created c ON c.id = d.order_id),
       items AS (
@@ -144,19 +144,44 @@ final class Sql {
         INSERT INTO order_log (order_id, event, detail, at)
         SELECT id, 'CREATED', category, created_at FROM created),
       evented AS (
-        INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT c.id, 'ORDER_CREATED',
-               jsonb_build_object('orderId', c.id::text, 'userId', c.user_id, 'category', c.category,
-                                  'closeAt', c.close_at, 'remindAt', c.remind_at,
-                                  'items', jsonb_agg(jsonb_build_object('sku', d.sku, 'qty', d.qty) ORDER BY d.sku)),
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT c.id, c.client, 'ORDER_CREATED',
+               {payload},
                c.created_at
         FROM created c JOIN created_items d ON d.order_id = c.id
-        GROUP BY c.id, c.user_id, c.category, c.close_at, c.remind_at, c.created_at)
-      SELECT id, created_at, close_at, remind_at FROM created""";
+        GROUP BY c.id, c.client, c.user_id, c.category, c.status, c.close_reason, c.created_at, c.close_at, c.remind_at,
+                 c.hold_until, c.paid_at, c.closed_at)
+      SELECT id, created_at, close_at, remind_at FROM created"""
+      .replace("{payload}", eventPayload("c", "jsonb_agg(jsonb_build_object('sku', d.sku, 'qty', d.qty) ORDER BY d.sku)"));
 
   static final String INSERT_IDEMPOTENCY_KEYS = """
       INSERT INTO idempotency_keys (client, key, request_hash, response_status, response_body, order_id)
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[])""";
+
+  /**
+   * An event's payload: the order as it stands after the change, so that a consumer never has to call back. The
+   * fields of the API's order (times in UTC), with {@code client} and, once closed, {@code reason}; fields not
+   * reached yet (paidAt, closedAt, reason, remindAt, holdUntil) are left out. {@code o} names a row with the orders columns,
+   * {@code items} is a JSON array expression of its items.
+   */
+  static String eventPayload(String o, String items) {
+    return """
+        jsonb_strip_nulls(jsonb_build_object(
+          'orderId', %1$s.id::text, 'client', %1$s.client, 'userId', %1$s.user_id, 'category', %1$s.category,
+          'status', %1$s.status, 'reason', %1$s.close_reason, 'items', %2$s,
+          'createdAt', %3$s, 'closeAt', %4$s, 'holdUntil', %5$s, 'remindAt', %6$s, 'paidAt', %7$s, 'closedAt', %8$s))"""
+        .formatted(o, items, utc(o + ".created_at"), utc(o + ".close_at"), utc(o + ".hold_until"), utc(o + ".remind_at"),
+            utc(o + ".paid_at"), utc(o + ".closed_at"));
+  }
+
+  /** A timestamp as the API writes it: ISO-8601 in UTC with a Z. */
+  private static String utc(String timestamp) {
+    return "to_char(" + timestamp + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')";
+  }
+
+  /** The items of order {@code o.id} as a JSON array, by SKU (order_items' primary key). */
+  private static final String ORDER_ITEMS_JSON =
+      "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) FROM order_items i WHERE i.order_id = o.id)";
 
   // ---- pay and close
 
@@ -174,7 +199,7 @@ final class Sql {
         UPDATE orders SET status = 'PAID', paid_at = now()
         WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID'
           AND (close_at > now() OR hold_until > now())
-        RETURNING id, paid_at)""");
+        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at)""");
 
   /**
    * {@link #PAY} for a group: {@code $1} order ids, {@code $2} the client of each (null for an admin). Only rows no other transaction
@@ -192,18 +217,19 @@ final class Sql {
         UPDATE orders o SET status = 'PAID', paid_at = now()
         FROM (SELECT DISTINCT id FROM payable) AS p
         WHERE o.id = p.id AND o.status = 'UNPAID'
-        RETURNING o.id, o.paid_at)""");
+        RETURNING o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
+                  o.hold_until, o.paid_at, o.closed_at)""");
 
-  /** A pay's statement: {@code paidCtes} end with {@code paid} (id, paid_at), which gets its log lines and events. */
+  /** A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns), which gets its log lines and events. */
   private static String pay(String paidCtes) {
     return """
         WITH %s,
         logged AS (
           INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
         evented AS (
-          INSERT INTO outbox (order_id, type, payload, created_at)
-          SELECT id, 'ORDER_PAID', jsonb_build_object('orderId', id::text, 'paidAt', paid_at), paid_at FROM paid)
-        SELECT id FROM paid""".formatted(paidCtes);
+          INSERT INTO outbox (order_id, client, type, payload, created_at)
+          SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o)
+        SELECT id FROM paid""".formatted(paidCtes, eventPayload("o", ORDER_ITEMS_JSON));
   }
 
   /**
@@ -216,16 +242,13 @@ final class Sql {
         WITH closed AS (
           UPDATE orders SET status = 'CLOSED', close_reason = $2, closed_at = clock_timestamp()
           WHERE id = ANY($1) AND status = 'UNPAID' %s
-          RETURNING id, close_reason, close_at, hold_until, closed_at),
+          RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at),
         logged AS (
           INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'CLOSED', close_reason, closed_at FROM closed),
         evented AS (
-          INSERT INTO outbox (order_id, type, payload, created_at)
-          SELECT id, 'ORDER_CLOSED',
-                 jsonb_build_object('orderId', id::text, 'reason', close_reason, 'closeAt', close_at, 'closedAt', closed_at),
-                 closed_at
-          FROM closed)
-        SELECT id, close_at, hold_until, closed_at FROM closed""".formatted(casCondition);
+          INSERT INTO outbox (order_id, client, type, payload, created_at)
+          SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o)
+        SELECT id, close_at, hold_until, closed_at FROM closed""".formatted(casCondition, eventPayload("o", ORDER_ITEMS_JSON));
   }
 
   /**
@@ -296,12 +319,7 @@ final class Sql {
       SELECT id FROM held""";
 
   /** An order's fields as events carry them, from the row aliased {@code o}. */
-  private static final String ORDER_FIELDS = """
-      jsonb_build_object('orderId', o.id::text, 'userId', o.user_id, 'category', o.category, 'status', o.status,
-        'closeReason', o.close_reason, 'createdAt', o.created_at, 'closeAt', o.close_at, 'remindAt', o.remind_at,
-        'holdUntil', o.hold_until, 'paidAt', o.paid_at, 'closedAt', o.closed_at,
-        'items', (SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku)
-                  FROM order_items i WHERE i.order_id = o.id))""";
+  private static final String ORDER_FIELDS = eventPayload("o", ORDER_ITEMS_JSON);
 
   /**
    * The compare-and-set of a deadline change: {@code $2} the new deadline, {@code $3} the deadline it replaces. The
@@ -317,10 +335,10 @@ final class Sql {
       logged AS (
         INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'EXTENDED', 'from ' || $3::timestamptz, now() FROM moved),
       evented AS (
-        INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT o.id, 'ORDER_DEADLINE_EXTENDED', %s || jsonb_build_object('previousCloseAt', $3::timestamptz), now()
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT o.id, o.client, 'ORDER_DEADLINE_EXTENDED', %s || jsonb_build_object('previousCloseAt', {previous}), now()
         FROM moved o)
-      SELECT id FROM moved""".formatted(ORDER_FIELDS);
+      SELECT id FROM moved""".formatted(ORDER_FIELDS).replace("{previous}", utc("$3::timestamptz"));
 
   /**
    * A pay that came after the order's close: marks it ({@code late_payment_at}) and writes ORDER_LATE_PAYMENT (the
@@ -335,11 +353,11 @@ final class Sql {
       logged AS (
         INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'LATE_PAYMENT', $2, late_payment_at FROM noted),
       evented AS (
-        INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT o.id, 'ORDER_LATE_PAYMENT', %s || jsonb_build_object('latePaymentAt', o.late_payment_at, 'notReopened', $2::text),
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT o.id, o.client, 'ORDER_LATE_PAYMENT', %s || jsonb_build_object('latePaymentAt', {latePaymentAt}, 'notReopened', $2::text),
                o.late_payment_at
         FROM noted o)
-      SELECT id FROM noted""".formatted(ORDER_FIELDS);
+      SELECT id FROM noted""".formatted(ORDER_FIELDS).replace("{latePaymentAt}", utc("o.late_payment_at"));
 
   /**
    * A late pay of an order closed by timeout pays it after all (orders.reopenOnLatePayment), its stock taken again
@@ -354,12 +372,12 @@ final class Sql {
       logged AS (
         INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'PAID', 'REOPENED', paid_at FROM reopened),
       evented AS (
-        INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT o.id, 'ORDER_PAID', %s || jsonb_build_object('reopened', true,
-                 'reopenedFrom', jsonb_build_object('closeReason', $2::text, 'closedAt', $3::timestamptz)),
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT o.id, o.client, 'ORDER_PAID', %s || jsonb_build_object('reopened', true,
+                 'reopenedFrom', jsonb_build_object('closeReason', $2::text, 'closedAt', {closedBefore})),
                o.paid_at
         FROM reopened o)
-      SELECT id FROM reopened""".formatted(ORDER_FIELDS);
+      SELECT id FROM reopened""".formatted(ORDER_FIELDS).replace("{closedBefore}", utc("$3::timestamptz"));
 
   /**
    * A closed order paid after all: its units go from available straight to sold ({@code reserved} counts unpaid
@@ -378,14 +396,14 @@ final class Sql {
       WITH reminded AS (
         UPDATE orders SET reminded_at = now()
         WHERE id = ANY($1) AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at <= now() AND close_at > now()
-        RETURNING id, close_at, reminded_at),
+        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, reminded_at, hold_until,
+                  paid_at, closed_at),
       logged AS (
         INSERT INTO order_log (order_id, event, at) SELECT id, 'REMINDED', reminded_at FROM reminded),
       evented AS (
-        INSERT INTO outbox (order_id, type, payload, created_at)
-        SELECT id, 'ORDER_CLOSE_REMINDER', jsonb_build_object('orderId', id::text, 'closeAt', close_at), reminded_at
-        FROM reminded)
-      SELECT id FROM reminded""";
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT o.id, o.client, 'ORDER_CLOSE_REMINDER', {payload}, o.reminded_at FROM reminded o)
+      SELECT id FROM reminded""".replace("{payload}", eventPayload("o", ORDER_ITEMS_JSON));
 
   static final String SELECT_NOT_YET_REMINDED = """
       SELECT id, (extract(epoch FROM remind_at - now()) * 1000)::bigint AS due_in_millis FROM orders
@@ -604,10 +622,33 @@ final class Sql {
       DELETE FROM order_log WHERE id IN (
         SELECT id FROM order_log WHERE at < now() - $1::int * interval '1 hour' ORDER BY id LIMIT $2)""";
 
-  /** Outbox rows published more than {@code $1} hours ago; unpublished rows (published_at NULL) never match. */
-  static final String DELETE_PUBLISHED_OUTBOX = """
+  /**
+   * Events older than {@code $1} hours that every sink wanting them has: a feed position given (so their webhook
+   * deliveries exist), published to Kafka when the relay runs ({@code $3}), and no delivery of theirs pending or failed.
+   * Their deliveries go with them (ON DELETE CASCADE).
+   */
+  static final String DELETE_DELIVERED_EVENTS = """
       DELETE FROM outbox WHERE event_id IN (
-        SELECT event_id FROM outbox WHERE published_at < now() - $1::int * interval '1 hour' ORDER BY event_id LIMIT $2)""";
+        SELECT o.event_id FROM outbox o
+        WHERE o.created_at < now() - $1::int * interval '1 hour' AND o.position IS NOT NULL
+          AND (NOT $3::boolean OR o.published_at IS NOT NULL)
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED')
+        ORDER BY o.event_id LIMIT $2)""";
+
+  /**
+   * Events older than {@code $1} days, delivered or not, {@code $2} at most: how many went, and how many of them some
+   * sink did not have ({@code $3}: the Kafka relay runs).
+   */
+  static final String DELETE_EXPIRED_EVENTS = """
+      WITH doomed AS (
+        SELECT o.event_id,
+               (o.position IS NULL OR ($3::boolean AND o.published_at IS NULL)
+                OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED'))
+                 AS undelivered
+        FROM outbox o WHERE o.created_at < now() - $1::int * interval '1 day' ORDER BY o.event_id LIMIT $2),
+      gone AS (
+        DELETE FROM outbox o USING doomed WHERE o.event_id = doomed.event_id RETURNING doomed.undelivered)
+      SELECT count(*) AS deleted, count(*) FILTER (WHERE undelivered) AS undelivered FROM gone""";
 
   /** Idempotency keys older than {@code $1} hours: a replay after that creates a new order. */
   static final String DELETE_OLD_IDEMPOTENCY_KEYS = """
@@ -617,15 +658,107 @@ final class Sql {
   // ---- outbox relay
 
   /**
-   * The oldest unpublished events, locked for this relay's transaction; rows another relay holds are
-   * skipped, not waited for, so several nodes relay at once without sending the same rows twice. The
-   * order is by creation, not by "event id above the last one", which would skip rows that commit late.
+   * The first unpublished events in feed order (commit order, see {@link #DISPATCH_EVENTS}), locked for this relay's
+   * transaction; rows another relay holds are skipped, not waited for, so several nodes relay at once without sending
+   * the same rows twice. Only events the dispatcher has positioned: it updates rows without a position, the relay
+   * locks rows with one, so neither waits for the other nor skips a row the other holds (which would send an order's
+   * later event before its earlier one).
    */
   static final String LOCK_UNPUBLISHED_OUTBOX = """
       SELECT event_id, order_id, type, payload::text AS payload FROM outbox
-      WHERE published_at IS NULL ORDER BY created_at, event_id LIMIT $1 FOR UPDATE SKIP LOCKED""";
+      WHERE published_at IS NULL AND position IS NOT NULL ORDER BY position LIMIT $1 FOR UPDATE SKIP LOCKED""";
 
   static final String MARK_OUTBOX_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE event_id = ANY($1)";
+
+  // ---- events out without Kafka: feed positions, webhook deliveries, the pull feed (EventStore)
+
+  /** One dispatcher at a time in the whole cluster; the key is arbitrary but fixed. Held until the transaction ends. */
+  static final String TRY_DISPATCH_LOCK = "SELECT pg_try_advisory_xact_lock(8245934571) AS locked";
+
+  /**
+   * Under {@link #TRY_DISPATCH_LOCK}, taken in an earlier statement of the same transaction: this statement's snapshot
+   * sees everything the previous dispatcher committed. Gives the next {@code $1} committed events without a position
+   * the next positions in event id order (one order's events were written in that order: each waited for the row
+   * lock of the previous), and adds a delivery per event and webhook that wants it: {@code $2} urls, {@code $3} their
+   * types (comma-separated, empty for all), {@code $4} their client (empty for any). Returns how many were positioned.
+   */
+  static final String DISPATCH_EVENTS = """
+      WITH next AS (
+        SELECT event_id, row_number() OVER (ORDER BY event_id) AS rn
+        FROM (SELECT event_id FROM outbox WHERE position IS NULL ORDER BY event_id LIMIT $1) n),
+      counter AS (
+        UPDATE outbox_positions SET last_position = last_position + (SELECT count(*) FROM next)
+        RETURNING last_position - (SELECT count(*) FROM next) AS base),
+      positioned AS (
+        UPDATE outbox o SET position = counter.base + next.rn
+        FROM next, counter WHERE o.event_id = next.event_id
+        RETURNING o.event_id, o.order_id, o.type, o.client, o.position),
+      delivering AS (
+        INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink)
+        SELECT p.event_id, p.position, p.order_id, coalesce(ord.shard, 0), s.sink
+        FROM positioned p
+        LEFT JOIN orders ord ON ord.id = p.order_id
+        JOIN unnest($2::text[], $3::text[], $4::text[]) AS s (sink, types, client)
+          ON (s.types = '' OR p.type = ANY(string_to_array(s.types, ','))) AND (s.client = '' OR s.client = p.client))
+      SELECT count(*) AS positioned FROM positioned""";
+
+  /**
+   * Deliveries to send now, of the shards {@code $1}, not among {@code $2} (in flight here), {@code $3} at most; a
+   * delivery waits while an earlier event of its order to the same sink is pending.
+   */
+  static final String DUE_DELIVERIES = """
+      SELECT d.id, d.event_id, d.sink, d.attempts, o.type, o.order_id, o.created_at, o.payload::text AS payload
+      FROM webhook_deliveries d JOIN outbox o ON o.event_id = d.event_id
+      WHERE d.status = 'PENDING' AND d.shard = ANY($1::int[]) AND d.next_attempt_at <= now() AND NOT (d.id = ANY($2))
+        AND NOT EXISTS (
+          SELECT 1 FROM webhook_deliveries e
+          WHERE e.sink = d.sink AND e.order_id = d.order_id AND e.status = 'PENDING' AND e.position < d.position)
+      ORDER BY d.position LIMIT $3""";
+
+  static final String DELIVERED = """
+      UPDATE webhook_deliveries
+      SET status = 'DELIVERED', attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+          delivered_at = now(), last_error = NULL
+      WHERE id = $1 AND status = 'PENDING'""";
+
+  /**
+   * A failed attempt: {@code $2} the error, tried again in {@code $3} ms, or marked FAILED when the first attempt is
+   * {@code $4} seconds old or more.
+   */
+  static final String DELIVERY_FAILED = """
+      UPDATE webhook_deliveries
+      SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()), last_error = $2,
+          next_attempt_at = now() + $3::bigint * interval '1 millisecond',
+          status = CASE WHEN coalesce(first_attempt_at, now()) <= now() - $4::int * interval '1 second'
+                        THEN 'FAILED' ELSE 'PENDING' END
+      WHERE id = $1 AND status = 'PENDING'
+      RETURNING status""";
+
+  /** Deliveries of status {@code $1} (any when null) with an id above {@code $2}, {@code $3} at most, by id. */
+  static final String LIST_DELIVERIES = """
+      SELECT d.id, d.event_id, d.order_id, o.type, d.sink, d.status, d.attempts, d.first_attempt_at, d.next_attempt_at,
+             d.last_error, d.delivered_at
+      FROM webhook_deliveries d JOIN outbox o ON o.event_id = d.event_id
+      WHERE ($1::text IS NULL OR d.status = $1) AND d.id > $2
+      ORDER BY d.id LIMIT $3""";
+
+  /** A failed delivery goes back to pending, due now, with a new retry period. */
+  static final String RETRY_DELIVERY = """
+      UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at = now(), first_attempt_at = NULL
+      WHERE id = $1 AND status = 'FAILED'
+      RETURNING id""";
+
+  static final String DELIVERY_STATUS = "SELECT status FROM webhook_deliveries WHERE id = $1";
+
+  /** The feed for admins: events with a position above {@code $1}, {@code $2} at most, in position order. */
+  static final String FEED_PAGE = """
+      SELECT event_id, type, order_id, created_at, payload::text AS payload, position FROM outbox
+      WHERE position > $1 ORDER BY position LIMIT $2""";
+
+  /** {@link #FEED_PAGE} of client {@code $3}'s orders (outbox_by_client_position). */
+  static final String FEED_PAGE_OF_CLIENT = """
+      SELECT event_id, type, order_id, created_at, payload::text AS payload, position FROM outbox
+      WHERE client = $3 AND position > $1 ORDER BY position LIMIT $2""";
 
   // ---- health checks and gauges
 

@@ -21,7 +21,7 @@ class MaintenanceConfigTest {
   void defaults() {
     AppConfig config = load(Map.of());
     assertThat(config.reconciliation()).isEqualTo(new AppConfig.Reconciliation(24));
-    assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 24));
+    assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 24, 7));
   }
 
   @Test

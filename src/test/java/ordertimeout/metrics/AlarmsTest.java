@@ -31,7 +31,7 @@ class AlarmsTest {
   void setUp() {
     log.start();
     logger.addAppender(log);
-    alarms = new Alarms(new AppConfig.Alarms(5, 100, 0, 10, 0, 0), Duration.ofSeconds(60), registry);
+    alarms = new Alarms(new AppConfig.Alarms(5, 100, 0, 10, 0, 0, 0), Duration.ofSeconds(60), registry);
   }
 
   @AfterEach
@@ -101,8 +101,8 @@ class AlarmsTest {
     assertThat(alarms.isFiring(Code.OUTBOX_AGE)).as("the database did not answer: no news").isTrue();
 
     Alarms off = new Alarms(new AppConfig.Alarms(5, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF,
-        AppConfig.Alarms.OFF, AppConfig.Alarms.OFF), Duration.ofSeconds(60), new SimpleMeterRegistry());
-    off.evaluate(T0, new Readings(1e9, 1000, 1000, 1e9, 1000));
+        AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF), Duration.ofSeconds(60), new SimpleMeterRegistry());
+    off.evaluate(T0, new Readings(1e9, 1000, 1000, 1e9, 1000, 1000));
     for (Code code : Code.values()) {
       assertThat(off.isFiring(code)).as(code.name()).isFalse();
     }

@@ -211,7 +211,7 @@ public final class CloseStormBenchmark {
   /** Fresh data: SKUs with stock, N unpaid orders of 1-3 items (deadline far away for now), stock reserved. */
   private void seed() {
     db.executeScript(
-        "TRUNCATE orders, order_items, inventory, idempotency_keys, outbox, order_log",
+        "TRUNCATE orders, order_items, inventory, idempotency_keys, outbox, webhook_deliveries, order_log",
         "INSERT INTO inventory (sku, available, reserved) SELECT 'SKU-' || s, " + STOCK_PER_SKU + ", 0 FROM generate_series(0, "
             + (SKUS - 1) + ") s");
     db.execute("""

@@ -1,0 +1,207 @@
+package ordertimeout.delivery;
+
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
+import io.vertx.core.json.JsonObject;
+import io.vertx.pgclient.PgConnectOptions;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.Secrets;
+import ordertimeout.metrics.NodeStats;
+import ordertimeout.store.EventStore;
+import ordertimeout.store.EventStore.Due;
+import ordertimeout.timer.OwnedShards;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Sends the webhook deliveries of the shards this node owns (all of them on a node alone): each event POSTed as
+ * {@code {"type","timestamp","data"}} with the Standard Webhooks headers ({@link WebhookSignature}); a 2xx answer
+ * delivers it, anything else (or no answer within {@code events.timeoutMillis}) is tried again after an exponential
+ * backoff with jitter, for {@code events.retrySeconds} after the first attempt, then the delivery is marked FAILED.
+ * One order's events go to a webhook one after another: a later one waits while an earlier one is pending. At most
+ * {@code events.maxInFlight} requests at once. A node that lost a shard and has not noticed may send a delivery
+ * again: receivers de-duplicate by {@code webhook-id} (the event id).
+ */
+public final class WebhookVerticle extends VerticleBase {
+  private static final Logger log = LoggerFactory.getLogger(WebhookVerticle.class);
+  private static final int MAX_ERROR_CHARS = 500;
+
+  private final AppConfig config;
+  private final PgConnectOptions connectOptions;
+  private final NodeStats stats;
+  private final OwnedShards owned;
+  private final Map<String, AppConfig.Webhook> webhooks = new HashMap<>();
+  private final Set<Long> inFlight = new HashSet<>();
+  /** Webhooks whose last attempt failed: one WARN when one starts failing, one INFO when it answers again. */
+  private final Set<String> failing = new HashSet<>();
+  private EventStore store;
+  private HttpClient client;
+  private long timer = -1;
+  private boolean polling;
+  private boolean stopped;
+
+  public WebhookVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned) {
+    this.config = config;
+    this.connectOptions = connectOptions;
+    this.stats = stats;
+    this.owned = owned;
+    config.events().webhooks().forEach(webhook -> webhooks.put(webhook.url(), webhook));
+  }
+
+  @Override
+  public Future<?> start() {
+    AppConfig.Events events = config.events();
+    store = EventStore.shared(vertx, connectOptions, config.database().background());
+    client = vertx.createHttpClient(
+        new HttpClientOptions().setConnectTimeout(events.timeoutMillis()).setKeepAlive(true),
+        new PoolOptions().setHttp1MaxSize(events.maxInFlight()));
+    later(0);
+    return Future.succeededFuture();
+  }
+
+  /** The requests in flight get their answer or their timeout and their state written, then the client closes. */
+  @Override
+  public Future<?> stop() {
+    stopped = true;
+    vertx.cancelTimer(timer);
+    Promise<Void> idle = Promise.promise();
+    whenIdle(idle);
+    return idle.future().timeout(config.events().timeoutMillis() + 1000L, TimeUnit.MILLISECONDS)
+        .otherwiseEmpty()
+        .compose(none -> client.close());
+  }
+
+  private void whenIdle(Promise<Void> idle) {
+    if (inFlight.isEmpty() && !polling) {
+      idle.tryComplete();
+    } else {
+      vertx.setTimer(50, id -> whenIdle(idle));
+    }
+  }
+
+  private void later(long delayMillis) {
+    if (!stopped) {
+      vertx.cancelTimer(timer);
+      timer = vertx.setTimer(Math.max(1, delayMillis), id -> poll());
+    }
+  }
+
+  /** Takes as many due deliveries as there is room for; a full take looks again at once. */
+  private void poll() {
+    int room = config.events().maxInFlight() - inFlight.size();
+    int[] shards = owned.list();
+    if (stopped || polling || room <= 0) {
+      return;
+    }
+    if (shards.length == 0) {
+      later(config.events().dispatchIntervalMillis());
+      return;
+    }
+    polling = true;
+    store.due(shards, inFlight.toArray(Long[]::new), room)
+        .onComplete(taken -> {
+          polling = false;
+          if (taken.failed()) {
+            log.warn("could not read the webhook deliveries due: {}", taken.cause().toString());
+            later(Math.max(1000, config.events().dispatchIntervalMillis()));
+            return;
+          }
+          List<Due> due = stopped ? List.of() : taken.result();
+          due.forEach(this::send);
+          if (due.size() < room) {
+            later(config.events().dispatchIntervalMillis());
+          }
+        });
+  }
+
+  private void send(Due due) {
+    AppConfig.Webhook webhook = webhooks.get(due.sink());
+    if (webhook == null) {
+      return; // a webhook no longer configured: its deliveries stay pending until retention's maximum age
+    }
+    inFlight.add(due.id());
+    String id = Long.toString(due.event().id());
+    long timestamp = Instant.now().getEpochSecond();
+    String body = new JsonObject()
+        .put("type", due.event().type())
+        .put("timestamp", due.event().at().toString())
+        .put("data", new JsonObject(due.event().payload()))
+        .encode();
+    int timeoutMillis = config.events().timeoutMillis();
+    RequestOptions request = new RequestOptions()
+        .setMethod(HttpMethod.POST)
+        .setAbsoluteURI(webhook.url())
+        .setConnectTimeout(timeoutMillis)
+        .setIdleTimeout(timeoutMillis)
+        .putHeader("content-type", "application/json")
+        .putHeader(WebhookSignature.ID, id)
+        .putHeader(WebhookSignature.TIMESTAMP, Long.toString(timestamp))
+        .putHeader(WebhookSignature.SIGNATURE, WebhookSignature.sign(webhook.secret(), id, timestamp, body));
+    client.request(request)
+        .compose(sent -> sent.send(body))
+        .compose(response -> response.body().map(ignored -> response.statusCode()))
+        .timeout(timeoutMillis, TimeUnit.MILLISECONDS)
+        .transform(answered -> answered.succeeded() && answered.result() / 100 == 2
+            ? delivered(due, webhook)
+            : failed(due, webhook, answered.succeeded() ? "HTTP " + answered.result() : String.valueOf(answered.cause())))
+        .onComplete(written -> {
+          if (written.failed()) {
+            log.warn("could not write the state of webhook delivery {}: {}; it is tried again", due.id(), written.cause().toString());
+          }
+          inFlight.remove(due.id());
+          later(0);
+        });
+  }
+
+  private Future<Void> delivered(Due due, AppConfig.Webhook webhook) {
+    stats.webhookAttempt("delivered", 1);
+    if (failing.remove(webhook.url())) {
+      log.info("webhook {} answers again", webhook);
+    }
+    return store.delivered(due.id());
+  }
+
+  private Future<Void> failed(Due due, AppConfig.Webhook webhook, String error) {
+    String shortError = Secrets.withoutPasswords(error.length() > MAX_ERROR_CHARS ? error.substring(0, MAX_ERROR_CHARS) : error);
+    if (failing.add(webhook.url())) {
+      log.warn("webhook {} failed ({}); its deliveries are retried with backoff for up to {} s", webhook, shortError,
+          config.events().retrySeconds());
+    }
+    return store.failed(due.id(), shortError, backoffMillis(due.attempts()), config.events().retrySeconds())
+        .map(status -> {
+          if (status == EventStore.Status.FAILED) {
+            stats.webhookAttempt("failed", 1);
+            log.warn("webhook delivery {} (event {}, order {}) to {} failed for good after {} attempts: {}", due.id(),
+                due.event().id(), due.event().orderId(), webhook, due.attempts() + 1, shortError);
+          } else if (status == EventStore.Status.PENDING) {
+            stats.webhookAttempt("retried", 1);
+          }
+          return null;
+        });
+  }
+
+  /** After {@code attempts} earlier attempts: min * 2^attempts, capped at max, then between half of it and all of it. */
+  private long backoffMillis(int attempts) {
+    AppConfig.Events events = config.events();
+    long delay = events.backoffMaxMillis();
+    if (attempts < 40) {
+      delay = Math.min(events.backoffMaxMillis(), events.backoffMinMillis() * (1L << Math.min(attempts, 30)));
+    }
+    return delay / 2 + ThreadLocalRandom.current().nextLong(delay / 2 + 1);
+  }
+}

@@ -1,0 +1,141 @@
+package ordertimeout.http;
+
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import ordertimeout.config.AppConfig;
+import ordertimeout.store.EventStore;
+import ordertimeout.store.EventStore.Delivery;
+import ordertimeout.store.EventStore.Event;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The pull feed (GET /v1/events: a client's own events in commit order, a long poll when there are none yet) and
+ * the admins' view of webhook deliveries (list by status, send a failed one again).
+ */
+final class EventRoutes {
+  /** How often a long poll looks again while it waits. */
+  private static final long POLL_MILLIS = 200;
+
+  private final Vertx vertx;
+  private final EventStore events;
+
+  EventRoutes(Vertx vertx, EventStore events) {
+    this.vertx = vertx;
+    this.events = events;
+  }
+
+  void mount(Router router, ContractChecks contract) {
+    router.get("/v1/events").handler(contract.validate("listEvents")).handler(this::feed);
+    router.get("/v1/admin/webhooks/deliveries").handler(contract.validate("listWebhookDeliveries")).handler(this::deliveries);
+    router.post("/v1/admin/webhooks/deliveries/:id/retry").handler(contract.validate("retryWebhookDelivery")).handler(this::retry);
+  }
+
+  private void feed(RoutingContext ctx) {
+    long after = cursor((String) ContractChecks.parameter(ctx, "after"));
+    int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
+    int waitSeconds = ((Number) ContractChecks.parameter(ctx, "wait")).intValue();
+    AppConfig.ApiKey caller = Auth.caller(ctx);
+    String client = caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
+    long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
+    page(after, client, limit, deadline).onSuccess(page -> {
+      JsonArray list = new JsonArray();
+      page.forEach(event -> list.add(toJson(event)));
+      long next = page.isEmpty() ? after : page.get(page.size() - 1).position();
+      OrderRoutes.json(ctx, 200, new JsonObject().put("events", list).put("next", Long.toString(next)));
+    }).onFailure(ctx::fail);
+  }
+
+  /** The page after {@code after}; while it is empty and the deadline has not passed, asked again every {@link #POLL_MILLIS}. */
+  private Future<List<Event>> page(long after, String client, int limit, long deadlineNanos) {
+    return events.feed(after, client, limit).compose(page -> {
+      long leftMillis = (deadlineNanos - System.nanoTime()) / 1_000_000;
+      if (!page.isEmpty() || leftMillis <= 0) {
+        return Future.succeededFuture(page);
+      }
+      Promise<List<Event>> later = Promise.promise();
+      vertx.setTimer(Math.min(POLL_MILLIS, leftMillis), id -> page(after, client, limit, deadlineNanos).onComplete(later));
+      return later.future();
+    });
+  }
+
+  private static long cursor(String after) {
+    try {
+      return after == null ? 0 : Long.parseLong(after);
+    } catch (NumberFormatException e) {
+      throw ApiException.badRequest("invalid_cursor", "a cursor is the 'next' of an earlier page");
+    }
+  }
+
+  private static JsonObject toJson(Event event) {
+    return new JsonObject()
+        .put("id", Long.toString(event.id()))
+        .put("type", event.type())
+        .put("orderId", Long.toString(event.orderId()))
+        .put("at", event.at().toString())
+        .put("payload", new JsonObject(event.payload()));
+  }
+
+  private void deliveries(RoutingContext ctx) {
+    String status = (String) ContractChecks.parameter(ctx, "status");
+    int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
+    long after = cursor((String) ContractChecks.parameter(ctx, "after"));
+    events.deliveries(status == null ? null : EventStore.Status.valueOf(status.toUpperCase(Locale.ROOT)), after, limit)
+        .onSuccess(list -> {
+          JsonArray body = new JsonArray();
+          list.forEach(delivery -> body.add(toJson(delivery)));
+          JsonObject page = new JsonObject().put("deliveries", body)
+              .put("next", list.size() < limit ? null : Long.toString(list.get(list.size() - 1).id()));
+          OrderRoutes.json(ctx, 200, page);
+        })
+        .onFailure(ctx::fail);
+  }
+
+  private void retry(RoutingContext ctx) {
+    String id = (String) ContractChecks.parameter(ctx, "id");
+    long deliveryId;
+    try {
+      deliveryId = Long.parseLong(id);
+    } catch (NumberFormatException e) {
+      throw ApiException.badRequest("invalid_delivery_id", "a delivery id is a 64-bit number");
+    }
+    events.retry(deliveryId).onSuccess(before -> {
+      if (before == null) {
+        ctx.fail(new ApiException(404, "delivery_not_found", "no webhook delivery " + deliveryId));
+      } else if (before != EventStore.Status.FAILED) {
+        ctx.fail(new ApiException(409, "delivery_not_failed",
+            "webhook delivery " + deliveryId + " is " + before.name().toLowerCase(Locale.ROOT) + "; only a failed one is sent again"));
+      } else {
+        events.deliveries(null, deliveryId - 1, 1)
+            .onSuccess(found -> OrderRoutes.json(ctx, 200, toJson(found.get(0))))
+            .onFailure(ctx::fail);
+      }
+    }).onFailure(ctx::fail);
+  }
+
+  private static JsonObject toJson(Delivery delivery) {
+    return new JsonObject()
+        .put("id", Long.toString(delivery.id()))
+        .put("eventId", Long.toString(delivery.eventId()))
+        .put("orderId", Long.toString(delivery.orderId()))
+        .put("type", delivery.type())
+        .put("url", delivery.sink())
+        .put("status", delivery.status().name())
+        .put("attempts", delivery.attempts())
+        .put("firstAttemptAt", text(delivery.firstAttemptAt()))
+        .put("nextAttemptAt", delivery.status() == EventStore.Status.PENDING ? text(delivery.nextAttemptAt()) : null)
+        .put("lastError", delivery.lastError())
+        .put("deliveredAt", text(delivery.deliveredAt()));
+  }
+
+  private static String text(Instant at) {
+    return at == null ? null : at.toString();
+  }
+}

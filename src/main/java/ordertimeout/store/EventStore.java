@@ -1,0 +1,143 @@
+package ordertimeout.store;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.pgclient.PgConnectOptions;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+import ordertimeout.config.AppConfig;
+
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Events out without Kafka: the dispatcher that gives committed events their feed position and their webhook
+ * deliveries, the deliveries' state, and the pull feed. The dispatcher and the sender have a small pool of their
+ * own ({@link #shared}); the feed and the admin routes read through the intake pool ({@link #on}).
+ */
+public final class EventStore {
+  public static final String POOL = "order-timeout-events";
+  private static final int POOL_SIZE = 2;
+
+  private final Pool pool;
+
+  private EventStore(Pool pool) {
+    this.pool = pool;
+  }
+
+  public static EventStore shared(Vertx vertx, PgConnectOptions connectOptions, AppConfig.PoolWaits waits) {
+    return new EventStore(Pools.shared(vertx, POOL, connectOptions, POOL_SIZE, 1, waits));
+  }
+
+  public static EventStore on(Pool pool) {
+    return new EventStore(pool);
+  }
+
+  public enum Status { PENDING, DELIVERED, FAILED }
+
+  /** An event as the feed and a webhook show it; {@code payload} is its stored JSON. */
+  public record Event(long id, String type, long orderId, Instant at, String payload, long position) {}
+
+  /** A delivery to send: its event and the webhook (by url). */
+  public record Due(long id, String sink, int attempts, Event event) {}
+
+  /** A delivery as the admin listing shows it. */
+  public record Delivery(long id, long eventId, long orderId, String type, String sink, Status status, int attempts,
+                         Instant firstAttemptAt, Instant nextAttemptAt, String lastError, Instant deliveredAt) {}
+
+  /**
+   * One dispatcher transaction, if no other node's is running (then 0 at once): up to {@code limit} committed events
+   * get their feed positions, in event id order, and a delivery per webhook that wants them. The positions follow
+   * commit order: the transactions that give them run one at a time, each seeing what the previous committed.
+   */
+  public Future<Integer> dispatch(int limit, List<AppConfig.Webhook> webhooks) {
+    String[] sinks = webhooks.stream().map(AppConfig.Webhook::url).toArray(String[]::new);
+    String[] types = webhooks.stream().map(w -> String.join(",", w.types())).toArray(String[]::new);
+    String[] clients = webhooks.stream().map(w -> w.client() == null ? "" : w.client()).toArray(String[]::new);
+    return pool.withTransaction(connection -> connection.query(Sql.TRY_DISPATCH_LOCK).execute()
+        .compose(locked -> !locked.iterator().next().getBoolean("locked")
+            ? Future.succeededFuture(0)
+            : connection.preparedQuery(Sql.DISPATCH_EVENTS).execute(Tuple.of(limit, sinks, types, clients))
+                .map(rows -> rows.iterator().next().getLong("positioned").intValue())));
+  }
+
+  /** Deliveries due now of the shards {@code shards}, leaving out {@code inFlight}; a later event of an order waits for the earlier. */
+  public Future<List<Due>> due(int[] shards, Long[] inFlight, int limit) {
+    Integer[] boxed = new Integer[shards.length];
+    for (int i = 0; i < shards.length; i++) {
+      boxed[i] = shards[i];
+    }
+    return pool.preparedQuery(Sql.DUE_DELIVERIES)
+        .execute(Tuple.of(boxed, inFlight, limit))
+        .map(rows -> {
+          List<Due> due = new ArrayList<>();
+          for (Row row : rows) {
+            due.add(new Due(row.getLong("id"), row.getString("sink"), row.getInteger("attempts"),
+                new Event(row.getLong("event_id"), row.getString("type"), row.getLong("order_id"),
+                    row.getOffsetDateTime("created_at").toInstant(), row.getString("payload"), 0)));
+          }
+          return due;
+        });
+  }
+
+  public Future<Void> delivered(long id) {
+    return pool.preparedQuery(Sql.DELIVERED).execute(Tuple.of(id)).mapEmpty();
+  }
+
+  /**
+   * A failed attempt; the status it leaves the delivery in (FAILED once {@code retrySeconds} after the first attempt),
+   * null when the delivery was no longer pending (its event deleted meanwhile).
+   */
+  public Future<Status> failed(long id, String error, long retryInMillis, int retrySeconds) {
+    return pool.preparedQuery(Sql.DELIVERY_FAILED).execute(Tuple.of(id, error, retryInMillis, retrySeconds))
+        .map(rows -> rows.size() == 0 ? null : Status.valueOf(rows.iterator().next().getString("status")));
+  }
+
+  /** Deliveries of {@code status} (any when null) with an id above {@code after}, by id. */
+  public Future<List<Delivery>> deliveries(Status status, long after, int limit) {
+    return pool.preparedQuery(Sql.LIST_DELIVERIES)
+        .execute(Tuple.of(status == null ? null : status.name(), after, limit))
+        .map(rows -> {
+          List<Delivery> list = new ArrayList<>();
+          for (Row row : rows) {
+            list.add(new Delivery(row.getLong("id"), row.getLong("event_id"), row.getLong("order_id"), row.getString("type"),
+                row.getString("sink"), Status.valueOf(row.getString("status")), row.getInteger("attempts"),
+                instant(row.getOffsetDateTime("first_attempt_at")), instant(row.getOffsetDateTime("next_attempt_at")),
+                row.getString("last_error"), instant(row.getOffsetDateTime("delivered_at"))));
+          }
+          return list;
+        });
+  }
+
+  /**
+   * Sends a failed delivery again: pending, due now, with a new retry period. Null when there is no such delivery,
+   * else its status before (only a FAILED one is changed).
+   */
+  public Future<Status> retry(long id) {
+    return pool.preparedQuery(Sql.RETRY_DELIVERY).execute(Tuple.of(id)).compose(rows -> rows.size() > 0
+        ? Future.succeededFuture(Status.FAILED)
+        : pool.preparedQuery(Sql.DELIVERY_STATUS).execute(Tuple.of(id))
+            .map(found -> found.size() == 0 ? null : Status.valueOf(found.iterator().next().getString("status"))));
+  }
+
+  /** Up to {@code limit} events after feed position {@code after}, of {@code eventClient} (all when null), in feed order. */
+  public Future<List<Event>> feed(long after, String eventClient, int limit) {
+    return pool.preparedQuery(eventClient == null ? Sql.FEED_PAGE : Sql.FEED_PAGE_OF_CLIENT)
+        .execute(eventClient == null ? Tuple.of(after, limit) : Tuple.of(after, limit, eventClient))
+        .map(rows -> {
+          List<Event> events = new ArrayList<>();
+          for (Row row : rows) {
+            events.add(new Event(row.getLong("event_id"), row.getString("type"), row.getLong("order_id"),
+                row.getOffsetDateTime("created_at").toInstant(), row.getString("payload"), row.getLong("position")));
+          }
+          return events;
+        });
+  }
+
+  private static Instant instant(OffsetDateTime at) {
+    return at == null ? null : at.toInstant();
+  }
+}
