@@ -121,7 +121,7 @@ class PaymentHoldTest extends ServiceTestBase {
     JsonObject payload = new JsonObject((String) events.get(0).get("payload"));
     assertThat(payload.getString("orderId")).isEqualTo(id);
     assertThat(payload.getString("status")).isEqualTo("CLOSED");
-    assertThat(payload.getString("closeReason")).isEqualTo("TIMEOUT");
+    assertThat(payload.getString("reason")).isEqualTo("TIMEOUT");
     assertThat(payload.getString("userId")).isEqualTo("u-1");
     assertThat(payload.getJsonArray("items").getJsonObject(0).getString("sku")).isEqualTo("SKU-1");
     assertThat(payload.getString("latePaymentAt")).isNotNull();
