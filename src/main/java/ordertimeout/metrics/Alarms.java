@@ -34,7 +34,9 @@ public final class Alarms {
     /** Batches given up after their retries in the window. */
     CLOSE_BATCHES_GIVEN_UP("batches"),
     /** SKUs whose reserved count differed from their unpaid items at the last reconciliation. */
-    RECONCILIATION_DIFFERENCES("skus");
+    RECONCILIATION_DIFFERENCES("skus"),
+    /** Unpaid orders parked after their failed closes, waiting for an admin's retry (all nodes'). */
+    PARKED_ORDERS("orders");
 
     private final String unit;
 
@@ -45,11 +47,11 @@ public final class Alarms {
 
   /**
    * What the alarms look at: the recent p99 lateness, the counters since the node started (the
-   * alarms take their increase over the window), the outbox age and the last reconciliation's
-   * differences ({@code NaN} while unknown).
+   * alarms take their increase over the window), the outbox age, the last reconciliation's
+   * differences and the parked orders ({@code NaN} while unknown).
    */
   public record Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds,
-                         double reconciliationDifferences) {}
+                         double reconciliationDifferences, double parkedOrders) {}
 
   private record Sample(long atMillis, long sweepCatches, long closeBatchesGivenUp) {}
 
@@ -64,6 +66,7 @@ public final class Alarms {
     thresholds.put(Code.OUTBOX_AGE, config.outboxOldestAgeSeconds());
     thresholds.put(Code.CLOSE_BATCHES_GIVEN_UP, config.closeBatchesGivenUp());
     thresholds.put(Code.RECONCILIATION_DIFFERENCES, config.reconciliationDifferences());
+    thresholds.put(Code.PARKED_ORDERS, config.parkedOrders());
     windowMillis = window.toMillis();
     for (Code code : Code.values()) {
       AtomicInteger state = new AtomicInteger();
@@ -88,6 +91,7 @@ public final class Alarms {
     check(Code.OUTBOX_AGE, readings.outboxOldestAgeSeconds());
     check(Code.CLOSE_BATCHES_GIVEN_UP, readings.closeBatchesGivenUp() - base.closeBatchesGivenUp());
     check(Code.RECONCILIATION_DIFFERENCES, readings.reconciliationDifferences());
+    check(Code.PARKED_ORDERS, readings.parkedOrders());
   }
 
   /** The newest sample at least a window old (or the oldest there is), after adding {@code now}; older ones go. */
