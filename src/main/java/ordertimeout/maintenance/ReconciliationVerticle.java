@@ -115,18 +115,19 @@ public final class ReconciliationVerticle extends VerticleBase {
         });
   }
 
-  private Future<Void> claimAndRun(Instant slot) {
+  /** True when this node ran the slot (SingletonJob wants a value: its result is an Optional). */
+  private Future<Boolean> claimAndRun(Instant slot) {
     int staleSeconds = 2 * config.database().background().statementTimeoutMillis() / 1000 + 60;
     return runs.claim(slot, config.node().id(), staleSeconds).compose(id -> {
       if (id == null) {
         log.debug("the reconciliation of slot {} is another node's", slot);
-        return Future.succeededFuture();
+        return Future.succeededFuture(false);
       }
       log.info("reconciliation of the slot {} starts", slot);
       return reconcile(false, id)
           .onFailure(failed -> log.warn("reconciliation of the slot {} failed; the next slot runs again: {}", slot, failed.toString()))
-          .recover(failed -> Future.succeededFuture())
-          .mapEmpty();
+          .map(true)
+          .recover(failed -> Future.succeededFuture(true));
     });
   }
 
@@ -135,8 +136,9 @@ public final class ReconciliationVerticle extends VerticleBase {
       return;
     }
     long nowMillis = config.node().wallClock().millis();
-    long delay = daily.nextSlot(Instant.ofEpochMilli(nowMillis)).toEpochMilli() - nowMillis;
-    timer = vertx.setTimer(Math.max(1, delay), id -> runDueSlot(daily));
+    Instant next = daily.nextSlot(Instant.ofEpochMilli(nowMillis));
+    log.info("next daily reconciliation at {}", next);
+    timer = vertx.setTimer(Math.max(1, next.toEpochMilli() - nowMillis), id -> runDueSlot(daily));
   }
 
   private void onRequest(Message<Boolean> request) {
