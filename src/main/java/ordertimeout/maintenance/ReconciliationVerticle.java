@@ -97,7 +97,8 @@ public final class ReconciliationVerticle extends VerticleBase {
 
   /**
    * Runs the latest slot if no run has it (claiming it first), then sleeps until the next slot. A failure to read or
-   * claim is tried again a minute later; a failed run is not (its slot is taken; the next slot runs).
+   * claim is tried again a minute later, and so is a slot whose lock another node held (it may fail to claim it); a
+   * failed run is not (its slot is taken; the next slot runs).
    */
   private void runDueSlot(DailySchedule daily) {
     if (stopped) {
@@ -106,9 +107,15 @@ public final class ReconciliationVerticle extends VerticleBase {
     Instant now = Instant.ofEpochMilli(config.node().wallClock().millis());
     runs.lastSlot()
         .compose(last -> daily.due(now, last)
-            .map(slot -> periodic.run(() -> claimAndRun(slot)).<Void>mapEmpty())
-            .orElse(Future.succeededFuture()))
-        .onSuccess(done -> sleepUntilNextSlot(daily))
+            .map(slot -> periodic.run(() -> claimAndRun(slot)).map(ran -> ran.isPresent()))
+            .orElse(Future.succeededFuture(true)))
+        .onSuccess(settled -> {
+          if (settled) {
+            sleepUntilNextSlot(daily);
+          } else {
+            timer = vertx.setTimer(DAILY_LOCK_MILLIS, id -> runDueSlot(daily));
+          }
+        })
         .onFailure(failure -> {
           log.warn("the daily reconciliation could not run, trying again in a minute: {}", failure.toString());
           timer = vertx.setTimer(DAILY_LOCK_MILLIS, id -> runDueSlot(daily));

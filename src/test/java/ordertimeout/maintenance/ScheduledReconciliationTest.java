@@ -7,6 +7,7 @@ import ordertimeout.support.Invariants;
 import ordertimeout.support.LogCapture;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
+import ordertimeout.support.TestRedis;
 import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
 
@@ -16,6 +17,7 @@ import java.time.LocalTime;
 import java.time.ZoneId;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
+import java.util.HashMap;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -30,18 +32,31 @@ class ScheduledReconciliationTest {
 
   @Test
   void nodesStartedPastTheTimeWithNoRunRunItOnceAndTheReportAnswersIt() {
+    twoNodesStartedPastTheTime(Map.of());
+  }
+
+  /** With Redis on, the nodes take the job's lock around the claim: still one run, and no node left waiting. */
+  @Test
+  void withRedisTheNodesRunItOnceToo() {
+    try (TestRedis redis = TestRedis.start()) {
+      twoNodesStartedPastTheTime(Map.of("OT_REDIS_URL", redis.url(), "OT_REDIS_TIMEOUT_MILLIS", "2000"));
+    }
+  }
+
+  private void twoNodesStartedPastTheTime(Map<String, String> extra) {
     TestDatabase.reset();
     ZoneId zone = ZoneId.of("Asia/Tokyo");
     // two hours ago on the wall clock of the zone: the slot is past, and nothing ran it
     LocalTime at = LocalTime.now(zone).minusHours(2).truncatedTo(ChronoUnit.MINUTES);
     Instant slot = new DailySchedule(at, zone).latestSlot(Instant.now());
-    Map<String, String> daily = Map.of(
-        "OT_RECONCILIATION_AT", at.format(DateTimeFormatter.ofPattern("HH:mm")),
-        "OT_RECONCILIATION_ZONE", zone.getId());
+    Map<String, String> daily = new HashMap<>(extra);
+    daily.put("OT_RECONCILIATION_AT", at.format(DateTimeFormatter.ofPattern("HH:mm")));
+    daily.put("OT_RECONCILIATION_ZONE", zone.getId());
+    Map<String, String> secondNode = new HashMap<>(daily);
+    secondNode.put("OT_NODE_ID", "2");
     try (LogCapture logs = LogCapture.start();
          TestService first = TestService.start(daily);
-         TestService second = TestService.start(Map.of("OT_RECONCILIATION_AT", daily.get("OT_RECONCILIATION_AT"),
-             "OT_RECONCILIATION_ZONE", zone.getId(), "OT_NODE_ID", "2"))) {
+         TestService second = TestService.start(secondNode)) {
       Api api = first.api();
       Await.until("the missed slot's reconciliation to finish", WAIT,
           () -> api.get("/v1/admin/reconciliation/latest", Api.ADMIN_KEY).status() == 200);
