@@ -137,7 +137,7 @@ public final class Service {
               .compose(ownership -> vertx.deployVerticle(new OutboxRelayVerticle(config, database, stats)))
               : Future.succeededFuture(id);
         })
-        .compose(id -> vertx.deployVerticle(new SweepVerticle(config, database, owned)))
+        .compose(id -> vertx.deployVerticle(new SweepVerticle(config, database, owned, stats)))
         .compose(id -> {
           sweepDeployment = id;
           return vertx.deployVerticle(new ReconciliationVerticle(config, database, stats, redisHealth));

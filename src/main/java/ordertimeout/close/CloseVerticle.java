@@ -7,6 +7,7 @@ import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.eventbus.Message;
 import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.pgclient.PgException;
+import io.vertx.sqlclient.Pool;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.Deadlines;
 import ordertimeout.bus.DueOrders;
@@ -15,6 +16,7 @@ import ordertimeout.bus.PermitRequest;
 import ordertimeout.config.AppConfig;
 import ordertimeout.limit.LimiterVerticle;
 import ordertimeout.metrics.NodeStats;
+import ordertimeout.store.CloseFailures;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
 import org.slf4j.Logger;
@@ -33,7 +35,10 @@ import java.util.function.Function;
  * {@code close.maxInFlight} transactions at once. A failed batch is retried with exponential
  * backoff; a batch that the database keeps refusing for its data (a constraint, a trigger) is split
  * in halves down to single orders, so that one bad order cannot hold back a thousand good ones.
- * What still fails is counted and left to the sweep (closes) or put back into the wheel (reminders).
+ * What still fails is counted and left to the sweep (closes) or put back into the wheel (reminders). A single
+ * order whose close the database refused for its data is counted against that order in PostgreSQL
+ * ({@link CloseFailures}); at {@code close.parkAfterFailures} it is parked: the wheel and the sweep leave it alone
+ * until an admin retries it, instead of failing again every sweep interval.
  * Replies to a request with the number of orders closed (or reminded).
  */
 public final class CloseVerticle extends VerticleBase {
@@ -49,6 +54,7 @@ public final class CloseVerticle extends VerticleBase {
   private final Queue<Job> waiting = new ArrayDeque<>();
   private final List<Promise<Void>> idleWaiters = new ArrayList<>();
   private DeadlineStore store;
+  private CloseFailures failures;
   private int inFlight;
   private boolean stopped;
 
@@ -60,8 +66,9 @@ public final class CloseVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1,
-        config.database().deadlines()), config.node().wallClock());;
+    Pool pool = Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1, config.database().deadlines());
+    store = new DeadlineStore(pool, config.node().wallClock());
+    failures = new CloseFailures(pool);
     EventBus bus = vertx.eventBus();
     return Future.join(
         bus.<DueOrders>consumer(Addresses.CLOSE_DUE, message -> enqueue(Kind.CLOSE, message)).completion(),
@@ -198,8 +205,27 @@ public final class CloseVerticle extends VerticleBase {
             .compose(first -> runBatch(job, Arrays.copyOfRange(ids, half, ids.length)).map(second -> first + second));
       }
       giveUp(job, ids, failure);
+      if (job.kind() == Kind.CLOSE && ids.length == 1 && isRefusedForItsData(failure)) {
+        return countFailure(ids[0], failure).map(0);
+      }
       return Future.succeededFuture(0);
     });
+  }
+
+  /** Counts the failed close against the order, which parks it at {@code close.parkAfterFailures}; never fails. */
+  private Future<Void> countFailure(long orderId, Throwable failure) {
+    int parkAfter = config.close().parkAfterFailures();
+    return failures.record(orderId, failure.toString(), parkAfter)
+        .onSuccess(counted -> {
+          if (counted.parkedNow()) {
+            stats.orderParked();
+            log.warn("parked order {} after {} failed closes; it waits for POST /v1/admin/orders/{}/retry: {}",
+                orderId, counted.failures(), orderId, failure.toString());
+          }
+        })
+        .onFailure(unrecorded -> log.warn("could not count the failed close of order {}: {}", orderId, unrecorded.toString()))
+        .<Void>mapEmpty()
+        .otherwiseEmpty();
   }
 
   private void giveUp(Job job, long[] ids, Throwable failure) {

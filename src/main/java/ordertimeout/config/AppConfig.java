@@ -6,6 +6,9 @@ import java.net.InetAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.UnknownHostException;
+import java.time.DateTimeException;
+import java.time.LocalTime;
+import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -14,6 +17,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.regex.Pattern;
 
 /** The whole configuration, read once at start into typed records and validated. */
 public record AppConfig(
@@ -112,12 +116,25 @@ public record AppConfig(
 
   public record Timer(int tickMillis, int batchSize, int reloadPageSize) {}
 
-  public record Close(int maxAttempts, int backoffMillis, int maxInFlight) {}
+  /**
+   * A close batch is tried {@code maxAttempts} times with {@code backoffMillis} doubling; at most {@code maxInFlight}
+   * at once. An order whose close the database refused {@code parkAfterFailures} times (counted in PostgreSQL, across
+   * restarts and nodes) is parked: no longer tried until an admin retries it.
+   */
+  public record Close(int maxAttempts, int backoffMillis, int maxInFlight, int parkAfterFailures) {}
 
   public record Sweep(int intervalSeconds, int graceSeconds, int pageSize) {}
 
-  /** The stock-invariant and overdue-order check: every {@code intervalHours}, first that long after start. */
-  public record Reconciliation(int intervalHours) {}
+  /**
+   * The stock-invariant and overdue-order check: every day at {@code at} (wall-clock time in {@code zone}), run at
+   * start when that time passed with no run since; with {@code at} null (configured off), every
+   * {@code intervalHours} instead, first that long after start.
+   */
+  public record Reconciliation(int intervalHours, LocalTime at, ZoneId zone) {
+    public boolean daily() {
+      return at != null;
+    }
+  }
 
   /**
    * Deletes, every {@code intervalSeconds} and in batches of {@code batchSize} rows: order_log rows older
@@ -163,7 +180,8 @@ public record AppConfig(
       long outboxOldestAgeSeconds,
       long closeBatchesGivenUp,
       long reconciliationDifferences,
-      long eventsDroppedUndelivered) {
+      long eventsDroppedUndelivered,
+      long parkedOrders) {
     public static final long OFF = -1;
   }
 
@@ -285,12 +303,13 @@ public record AppConfig(
         new Close(
             source.integer("close.maxAttempts", 3, 1, 100),
             source.integer("close.backoffMillis", 50, 1, 60_000),
-            source.integer("close.maxInFlight", 4, 1, 256)),
+            source.integer("close.maxInFlight", 4, 1, 256),
+            source.integer("close.parkAfterFailures", 10, 1, 1000)),
         new Sweep(
             source.integer("sweep.intervalSeconds", 5, 1, 3600),
             source.integer("sweep.graceSeconds", 2, 0, 3600),
             source.integer("sweep.pageSize", 1000, 1, 100_000)),
-        new Reconciliation(source.integer("reconciliation.intervalHours", 24, 1, 24 * 365)),
+        reconciliation(source),
         new Retention(
             source.integer("retention.intervalSeconds", 60, 1, 24 * 3600),
             source.integer("retention.batchSize", 1000, 1, 100_000),
@@ -312,7 +331,8 @@ public record AppConfig(
             source.number("alarms.outboxOldestAgeSeconds", Alarms.OFF, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.closeBatchesGivenUp", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.reconciliationDifferences", 0, Alarms.OFF, Long.MAX_VALUE),
-            source.number("alarms.eventsDroppedUndelivered", 0, Alarms.OFF, Long.MAX_VALUE)),
+            source.number("alarms.eventsDroppedUndelivered", 0, Alarms.OFF, Long.MAX_VALUE),
+            source.number("alarms.parkedOrders", 0, Alarms.OFF, Long.MAX_VALUE)),
         new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)),
         logging(source),
         new Kafka(
@@ -466,6 +486,33 @@ public record AppConfig(
    * Without the key, JSON: a config file written for a deployment gets what log shippers parse. The
    * embedded default (conf/application.yaml) asks for text, because it is what runs in a terminal.
    */
+  private static final Pattern TIME_OF_DAY = Pattern.compile("([01][0-9]|2[0-3]):[0-5][0-9]");
+
+  private static Reconciliation reconciliation(ConfigSource source) {
+    int intervalHours = source.integer("reconciliation.intervalHours", 24, 1, 24 * 365);
+    // YAML 1.1 reads an unquoted 03:00 (and an environment variable's 03:00) as the base-60 number 180: read it back
+    // and an unquoted off as false
+    Object raw = source.raw("reconciliation.at");
+    String at = raw instanceof Number minutes && minutes.longValue() >= 0 && minutes.longValue() < 24 * 60
+        ? String.format(Locale.ROOT, "%02d:%02d", minutes.longValue() / 60, minutes.longValue() % 60)
+        : Boolean.FALSE.equals(raw) ? "" : source.string("reconciliation.at", "03:00").trim();
+    if (at.equalsIgnoreCase("off")) {
+      at = "";
+    }
+    if (!at.isEmpty() && !TIME_OF_DAY.matcher(at).matches()) {
+      throw new ConfigException("reconciliation.at", "expected a time of day HH:MM (\"03:00\"), or off for every "
+          + "reconciliation.intervalHours instead, found '" + at + "'");
+    }
+    String zone = source.string("reconciliation.zone", "UTC").trim();
+    ZoneId zoneId;
+    try {
+      zoneId = ZoneId.of(zone);
+    } catch (DateTimeException e) {
+      throw new ConfigException("reconciliation.zone", "expected a time zone such as UTC or Europe/Berlin, found '" + zone + "'");
+    }
+    return new Reconciliation(intervalHours, at.isEmpty() ? null : LocalTime.parse(at), zoneId);
+  }
+
   private static Logging logging(ConfigSource source) {
     String format = source.string("logging.format", "json").trim().toUpperCase(Locale.ROOT);
     LogFormat logFormat;

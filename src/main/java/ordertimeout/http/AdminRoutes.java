@@ -7,12 +7,18 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import ordertimeout.bus.Addresses;
+import ordertimeout.bus.CancelTimers;
+import ordertimeout.bus.DueOrders;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.Digests;
 import ordertimeout.order.IdempotencyKey;
+import ordertimeout.store.CloseFailures.Parked;
+import ordertimeout.store.CloseFailures;
 import ordertimeout.store.InventoryStore.Change;
 import ordertimeout.store.InventoryStore.Stock;
 import ordertimeout.store.InventoryStore;
+import ordertimeout.store.OrderStore;
+import ordertimeout.store.ReconciliationRuns;
 import ordertimeout.timer.OwnedShards;
 
 import java.util.ArrayList;
@@ -21,7 +27,8 @@ import java.util.List;
 
 
 /**
- * Admin routes besides the admin close: stock levels and their changes, the node's stats, reconciliation on demand.
+ * Admin routes besides the admin close: stock levels and their changes, the node's stats, reconciliation on demand and
+ * its latest report, parked orders and their retry.
  * A stock answer carries the row's version as its ETag; a PUT of an existing SKU must send it back in If-Match.
  */
 final class AdminRoutes {
@@ -30,12 +37,22 @@ final class AdminRoutes {
   /** The most available units a PUT may set, which an adjust may not add beyond: the document's rule. */
   private static final String MAX_AVAILABLE = "#/components/schemas/SetStock/properties/available/maximum";
 
+  /** A retry waits for its close like the sweep's pages do. */
+  private static final DeliveryOptions RETRY = new DeliveryOptions().setSendTimeout(60_000);
+
   private final InventoryStore inventory;
+  private final CloseFailures closeFailures;
+  private final OrderStore orders;
+  private final ReconciliationRuns reconciliations;
   private final NodeStats stats;
   private final OwnedShards owned;
 
-  AdminRoutes(InventoryStore inventory, NodeStats stats, OwnedShards owned) {
+  AdminRoutes(InventoryStore inventory, CloseFailures closeFailures, OrderStore orders, ReconciliationRuns reconciliations,
+              NodeStats stats, OwnedShards owned) {
     this.inventory = inventory;
+    this.closeFailures = closeFailures;
+    this.orders = orders;
+    this.reconciliations = reconciliations;
     this.stats = stats;
     this.owned = owned;
   }
@@ -50,6 +67,70 @@ final class AdminRoutes {
     router.get("/v1/admin/inventory/:sku/log").handler(contract.validate("getInventoryLog")).handler(this::log);
     router.get("/v1/admin/stats").handler(contract.validate("getStats")).handler(ctx -> OrderRoutes.json(ctx, 200, StatsJson.of(stats.snapshot(), owned)));
     router.post("/v1/admin/reconcile").handler(contract.validate("reconcile")).handler(this::reconcile);
+    router.get("/v1/admin/reconciliation/latest").handler(contract.validate("getLatestReconciliation")).handler(this::latestReconciliation);
+    router.get("/v1/admin/orders/parked").handler(contract.validate("listParkedOrders")).handler(this::parked);
+    router.post("/v1/admin/orders/:id/retry").handler(contract.validate("retryParkedOrder")).handler(this::retry);
+  }
+
+  private void latestReconciliation(RoutingContext ctx) {
+    reconciliations.latest().onSuccess(run -> {
+      if (run == null) {
+        Problems.send(ctx, 404, "no_reconciliation_yet", "no reconciliation has finished yet");
+      } else {
+        OrderRoutes.json(ctx, 200, run);
+      }
+    }).onFailure(ctx::fail);
+  }
+
+  /** A page of parked orders by id; {@code next} is the cursor of the page after, null on the last. */
+  private void parked(RoutingContext ctx) {
+    int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
+    String cursor = (String) ContractChecks.parameter(ctx, "cursor");
+    long after;
+    try {
+      after = cursor == null ? 0 : Long.parseLong(cursor);
+    } catch (NumberFormatException e) {
+      throw ApiException.badRequest("invalid_cursor", "cursor is the next of a previous page, an order id");
+    }
+    closeFailures.parked(after, limit).onSuccess(page -> {
+      JsonArray list = new JsonArray();
+      page.forEach(parked -> list.add(toJson(parked)));
+      String next = page.size() < limit ? null : Long.toString(page.get(page.size() - 1).orderId());
+      OrderRoutes.json(ctx, 200, new JsonObject().put("orders", list).put("next", next));
+    }).onFailure(ctx::fail);
+  }
+
+  private static JsonObject toJson(Parked parked) {
+    return new JsonObject()
+        .put("id", Long.toString(parked.orderId()))
+        .put("client", parked.client())
+        .put("userId", parked.userId())
+        .put("closeAt", parked.closeAt().toString())
+        .put("failures", parked.failures())
+        .put("firstFailedAt", parked.firstFailedAt().toString())
+        .put("lastFailedAt", parked.lastFailedAt().toString())
+        .put("lastError", parked.lastError())
+        .put("parkedAt", parked.parkedAt().toString());
+  }
+
+  /**
+   * Unparks the order (its failure count starts again) and hands it to the close path at once: closed if due and the
+   * database now takes the close; else it stays unpaid for the wheel and the sweep, and is parked again after as many
+   * failures. Answers the order as it is after the attempt.
+   */
+  private void retry(RoutingContext ctx) {
+    long id = OrderRoutes.orderId(ctx);
+    closeFailures.unpark(id)
+        .compose(unparked -> ctx.vertx().eventBus()
+            .<Integer>request(Addresses.CLOSE_DUE, new DueOrders(new long[] {id}, DueOrders.Path.RETRY), RETRY))
+        .compose(closed -> {
+          if (closed.body() > 0) {
+            ctx.vertx().eventBus().send(Addresses.TIMER_CANCEL, CancelTimers.one(id));
+          }
+          return orders.find(id, null);
+        })
+        .onSuccess(order -> OrderRoutes.json(ctx, 200, order.toJson()))
+        .onFailure(ctx::fail);
   }
 
   private void reconcile(RoutingContext ctx) {

@@ -17,8 +17,10 @@ import ordertimeout.order.CreateRequest;
 import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.order.PayRequest;
 import ordertimeout.order.StateChange;
+import ordertimeout.store.CloseFailures;
 import ordertimeout.store.EventStore;
 import ordertimeout.store.InventoryStore;
+import ordertimeout.store.ReconciliationRuns;
 import ordertimeout.store.LockedSkus;
 import ordertimeout.store.OrderCreates;
 import ordertimeout.store.OrderStore;
@@ -96,7 +98,8 @@ public final class IntakeVerticle extends VerticleBase {
     router.post("/v1/orders").handler(this::refuseWhileDraining);
     router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
     new OrderRoutes(vertx, config, store, creates, pays, orderIds, stats).mount(router, contract);
-    new AdminRoutes(new InventoryStore(pool), stats, owned).mount(router, contract);
+    new AdminRoutes(new InventoryStore(pool), new CloseFailures(pool), store, new ReconciliationRuns(pool), stats, owned)
+        .mount(router, contract);
     new DashboardRoutes(store).mount(router, contract);
     new EventRoutes(vertx, EventStore.on(pool)).mount(router, contract);
     router.route().failureHandler(ctx -> Problems.handle(ctx, stats));

@@ -90,6 +90,7 @@ final class Problems {
       case STOCK_OUT_OF_RANGE -> send(ctx, 409, "stock_out_of_range", rejected.getMessage());
       case PRECONDITION_FAILED -> send(ctx, 412, "precondition_failed", rejected.getMessage());
       case PRECONDITION_REQUIRED -> send(ctx, 428, "precondition_required", rejected.getMessage());
+      case ORDER_NOT_PARKED -> send(ctx, 409, "order_not_parked", rejected.getMessage());
       case ORDER_ID_UNAVAILABLE -> {
         ctx.response().putHeader("Retry-After", "1");
         send(ctx, 503, "order_id_unavailable", rejected.getMessage());

@@ -15,24 +15,31 @@ import ordertimeout.store.MaintenanceStore.Check;
 import ordertimeout.store.MaintenanceStore.ClientDifference;
 import ordertimeout.store.MaintenanceStore.Difference;
 import ordertimeout.store.MaintenanceStore;
+import ordertimeout.store.Pools;
+import ordertimeout.store.ReconciliationRuns;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Instant;
 import java.util.List;
 
 /**
- * Reconciliation: every {@code reconciliation.intervalHours} (first that long after start), and on
- * POST /v1/admin/reconcile, checks the stock invariant ({@code reserved} = sum of the quantities of
- * the SKU's items in unpaid orders), that each client's holdings (the counts behind its caps) are what its
- * unpaid orders hold, and counts the unpaid orders overdue by more than the sweep's grace and interval (the
- * sweep closes them; this only reports that it has not). Differences go to a WARN line each (the first
- * {@value #LOGGED} of each kind), to the gauges of {@link NodeStats} (SKUs) and to the reply. With repair,
- * the reserved counts are set right in one transaction, the holdings in one statement, and every change is
- * logged. Runs one at
- * a time: a request while one runs waits for it. With Redis on, the periodic run happens on one node of
- * the cluster per interval ({@link SingletonJob}); a request runs on the node it reached, whatever the
- * lock (an operator asked for it, and a check or repair running on two nodes at once is safe: the repair
- * is one transaction that locks the inventory rows in SKU order).
+ * Reconciliation: every day at {@code reconciliation.at} in {@code reconciliation.zone} (or, with {@code at} empty,
+ * every {@code reconciliation.intervalHours}, first that long after start), and on POST /v1/admin/reconcile, checks
+ * the stock invariant ({@code reserved} = sum of the quantities of the SKU's items in unpaid orders), that each
+ * client's holdings (the counts behind its caps) are what its unpaid orders hold, counts the unpaid orders overdue by
+ * more than the sweep's grace and interval (the sweep closes them; this only reports that it has not) and the parked
+ * orders. Differences go to a WARN line each (the first {@value #LOGGED} of each kind), to the gauges of
+ * {@link NodeStats} (SKUs), to the reply and to the run's row in reconciliation_runs, whose latest report
+ * GET /v1/admin/reconciliation/latest answers. With repair, the reserved counts are set right in one transaction, the
+ * holdings in one statement, and every change is logged. Runs one at a time on a node: a request while one runs
+ * waits for it.
+ * <p>
+ * The daily run: each day's due instant is a slot ({@link DailySchedule}); a node runs a slot only after claiming it in
+ * the database, so each slot runs once across the cluster and restarts, and a node starting after a slot that has no
+ * run runs it at once. With Redis on, the nodes also take the job's {@link SingletonJob} lock around the claim. A
+ * request runs on the node it reached, whatever the lock (an operator asked for it, and a check or repair running on
+ * two nodes at once is safe: the repair is one transaction that locks the inventory rows in SKU order).
  */
 public final class ReconciliationVerticle extends VerticleBase {
   public static final String JOB = "reconciliation";
@@ -44,9 +51,14 @@ public final class ReconciliationVerticle extends VerticleBase {
   private final PgConnectOptions connectOptions;
   private final NodeStats stats;
   private final RedisHealth redisHealth;
+  /** With the daily schedule the lock only spans a claim and its run: the database's slot says what ran. */
+  private static final long DAILY_LOCK_MILLIS = 60_000;
+
   private MaintenanceStore store;
+  private ReconciliationRuns runs;
   private SingletonJob periodic;
   private long timer = -1;
+  private boolean stopped;
   private Future<JsonObject> last = Future.succeededFuture();
 
   /** {@code redisHealth} is null when Redis is off: then every node runs the periodic reconciliation. */
@@ -60,21 +72,86 @@ public final class ReconciliationVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     store = MaintenanceStore.shared(vertx, connectOptions, config.database().background());
-    long intervalMillis = config.reconciliation().intervalHours() * 3_600_000L;
-    periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.node().id(), redisHealth, stats.registry());
-    timer = vertx.setPeriodic(intervalMillis, id -> periodic.run(() -> reconcile(false))
-        .onFailure(failure -> log.warn("reconciliation failed, the next run tries again: {}", failure.toString())));
+    runs = new ReconciliationRuns(Pools.shared(vertx, MaintenanceStore.POOL, connectOptions, MaintenanceStore.POOL_SIZE, 1,
+        config.database().background()));
+    AppConfig.Reconciliation schedule = config.reconciliation();
+    if (schedule.daily()) {
+      DailySchedule daily = new DailySchedule(schedule.at(), schedule.zone());
+      periodic = SingletonJob.create(vertx, JOB, DAILY_LOCK_MILLIS, config.node().id(), redisHealth, stats.registry());
+      vertx.runOnContext(now -> runDueSlot(daily));
+    } else {
+      long intervalMillis = schedule.intervalHours() * 3_600_000L;
+      periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.node().id(), redisHealth, stats.registry());
+      timer = vertx.setPeriodic(intervalMillis, id -> periodic.run(() -> reconcile(false, null))
+          .onFailure(failure -> log.warn("reconciliation failed, the next run tries again: {}", failure.toString())));
+    }
     return vertx.eventBus().<Boolean>consumer(Addresses.RECONCILE, this::onRequest).completion();
   }
 
   @Override
   public Future<?> stop() {
+    stopped = true;
     vertx.cancelTimer(timer);
     return periodic == null ? Future.succeededFuture() : periodic.close();
   }
 
+  /**
+   * Runs the latest slot if no run has it (claiming it first), then sleeps until the next slot. A failure to read or
+   * claim is tried again a minute later, and so is a slot whose lock another node held (it may fail to claim it); a
+   * failed run is not (its slot is taken; the next slot runs).
+   */
+  private void runDueSlot(DailySchedule daily) {
+    if (stopped) {
+      return;
+    }
+    Instant now = Instant.ofEpochMilli(config.node().wallClock().millis());
+    runs.lastSlot()
+        .compose(last -> daily.due(now, last)
+            .map(slot -> periodic.run(() -> claimAndRun(slot)).map(ran -> ran.isPresent()))
+            .orElse(Future.succeededFuture(true)))
+        .onSuccess(settled -> {
+          if (settled) {
+            sleepUntilNextSlot(daily);
+          } else {
+            timer = vertx.setTimer(DAILY_LOCK_MILLIS, id -> runDueSlot(daily));
+          }
+        })
+        .onFailure(failure -> {
+          log.warn("the daily reconciliation could not run, trying again in a minute: {}", failure.toString());
+          timer = vertx.setTimer(DAILY_LOCK_MILLIS, id -> runDueSlot(daily));
+        });
+  }
+
+  /** True when this node ran the slot (SingletonJob wants a value: its result is an Optional). */
+  private Future<Boolean> claimAndRun(Instant slot) {
+    int staleSeconds = 2 * config.database().background().statementTimeoutMillis() / 1000 + 60;
+    return runs.claim(slot, config.node().id(), staleSeconds).compose(id -> {
+      if (id == null) {
+        log.debug("the reconciliation of slot {} is another node's", slot);
+        return Future.succeededFuture(false);
+      }
+      log.info("reconciliation of the slot {} starts", slot);
+      return reconcile(false, id)
+          .onFailure(failed -> log.warn("reconciliation of the slot {} failed; the next slot runs again: {}", slot, failed.toString()))
+          .map(true)
+          .recover(failed -> Future.succeededFuture(true));
+    });
+  }
+
+  private void sleepUntilNextSlot(DailySchedule daily) {
+    if (stopped) {
+      return;
+    }
+    long nowMillis = config.node().wallClock().millis();
+    Instant next = daily.nextSlot(Instant.ofEpochMilli(nowMillis));
+    log.info("next daily reconciliation at {}", next);
+    timer = vertx.setTimer(Math.max(1, next.toEpochMilli() - nowMillis), id -> runDueSlot(daily));
+  }
+
   private void onRequest(Message<Boolean> request) {
-    reconcile(Boolean.TRUE.equals(request.body()))
+    boolean repair = Boolean.TRUE.equals(request.body());
+    runs.startRequested(config.node().id(), repair)
+        .compose(id -> reconcile(repair, id))
         .onSuccess(request::reply)
         .onFailure(failure -> {
           log.warn("reconciliation failed: {}", failure.toString());
@@ -82,11 +159,22 @@ public final class ReconciliationVerticle extends VerticleBase {
         });
   }
 
-  /** Queued behind the run in progress, if any: two runs never overlap on this node. */
-  private Future<JsonObject> reconcile(boolean repair) {
+  /**
+   * Queued behind the run in progress, if any: two runs never overlap on this node. The outcome goes to the run's row
+   * {@code runId} (none for the periodic runs of {@code intervalHours}); a report that could not be stored is logged.
+   */
+  private Future<JsonObject> reconcile(boolean repair, Long runId) {
     Future<JsonObject> next = last.transform(previous -> runOnce(repair));
     last = next;
-    return next;
+    if (runId == null) {
+      return next;
+    }
+    return next.transform(done -> {
+      Future<Void> stored = done.succeeded() ? runs.finished(runId, done.result()) : runs.failed(runId, done.cause().toString());
+      return stored
+          .onFailure(failure -> log.warn("could not store the outcome of reconciliation run {}: {}", runId, failure.toString()))
+          .transform(ignored -> done.succeeded() ? Future.succeededFuture(done.result()) : Future.<JsonObject>failedFuture(done.cause()));
+    });
   }
 
   private Future<JsonObject> runOnce(boolean repair) {
@@ -136,8 +224,11 @@ public final class ReconciliationVerticle extends VerticleBase {
       log.warn("reconciliation: {} unpaid orders overdue by more than {} s, the oldest {} due at {}",
           check.overdueUnpaid(), overdueSeconds, check.oldestOverdue().id(), check.oldestOverdue().closeAt());
     }
-    log.info("reconciliation checked {} SKUs: {} differing, {} clients' holdings differing, {} unpaid orders overdue",
-        check.skusChecked(), check.differencesTotal(), check.clientDifferencesTotal(), check.overdueUnpaid());
+    if (check.parkedOrders() > 0) {
+      log.warn("reconciliation: {} unpaid orders parked after failed closes, see GET /v1/admin/orders/parked", check.parkedOrders());
+    }
+    log.info("reconciliation checked {} SKUs: {} differing, {} clients' holdings differing, {} unpaid orders overdue, {} parked",
+        check.skusChecked(), check.differencesTotal(), check.clientDifferencesTotal(), check.overdueUnpaid(), check.parkedOrders());
   }
 
   private static JsonObject toJson(Check check, int repaired, int repairedClients) {
@@ -169,6 +260,7 @@ public final class ReconciliationVerticle extends VerticleBase {
         .put("clientDifferencesTotal", check.clientDifferencesTotal())
         .put("overdueUnpaid", check.overdueUnpaid())
         .put("oldestOverdue", oldest)
+        .put("parkedOrders", check.parkedOrders())
         .put("repaired", repaired)
         .put("repairedClients", repairedClients);
   }

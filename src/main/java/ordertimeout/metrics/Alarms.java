@@ -36,7 +36,9 @@ public final class Alarms {
     /** SKUs whose reserved count differed from their unpaid items at the last reconciliation. */
     RECONCILIATION_DIFFERENCES("skus"),
     /** Events retention deleted at their maximum age before every sink had them, in the window. */
-    EVENTS_DROPPED("events");
+    EVENTS_DROPPED("events"),
+    /** Unpaid orders parked after their failed closes, waiting for an admin's retry (all nodes'). */
+    PARKED_ORDERS("orders");
 
     private final String unit;
 
@@ -47,17 +49,11 @@ public final class Alarms {
 
   /**
    * What the alarms look at: the recent p99 lateness, the counters since the node started (the
-   * alarms take their increase over the window), the outbox age and the last reconciliation's
-   * differences ({@code NaN} while unknown).
+   * alarms take their increase over the window), the outbox age, the last reconciliation's
+   * differences and the parked orders ({@code NaN} while unknown).
    */
   public record Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds,
-                         double reconciliationDifferences, long eventsDroppedUndelivered) {
-    /** Without a count of dropped events (none dropped). */
-    public Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds,
-                    double reconciliationDifferences) {
-      this(latenessP99Millis, sweepCatches, closeBatchesGivenUp, outboxOldestAgeSeconds, reconciliationDifferences, 0);
-    }
-  }
+                         double reconciliationDifferences, long eventsDroppedUndelivered, double parkedOrders) {}
 
   private record Sample(long atMillis, long sweepCatches, long closeBatchesGivenUp, long eventsDropped) {}
 
@@ -73,6 +69,7 @@ public final class Alarms {
     thresholds.put(Code.CLOSE_BATCHES_GIVEN_UP, config.closeBatchesGivenUp());
     thresholds.put(Code.RECONCILIATION_DIFFERENCES, config.reconciliationDifferences());
     thresholds.put(Code.EVENTS_DROPPED, config.eventsDroppedUndelivered());
+    thresholds.put(Code.PARKED_ORDERS, config.parkedOrders());
     windowMillis = window.toMillis();
     for (Code code : Code.values()) {
       AtomicInteger state = new AtomicInteger();
@@ -99,6 +96,7 @@ public final class Alarms {
     check(Code.CLOSE_BATCHES_GIVEN_UP, readings.closeBatchesGivenUp() - base.closeBatchesGivenUp());
     check(Code.RECONCILIATION_DIFFERENCES, readings.reconciliationDifferences());
     check(Code.EVENTS_DROPPED, readings.eventsDroppedUndelivered() - base.eventsDropped());
+    check(Code.PARKED_ORDERS, readings.parkedOrders());
   }
 
   /** The newest sample at least a window old (or the oldest there is), after adding {@code now}; older ones go. */

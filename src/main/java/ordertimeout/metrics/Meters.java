@@ -39,6 +39,14 @@ public final class Meters {
   public static final String CLOSE_HELD_LATENESS = "ordertimeout.close.held.lateness";
   public static final String CLOSE_RETRIES = "ordertimeout.close.retries";
   public static final String CLOSE_BATCHES_GIVEN_UP = "ordertimeout.close.batches.given.up";
+  /** Orders this node parked after close.parkAfterFailures failed closes. */
+  public static final String CLOSE_PARKINGS = "ordertimeout.close.parkings";
+  /** Parked unpaid orders in the database (all nodes'), read every metrics.outboxRefreshSeconds. */
+  public static final String ORDERS_PARKED = "ordertimeout.orders.parked";
+  /** The sweep's passes over its shards: the count is the runs, the sum their duration. What they closed is {@link #SWEEP_CATCHES}. */
+  public static final String SWEEP_RUNS = "ordertimeout.sweep.runs";
+  /** Overdue orders (kind close) and late reminders (kind remind) the sweep's passes found and handed on. */
+  public static final String SWEEP_FOUND = "ordertimeout.sweep.found";
   public static final String REMINDERS_SENT = "ordertimeout.reminders.sent";
 
   // ---- events out

@@ -11,8 +11,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Periodic readings for operators: the outbox backlog and the age of its oldest unpublished row
- * (read from the database every {@code metrics.outboxRefreshSeconds}), and the alarms (evaluated
+ * Periodic readings for operators: the outbox backlog and the age of its oldest unpublished row, and the parked
+ * orders (read from the database every {@code metrics.outboxRefreshSeconds}), and the alarms (evaluated
  * every {@code alarms.evaluateSeconds}).
  */
 public final class MonitorVerticle extends VerticleBase {
@@ -26,6 +26,7 @@ public final class MonitorVerticle extends VerticleBase {
   private OpsStore store;
   private volatile double outboxBacklog = Double.NaN;
   private volatile double outboxOldestAgeSeconds = Double.NaN;
+  private volatile double parkedOrders = Double.NaN;
   private boolean reading;
   private long outboxTimer = -1;
   private long alarmTimer = -1;
@@ -50,6 +51,11 @@ public final class MonitorVerticle extends VerticleBase {
         .baseUnit("seconds")
         .strongReference(true)
         .register(registry);
+    Gauge.builder(Meters.ORDERS_PARKED, this, monitor -> monitor.parkedOrders)
+        .description("Unpaid orders parked after close.parkAfterFailures failed closes, every node's; each waits for "
+            + "POST /v1/admin/orders/{id}/retry (NaN until read)")
+        .strongReference(true)
+        .register(registry);
     outboxTimer = vertx.setPeriodic(1, config.metrics().outboxRefreshSeconds() * 1000L, id -> readOutbox());
     alarmTimer = vertx.setPeriodic(config.alarms().evaluateSeconds() * 1000L, id -> evaluateAlarms());
     return Future.succeededFuture();
@@ -68,19 +74,24 @@ public final class MonitorVerticle extends VerticleBase {
       return;
     }
     reading = true;
-    store.outboxBacklog()
+    Future<Void> outbox = store.outboxBacklog()
         .onSuccess(backlog -> {
           outboxBacklog = backlog.rows();
           outboxOldestAgeSeconds = backlog.oldestAgeSeconds();
         })
         .onFailure(failure -> log.warn("could not read the outbox backlog: {}", failure.toString()))
-        .onComplete(done -> reading = false);
+        .mapEmpty();
+    Future<Void> parked = store.parkedOrders()
+        .onSuccess(count -> parkedOrders = count)
+        .onFailure(failure -> log.warn("could not read the parked orders: {}", failure.toString()))
+        .mapEmpty();
+    Future.join(outbox, parked).onComplete(done -> reading = false);
   }
 
   private void evaluateAlarms() {
     alarms.evaluate(config.node().wallClock().millis(), new Alarms.Readings(
         stats.recentLatenessP99Millis(), stats.sweepCatches(), stats.closeBatchesGivenUp(), outboxOldestAgeSeconds,
         stats.lastReconciliationSkuDifferences() < 0 ? Double.NaN : stats.lastReconciliationSkuDifferences(),
-        stats.eventsDroppedUndelivered()));
+        stats.eventsDroppedUndelivered(), parkedOrders));
   }
 }

@@ -47,6 +47,10 @@ public final class NodeStats {
   private final Histogram latenessMillis = new SynchronizedHistogram(MAX_TRACKED_LATENESS_MILLIS, 3);
   private final Counter closeRetries;
   private final Counter closeBatchesGivenUp;
+  private final Counter parkings;
+  private final Timer sweepRuns;
+  private final Counter sweepFoundCloses;
+  private final Counter sweepFoundReminders;
   private final Counter remindersSent;
   private final Counter ordersCreated;
   private final Counter idempotentReplays;
@@ -109,6 +113,13 @@ public final class NodeStats {
     }
     closeRetries = counter(Meters.CLOSE_RETRIES, "Close or reminder batches attempted again after a failure");
     closeBatchesGivenUp = counter(Meters.CLOSE_BATCHES_GIVEN_UP, "Batches given up after their retries (closes are left to the sweep)");
+    parkings = counter(Meters.CLOSE_PARKINGS, "Orders this node parked after close.parkAfterFailures failed closes (they wait for an admin's retry)");
+    sweepRuns = Timer.builder(Meters.SWEEP_RUNS)
+        .description("The sweep's passes over the owned shards (count) and how long they took (sum); what they closed is "
+            + Meters.SWEEP_CATCHES)
+        .register(registry);
+    sweepFoundCloses = sweepFound("close");
+    sweepFoundReminders = sweepFound("remind");
     remindersSent = counter(Meters.REMINDERS_SENT, "ORDER_CLOSE_REMINDER events written");
     ordersCreated = counter(Meters.ORDERS_CREATED, "Orders created (not counting idempotent replays)");
     idempotentReplays = counter(Meters.IDEMPOTENT_REPLAYS, "Creates answered with the stored response of an earlier request with the same key");
@@ -134,6 +145,13 @@ public final class NodeStats {
       webhookAttempt(outcome, 0);
     }
     reconciliationRepaired = counter(Meters.RECONCILIATION_REPAIRED, "SKUs whose reserved count a reconciliation with repair set right");
+  }
+
+  private Counter sweepFound(String kind) {
+    return Counter.builder(Meters.SWEEP_FOUND)
+        .description("Unpaid orders the sweep found overdue (kind close) or with their reminder late (kind remind), parked ones aside")
+        .tag("kind", kind)
+        .register(registry);
   }
 
   private Counter closes(CloseReason reason, String path) {
@@ -226,6 +244,21 @@ public final class NodeStats {
 
   public void closeBatchGivenUp() {
     closeBatchesGivenUp.increment();
+  }
+
+  public void orderParked() {
+    parkings.increment();
+  }
+
+  public long parkings() {
+    return (long) parkings.count();
+  }
+
+  /** One pass of the sweep: how long it took, and the overdue closes and late reminders it found. */
+  public void swept(long nanos, long closesFound, long remindersFound) {
+    sweepRuns.record(nanos, TimeUnit.NANOSECONDS);
+    sweepFoundCloses.increment(closesFound);
+    sweepFoundReminders.increment(remindersFound);
   }
 
   public void remindersSent(int count) {

@@ -17,6 +17,8 @@ public final class OrderRejected extends RuntimeException {
     STOCK_OUT_OF_RANGE,
     PRECONDITION_FAILED,
     PRECONDITION_REQUIRED,
+    /** A retry of an order that is not parked. */
+    ORDER_NOT_PARKED,
     /** No unique id to give the order now (a transient condition of the node: answered 503). */
     ORDER_ID_UNAVAILABLE,
     /** The database that a decision needs cannot be reached (answered 503 database_unavailable). */

@@ -18,7 +18,7 @@ import java.util.List;
  */
 public final class MaintenanceStore {
   public static final String POOL = "order-timeout-maintenance";
-  private static final int POOL_SIZE = 2;
+  public static final int POOL_SIZE = 2;
 
   private final Pool pool;
 
@@ -45,14 +45,14 @@ public final class MaintenanceStore {
    */
   public record Check(Instant checkedAt, long skusChecked, List<Difference> differences, long differencesTotal,
                       List<ClientDifference> clientDifferences, long clientDifferencesTotal, long overdueUnpaid,
-                      Overdue oldestOverdue) {}
+                      Overdue oldestOverdue, long parkedOrders) {}
 
   /** A repaired SKU: {@code reserved} went from {@code from} to {@code to}. */
   public record Change(String sku, long from, long to) {}
 
   /**
-   * Reads only: the stock invariant, SKU by SKU, the clients' holdings, and the unpaid orders overdue by more than
-   * {@code overdueSeconds}.
+   * Reads only: the stock invariant, SKU by SKU, the clients' holdings, the unpaid orders overdue by more than
+   * {@code overdueSeconds} (parked ones included), and the parked orders.
    */
   public Future<Check> check(int overdueSeconds, int listLimit) {
     Future<Row> inventory = pool.query(Sql.COUNT_INVENTORY).execute().map(rows -> rows.iterator().next());
@@ -60,7 +60,8 @@ public final class MaintenanceStore {
     Future<List<Row>> clientsDiffering = pool.preparedQuery(Sql.CLIENT_HOLDINGS_DIFFERENCES).execute(Tuple.of(listLimit))
         .map(MaintenanceStore::list);
     Future<List<Row>> overdue = pool.preparedQuery(Sql.OVERDUE_UNPAID).execute(Tuple.of(overdueSeconds)).map(MaintenanceStore::list);
-    return Future.all(inventory, differing, clientsDiffering, overdue).map(all -> {
+    Future<Long> parked = pool.query(Sql.COUNT_PARKED).execute().map(rows -> rows.iterator().next().getLong(0));
+    return Future.all(inventory, differing, clientsDiffering, overdue, parked).map(all -> {
       List<Difference> differences = new ArrayList<>();
       for (Row row : differing.result()) {
         differences.add(new Difference(row.getString("sku"), row.getLong("reserved"), row.getLong("expected")));
@@ -81,7 +82,8 @@ public final class MaintenanceStore {
           List.copyOf(clientDifferences),
           clientDifferencesTotal,
           oldest == null ? 0 : oldest.getLong("total"),
-          oldest == null ? null : new Overdue(oldest.getLong("id"), oldest.getOffsetDateTime("close_at").toInstant()));
+          oldest == null ? null : new Overdue(oldest.getLong("id"), oldest.getOffsetDateTime("close_at").toInstant()),
+          parked.result());
     });
   }
 

@@ -49,6 +49,11 @@ public final class OpsStore {
   /** The newest versioned migration Flyway recorded as applied ({@link MigrationVersion#EMPTY} when none), and whether any failed. */
   public record AppliedMigrations(MigrationVersion newest, boolean anyFailed) {}
 
+  /** Parked unpaid orders, every node's (see {@link CloseFailures}). */
+  public Future<Long> parkedOrders() {
+    return pool.query(Sql.COUNT_PARKED).execute().map(rows -> rows.iterator().next().getLong(0));
+  }
+
   public Future<Void> ping() {
     return pool.query(Sql.PING).execute().mapEmpty();
   }

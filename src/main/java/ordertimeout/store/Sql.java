@@ -235,7 +235,8 @@ final class Sql {
   /**
    * The compare-and-set of a close, with its log line and ORDER_CLOSED event. {@code $1} is an array
    * of ids, {@code $2} the reason; {@code casCondition} adds the deadline check for timeouts, or the
-   * client check for requests ({@code $3}, null for admins).
+   * client check for requests ({@code $3}, null for admins). A closed order's failed closes are forgotten
+   * (its close_failures row, parked or not, goes).
    */
   private static String close(String casCondition) {
     return """
@@ -243,6 +244,8 @@ final class Sql {
           UPDATE orders SET status = 'CLOSED', close_reason = $2, closed_at = clock_timestamp()
           WHERE id = ANY($1) AND status = 'UNPAID' %s
           RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at),
+        forgotten AS (
+          DELETE FROM close_failures WHERE order_id IN (SELECT id FROM closed)),
         logged AS (
           INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'CLOSED', close_reason, closed_at FROM closed),
         evented AS (
@@ -251,11 +254,16 @@ final class Sql {
         SELECT id, close_at, hold_until, closed_at FROM closed""".formatted(casCondition, eventPayload("o", ORDER_ITEMS_JSON));
   }
 
+  /** A parked order (close_failures.parked_at set): the wheel and the sweep leave it to an admin's retry. */
+  private static final String NOT_PARKED =
+      "NOT EXISTS (SELECT 1 FROM close_failures f WHERE f.order_id = orders.id AND f.parked_at IS NOT NULL)";
+
   /**
    * Timeouts compare the deadline, and the hold of a started payment, with the database clock: never early, whatever
-   * the node's clock says, and never before {@code hold_until}.
+   * the node's clock says, and never before {@code hold_until}. A parked order is not closed here (it waits for an
+   * admin's retry, which unparks it first).
    */
-  static final String CLOSE_DUE = close("AND close_at <= now() AND (hold_until IS NULL OR hold_until <= now())");
+  static final String CLOSE_DUE = close("AND close_at <= now() AND (hold_until IS NULL OR hold_until <= now()) AND " + NOT_PARKED);
 
   /** Cancel and admin close: any unpaid order of the client, due or not. */
   static final String CLOSE_ON_REQUEST = close("AND ($3::text IS NULL OR client = $3)");
@@ -433,13 +441,56 @@ final class Sql {
       WHERE shard = $1 AND status = 'UNPAID' AND hold_until IS NOT NULL AND (hold_until, id) > ($2, $3)
       ORDER BY hold_until, id LIMIT $4""";
 
-  /** Orders whose close waits for a started payment are not overdue until their hold ends. */
+  /**
+   * Orders whose close waits for a started payment are not overdue until their hold ends. Parked orders are not the
+   * sweep's: they are counted by {@link #COUNT_PARKED} (a gauge, an alarm) instead.
+   */
   static final String OVERDUE_PAGE = """
       SELECT id, close_at AS due FROM orders
       WHERE shard = $1 AND status = 'UNPAID' AND close_at < now() - $2::int * interval '1 second'
         AND (hold_until IS NULL OR hold_until < now() - $2::int * interval '1 second')
-        AND (close_at, id) > ($3, $4)
-      ORDER BY close_at, id LIMIT $5""";
+        AND (close_at, id) > ($3, $4) AND %s
+      ORDER BY close_at, id LIMIT $5""".formatted(NOT_PARKED);
+
+  // ---- failed closes and parked orders (CloseFailures)
+
+  /**
+   * One more failed close of unpaid order {@code $1} ({@code $2} the error), parking it once its count reaches
+   * {@code $3}; nothing when the order is no longer unpaid or is parked already. Returns the count, and whether this
+   * failure parked it.
+   */
+  static final String RECORD_CLOSE_FAILURE = """
+      INSERT INTO close_failures AS f (order_id, failures, first_failed_at, last_failed_at, last_error, parked_at)
+      SELECT o.id, 1, now(), now(), $2, CASE WHEN $3 <= 1 THEN now() END
+      FROM orders o WHERE o.id = $1 AND o.status = 'UNPAID'
+      ON CONFLICT (order_id) DO UPDATE
+        SET failures = f.failures + 1, last_failed_at = now(), last_error = EXCLUDED.last_error,
+            parked_at = CASE WHEN f.failures + 1 >= $3 THEN now() END
+        WHERE f.parked_at IS NULL
+      RETURNING f.failures, f.parked_at IS NOT NULL AS parked""";
+
+  /** Parked unpaid orders after id {@code $1}, by id, {@code $2} at most. */
+  static final String PARKED_PAGE = """
+      SELECT f.order_id, o.client, o.user_id, o.close_at, f.failures, f.first_failed_at, f.last_failed_at, f.last_error, f.parked_at
+      FROM close_failures f JOIN orders o ON o.id = f.order_id
+      WHERE f.parked_at IS NOT NULL AND o.status = 'UNPAID' AND f.order_id > $1
+      ORDER BY f.order_id LIMIT $2""";
+
+  static final String COUNT_PARKED = """
+      SELECT count(*) FROM close_failures f JOIN orders o ON o.id = f.order_id
+      WHERE f.parked_at IS NOT NULL AND o.status = 'UNPAID'""";
+
+  /**
+   * The start of an admin's retry of order {@code $1}: its failure count goes (it is unparked). One row, with the
+   * order's status and whether it was parked (and now is not); no row when there is no such order.
+   */
+  static final String UNPARK = """
+      WITH target AS (SELECT id, status FROM orders WHERE id = $1),
+      unparked AS (
+        DELETE FROM close_failures f USING target t
+        WHERE f.order_id = t.id AND f.parked_at IS NOT NULL AND t.status = 'UNPAID'
+        RETURNING f.order_id)
+      SELECT t.status, EXISTS (SELECT 1 FROM unparked) AS unparked FROM target t""";
 
   /** Reminders not sent more than {@code $2} seconds after they fell due, of orders whose deadline has not passed yet. */
   static final String OVERDUE_REMINDERS_PAGE = """
@@ -614,6 +665,35 @@ final class Sql {
       FROM target t
       WHERE inv.sku = t.sku AND inv.reserved <> t.expected
       RETURNING inv.sku, t.was, inv.reserved""";
+
+  // ---- reconciliation runs and their reports (ReconciliationRuns)
+
+  /** The latest slot that has a scheduled run (started, finished or failed); null when none. */
+  static final String LAST_RECONCILIATION_SLOT = "SELECT max(slot) AS slot FROM reconciliation_runs";
+
+  /**
+   * Claims slot {@code $1} for node {@code $2}: a new row, or the row of a run of that slot that never finished and
+   * started more than {@code $3} seconds ago (its node died in the middle). No row back when another node has it.
+   */
+  static final String CLAIM_RECONCILIATION_SLOT = """
+      INSERT INTO reconciliation_runs AS r (slot, trigger, node_id, repair, started_at)
+      VALUES ($1, 'SCHEDULE', $2, false, now())
+      ON CONFLICT (slot) DO UPDATE SET node_id = EXCLUDED.node_id, started_at = now()
+        WHERE r.finished_at IS NULL AND r.started_at < now() - $3::int * interval '1 second'
+      RETURNING r.id""";
+
+  static final String START_REQUESTED_RECONCILIATION = """
+      INSERT INTO reconciliation_runs (trigger, node_id, repair, started_at) VALUES ('REQUEST', $1, $2, now()) RETURNING id""";
+
+  /** Run {@code $1} finished with report {@code $2} (null when it failed) or error {@code $3}. */
+  static final String FINISH_RECONCILIATION = """
+      UPDATE reconciliation_runs SET finished_at = now(), report = $2::text::jsonb, error = $3 WHERE id = $1""";
+
+  /** The latest run that finished with a report. */
+  static final String LATEST_RECONCILIATION = """
+      SELECT id, slot, trigger, node_id, repair, started_at, finished_at, report::text AS report FROM reconciliation_runs
+      WHERE finished_at IS NOT NULL AND report IS NOT NULL
+      ORDER BY finished_at DESC, id DESC LIMIT 1""";
 
   // ---- retention: small batches, each its own short transaction (MaintenanceStore)
 

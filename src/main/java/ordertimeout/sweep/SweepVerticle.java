@@ -7,6 +7,8 @@ import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.DueOrders;
 import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.Meters;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.store.DeadlineStore.OverduePage;
 import ordertimeout.store.DeadlineStore.PageCursor;
 import ordertimeout.store.DeadlineStore;
@@ -20,7 +22,9 @@ import org.slf4j.LoggerFactory;
  * owned shards that are overdue by more than {@code sweep.graceSeconds} and feeds them to the same
  * close path as the wheel, then likewise the reminders not sent in time (a timer message lost on its
  * way to the shard's owner loses neither the close nor the reminder). On a healthy node it finds almost nothing; what it closes is counted as
- * timeout closes on the sweep path.
+ * timeout closes on the sweep path. Parked orders are not paged (the parked gauge and alarm show them). Each pass is
+ * metered: {@value Meters#SWEEP_RUNS} (runs, duration), {@value Meters#SWEEP_FOUND} (found), {@value Meters#SWEEP_CATCHES}
+ * (closed).
  */
 public final class SweepVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(SweepVerticle.class);
@@ -29,15 +33,23 @@ public final class SweepVerticle extends VerticleBase {
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final OwnedShards owned;
+  private final NodeStats stats;
   private DeadlineStore store;
   private long sweepTimer = -1;
   private boolean sweeping;
   private boolean stopped;
 
-  public SweepVerticle(AppConfig config, PgConnectOptions connectOptions, OwnedShards owned) {
+  public SweepVerticle(AppConfig config, PgConnectOptions connectOptions, OwnedShards owned, NodeStats stats) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.owned = owned;
+    this.stats = stats;
+  }
+
+  /** What one pass found: overdue closes and late reminders. */
+  private static final class Found {
+    long closes;
+    long reminders;
   }
 
   @Override
@@ -61,30 +73,35 @@ public final class SweepVerticle extends VerticleBase {
       return;
     }
     sweeping = true;
-    sweepShardsFrom(0, 0)
+    long started = System.nanoTime();
+    Found found = new Found();
+    sweepShardsFrom(0, 0, found)
         .onSuccess(closed -> {
           if (closed > 0) {
             log.info("sweep closed {} overdue orders the wheel had not closed", closed);
           }
         })
-        .onComplete(done -> sweeping = false);
+        .onComplete(done -> {
+          sweeping = false;
+          stats.swept(System.nanoTime() - started, found.closes, found.reminders);
+        });
   }
 
-  private Future<Integer> sweepShardsFrom(int shard, int closedSoFar) {
+  private Future<Integer> sweepShardsFrom(int shard, int closedSoFar, Found found) {
     if (shard >= config.database().shards() || stopped) {
       return Future.succeededFuture(closedSoFar);
     }
     if (!owned.owns(shard)) {
-      return sweepShardsFrom(shard + 1, closedSoFar);
+      return sweepShardsFrom(shard + 1, closedSoFar, found);
     }
-    return sweepShard(shard, PageCursor.START, 0, store::overduePage, Addresses.CLOSE_DUE)
-        .compose(closed -> sweepShard(shard, PageCursor.START, 0, store::overdueRemindersPage, Addresses.REMIND_DUE)
+    return sweepShard(shard, PageCursor.START, 0, store::overduePage, Addresses.CLOSE_DUE, found)
+        .compose(closed -> sweepShard(shard, PageCursor.START, 0, store::overdueRemindersPage, Addresses.REMIND_DUE, found)
             .map(reminded -> closed))
         .recover(failure -> {
           log.warn("sweep of shard {} failed, the next pass retries it: {}", shard, failure.toString());
           return Future.succeededFuture(0);
         })
-        .compose(closed -> sweepShardsFrom(shard + 1, closedSoFar + closed));
+        .compose(closed -> sweepShardsFrom(shard + 1, closedSoFar + closed, found));
   }
 
   private interface OverdueQuery {
@@ -92,11 +109,17 @@ public final class SweepVerticle extends VerticleBase {
   }
 
   /** Hands every page of the query's overdue orders of one shard to {@code address}; returns how many it handled. */
-  private Future<Integer> sweepShard(int shard, PageCursor after, int handledSoFar, OverdueQuery query, String address) {
+  private Future<Integer> sweepShard(int shard, PageCursor after, int handledSoFar, OverdueQuery query, String address,
+                                     Found found) {
     int pageSize = config.sweep().pageSize();
     return query.page(shard, config.sweep().graceSeconds(), after, pageSize).compose(page -> {
       if (page.ids().length == 0) {
         return Future.succeededFuture(handledSoFar);
+      }
+      if (address.equals(Addresses.CLOSE_DUE)) {
+        found.closes += page.ids().length;
+      } else {
+        found.reminders += page.ids().length;
       }
       return vertx.eventBus()
           .<Integer>request(address, new DueOrders(page.ids(), DueOrders.Path.SWEEP), CLOSE_REQUEST)
@@ -107,7 +130,7 @@ public final class SweepVerticle extends VerticleBase {
           })
           .compose(handled -> page.ids().length < pageSize
               ? Future.succeededFuture(handledSoFar + handled)
-              : sweepShard(shard, page.next(), handledSoFar + handled, query, address));
+              : sweepShard(shard, page.next(), handledSoFar + handled, query, address, found));
     });
   }
 }

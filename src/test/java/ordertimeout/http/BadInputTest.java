@@ -97,6 +97,12 @@ class BadInputTest extends ServiceTestBase {
         Arguments.of("adjust of no SKU", "POST", "/v1/admin/inventory/NO-SUCH/adjust", Api.ADMIN_KEY, "{\"delta\":1}", "k-1", 404, "inventory_not_found"),
         Arguments.of("stock log limit zero", "GET", "/v1/admin/inventory/SKU-1/log?limit=0", Api.ADMIN_KEY, null, null, 400, "invalid_field"),
         Arguments.of("stock log limit not a number", "GET", "/v1/admin/inventory/SKU-1/log?limit=ten", Api.ADMIN_KEY, null, null, 400, "invalid_field"),
+        Arguments.of("parked list cursor not an id", "GET", "/v1/admin/orders/parked?cursor=abc", Api.ADMIN_KEY, null, null, 400, "invalid_cursor"),
+        Arguments.of("parked list limit over 200", "GET", "/v1/admin/orders/parked?limit=201", Api.ADMIN_KEY, null, null, 400, "invalid_field"),
+        Arguments.of("retry of an order id not a number", "POST", "/v1/admin/orders/abc/retry", Api.ADMIN_KEY, null, null, 400, "invalid_order_id"),
+        Arguments.of("retry of no order", "POST", "/v1/admin/orders/12345/retry", Api.ADMIN_KEY, null, null, 404, "order_not_found"),
+        Arguments.of("user key on the parked list", "GET", "/v1/admin/orders/parked", Api.USER_KEY, null, null, 403, "forbidden"),
+        Arguments.of("user key on the latest reconciliation", "GET", "/v1/admin/reconciliation/latest", Api.USER_KEY, null, null, 403, "forbidden"),
         Arguments.of("no key", "GET", "/v1/orders/1", null, null, null, 401, "unauthorized"),
         Arguments.of("unknown key", "POST", "/v1/orders", "not-a-key", VALID_ORDER, "k-1", 401, "unauthorized"),
         Arguments.of("user key on admin stock", "PUT", "/v1/admin/inventory/SKU-1", Api.USER_KEY, "{\"available\":5}", null, 403, "forbidden"),
@@ -139,6 +145,7 @@ class BadInputTest extends ServiceTestBase {
         "keys", Sql.count("SELECT count(*) FROM idempotency_keys"),
         "outbox", Sql.count("SELECT count(*) FROM outbox"),
         "log", Sql.count("SELECT count(*) FROM order_log"),
+        "closeFailures", Sql.count("SELECT count(*) FROM close_failures"),
         "existing", List.of(existingOrderId));
   }
 }

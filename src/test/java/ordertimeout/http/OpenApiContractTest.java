@@ -56,7 +56,8 @@ class OpenApiContractTest extends ServiceTestBase {
   private static final Set<String> METHODS = Set.of("get", "put", "post", "delete", "patch");
   /** Values that differ from run to run: ids and times (their presence and type are still compared). */
   private static final Set<String> VOLATILE = Set.of("id", "orderId", "createdAt", "closeAt", "remindAt", "paidAt", "closedAt",
-      "at", "checkedAt", "latenessMillis", "detail", "holdUntil");
+      "at", "checkedAt", "latenessMillis", "detail", "holdUntil", "startedAt", "finishedAt", "firstFailedAt", "lastFailedAt",
+      "parkedAt");
   /** Operations whose numbers are counts that depend on what ran before: only their shape is compared. */
   private static final Set<String> SHAPE_ONLY = Set.of("getStats");
 
@@ -436,6 +437,20 @@ class OpenApiContractTest extends ServiceTestBase {
         Sql.execute("UPDATE client_holdings SET unpaid = unpaid - 1, units = units - 1 WHERE client = 'dev-user' AND stripe = 0");
       };
     });
+    s.put("listParkedOrders/parked", (t, e, c) -> t.park(t.order("SKU-1", 2)));
+    s.put("listParkedOrders/limitTooLarge", (t, e, c) -> c.query = "?limit=500");
+    s.put("retryParkedOrder/retried", (t, e, c) -> {
+      String id = t.order("SKU-1", 2);
+      t.park(id);
+      Sql.execute("UPDATE orders SET close_at = now() - interval '1 second' WHERE id = ?", Long.parseLong(id));
+      c.pathParams.put("id", id);
+    });
+    s.put("retryParkedOrder/notParked", (t, e, c) -> c.pathParams.put("id", t.order("SKU-1", 2)));
+    s.put("getLatestReconciliation/latest", (t, e, c) -> {
+      t.api.setStock("SKU-1", 100);
+      assertThat(t.api.post("/v1/admin/reconcile", Api.ADMIN_KEY).status()).isEqualTo(200);
+    });
+    s.put("getLatestReconciliation/noRunYet", (t, e, c) -> {});
     s.put("listCloses/latest", (t, e, c) -> {
       String id = t.order("SKU-1", 2);
       assertThat(t.api.cancel(id).status()).isEqualTo(200);
@@ -447,6 +462,13 @@ class OpenApiContractTest extends ServiceTestBase {
     s.put("ready/ready", (t, e, c) -> {});
     s.put("metrics/excerpt", (t, e, c) -> {});
     return s;
+  }
+
+  /** Parks the order as ten failed closes would have, with the error of the document's example. */
+  private void park(String id) {
+    Sql.execute("INSERT INTO close_failures (order_id, failures, first_failed_at, last_failed_at, last_error, parked_at) "
+        + "VALUES (?, 10, now(), now(), 'io.vertx.pgclient.PgException: ERROR: injected failure while releasing stock (P0001)', now())",
+        Long.parseLong(id));
   }
 
   /** An order of u-1 for {@code qty} of {@code sku} (100 in stock), physical; its id. */

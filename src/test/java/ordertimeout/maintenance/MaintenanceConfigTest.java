@@ -6,12 +6,14 @@ import ordertimeout.config.ConfigSource;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
+import java.time.LocalTime;
+import java.time.ZoneId;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The reconciliation and retention keys: their defaults in the embedded config, overrides, and wrong values named by key. */
+/** The reconciliation, retention and parking keys: their defaults in the embedded config, overrides, and wrong values named by key. */
 class MaintenanceConfigTest {
   private static AppConfig load(Map<String, String> environment) {
     return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
@@ -20,13 +22,23 @@ class MaintenanceConfigTest {
   @Test
   void defaults() {
     AppConfig config = load(Map.of());
-    assertThat(config.reconciliation()).isEqualTo(new AppConfig.Reconciliation(24));
+    assertThat(config.reconciliation()).isEqualTo(new AppConfig.Reconciliation(24, LocalTime.of(3, 0), ZoneId.of("UTC")));
+    assertThat(config.reconciliation().daily()).isTrue();
+    assertThat(config.close().parkAfterFailures()).isEqualTo(10);
     assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 24, 7));
   }
 
   @Test
   void overridesAndWrongValues() {
     assertThat(load(Map.of("OT_RETENTION_ORDER_LOG_HOURS", "168")).retention().orderLogHours()).isEqualTo(168);
+    AppConfig berlin = load(Map.of("OT_RECONCILIATION_AT", "23:45", "OT_RECONCILIATION_ZONE", "Europe/Berlin"));
+    assertThat(berlin.reconciliation().at()).isEqualTo(LocalTime.of(23, 45));
+    assertThat(berlin.reconciliation().zone()).isEqualTo(ZoneId.of("Europe/Berlin"));
+    assertThat(load(Map.of("OT_RECONCILIATION_AT", "off")).reconciliation().daily()).as("off: the period instead").isFalse();
+    assertThatThrownBy(() -> load(Map.of("OT_RECONCILIATION_AT", "3am"))).hasMessageContaining("reconciliation.at");
+    assertThatThrownBy(() -> load(Map.of("OT_RECONCILIATION_AT", "24:00"))).hasMessageContaining("reconciliation.at");
+    assertThatThrownBy(() -> load(Map.of("OT_RECONCILIATION_ZONE", "Mars/Olympus"))).hasMessageContaining("reconciliation.zone");
+    assertThatThrownBy(() -> load(Map.of("OT_CLOSE_PARK_AFTER_FAILURES", "0"))).hasMessageContaining("close.parkAfterFailures");
     assertThat(load(Map.of("OT_RECONCILIATION_INTERVAL_HOURS", "6")).reconciliation().intervalHours()).isEqualTo(6);
     assertThatThrownBy(() -> load(Map.of("OT_RECONCILIATION_INTERVAL_HOURS", "0")))
         .isInstanceOf(ConfigException.class).hasMessageContaining("reconciliation.intervalHours");

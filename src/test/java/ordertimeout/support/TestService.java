@@ -31,7 +31,7 @@ public final class TestService implements AutoCloseable {
     this.api = new Api(config.http().port());
   }
 
-  /** Starts with a fast sweep and short reminders; {@code overrides} are OT_* variables. */
+  /** Starts with a fast sweep, short reminders and no daily reconciliation; {@code overrides} are OT_* variables. */
   public static TestService start(Map<String, String> overrides) {
     Map<String, String> environment = new HashMap<>();
     environment.put("OT_HTTP_PORT", Integer.toString(Ports.free()));
@@ -39,6 +39,8 @@ public final class TestService implements AutoCloseable {
     environment.put("OT_SWEEP_GRACE_SECONDS", "1");
     environment.put("OT_ORDERS_REMINDER_BEFORE_SECONDS", "1");
     environment.put("OT_ORDERS_MAX_UNPAID_PER_USER", "1000");
+    // No daily reconciliation: it would run at every start on a database whose runs the tests empty.
+    environment.put("OT_RECONCILIATION_AT", "off");
     environment.putAll(overrides);
     AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
     Service service = await(Service.start(config, TestDatabase.connectOptions()));
