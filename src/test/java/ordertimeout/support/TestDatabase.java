@@ -62,7 +62,7 @@ public final class TestDatabase {
   /** Empties every table but the pinned settings, and the record of the stock put in ({@link StockLedger}). */
   public static void reset() {
     try (Connection connection = jdbc(); Statement statement = connection.createStatement()) {
-      statement.execute("TRUNCATE orders, order_items, inventory, inventory_log, idempotency_keys, outbox, order_log");
+      statement.execute("TRUNCATE orders, order_items, inventory, inventory_log, idempotency_keys, outbox, order_log, bulk_jobs");
       StockLedger.clear();
     } catch (SQLException e) {
       throw new IllegalStateException(e);

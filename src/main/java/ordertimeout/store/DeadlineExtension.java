@@ -1,0 +1,34 @@
+package ordertimeout.store;
+
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.SqlConnection;
+import io.vertx.sqlclient.Tuple;
+import ordertimeout.bus.Deadlines;
+
+/**
+ * Bulk-extend's per-order action, in the caller's transaction: moves the deadline of each UNPAID order not due yet
+ * by {@code extendSeconds} (compare-and-set in SQL, with its ORDER_DEADLINE_EXTENDED outbox row) and answers the new
+ * deadlines of the orders it moved, for the timer. The single-order extend (POST /v1/orders/{id}/extend) is the
+ * rule's real home: at its merge this becomes a call of its store method, and {@link #MOVE_CLOSE_AT} goes.
+ */
+@FunctionalInterface
+public interface DeadlineExtension {
+  Future<Deadlines> extend(SqlConnection conn, Long[] orderIds, int extendSeconds);
+
+  /** For now: {@code close_at} (and {@code remind_at}) moved later by {@code extendSeconds}, nothing else checked. */
+  DeadlineExtension MOVE_CLOSE_AT = (conn, orderIds, extendSeconds) ->
+      conn.preparedQuery(Sql.EXTEND_DEADLINES).execute(Tuple.of(orderIds, extendSeconds)).map(rows -> {
+        long[] ids = new long[rows.size()];
+        long[] closeAt = new long[rows.size()];
+        long[] remindAt = new long[rows.size()];
+        int i = 0;
+        for (Row row : rows) {
+          ids[i] = row.getLong("id");
+          closeAt[i] = row.getOffsetDateTime("close_at").toInstant().toEpochMilli();
+          remindAt[i++] = row.getOffsetDateTime("remind_at") == null ? Deadlines.NONE
+              : row.getOffsetDateTime("remind_at").toInstant().toEpochMilli();
+        }
+        return new Deadlines(ids, closeAt, remindAt);
+      });
+}
