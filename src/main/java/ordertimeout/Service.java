@@ -143,7 +143,7 @@ public final class Service {
         })
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
-        .compose(id -> vertx.deployVerticle(new BulkJobVerticle(config, database)))
+        .compose(id -> vertx.deployVerticle(new BulkJobVerticle(config, database, stats)))
         .compose(id -> contract)
         .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus),
             new DeploymentOptions().setInstances(config.http().instances())))

@@ -26,7 +26,7 @@ final class BulkJobRoutes {
     router.post("/v1/admin/orders/bulk-close").handler(contract.validate("bulkClose")).handler(ctx -> submit(ctx, Kind.BULK_CLOSE));
     router.post("/v1/admin/orders/bulk-extend").handler(contract.validate("bulkExtend")).handler(ctx -> submit(ctx, Kind.BULK_EXTEND));
     router.get("/v1/admin/jobs").handler(contract.validate("listJobs")).handler(this::list);
-    router.get("/v1/admin/jobs/:jobId").handler(contract.validate("getJob")).handler(this::find);
+    router.get("/v1/admin/jobs/:id").handler(contract.validate("getJob")).handler(this::find);
   }
 
   private void submit(RoutingContext ctx, Kind kind) {
@@ -79,12 +79,12 @@ final class BulkJobRoutes {
   }
 
   private void find(RoutingContext ctx) {
-    String text = (String) ContractChecks.parameter(ctx, "jobId");
+    String text = (String) ContractChecks.parameter(ctx, "id");
     long id;
     try {
       id = Long.parseLong(text);
     } catch (NumberFormatException e) {
-      throw new ApiException(404, "job_not_found", "no job " + text);
+      throw ApiException.badRequest("invalid_job_id", "a job id is a 64-bit number");
     }
     jobs.find(id).onSuccess(job -> {
       if (job.isEmpty()) {

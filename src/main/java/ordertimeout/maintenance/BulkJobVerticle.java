@@ -7,6 +7,8 @@ import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.NodeStats;
+import ordertimeout.order.CloseReason;
 import ordertimeout.store.BulkJobStore;
 import ordertimeout.store.BulkJobStore.Batch;
 import ordertimeout.store.BulkJobStore.Job;
@@ -38,6 +40,7 @@ public final class BulkJobVerticle extends VerticleBase {
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
+  private final NodeStats stats;
   private final String owner;
   private BulkJobStore store;
   private long pollTimer = -1;
@@ -46,9 +49,10 @@ public final class BulkJobVerticle extends VerticleBase {
   private Job running;
   private Promise<Void> idle;
 
-  public BulkJobVerticle(AppConfig config, PgConnectOptions connectOptions) {
+  public BulkJobVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats) {
     this.config = config;
     this.connectOptions = connectOptions;
+    this.stats = stats;
     this.owner = "node-" + config.node().id() + "-" + UUID.randomUUID();
   }
 
@@ -129,9 +133,13 @@ public final class BulkJobVerticle extends VerticleBase {
     });
   }
 
-  /** The wheel forgets closed orders and takes the extended ones' new deadlines (the database decides either way). */
+  /**
+   * Closed orders count as admin closes in the node's stats; the wheel forgets them, and takes the extended ones' new
+   * deadlines (the database decides either way).
+   */
   private void timers(Batch batch) {
     if (batch.closed().length > 0) {
+      stats.closedOnRequest(CloseReason.ADMIN, batch.closed().length);
       vertx.eventBus().send(Addresses.TIMER_CANCEL, new CancelTimers(batch.closed()));
     }
     if (batch.extended().size() > 0) {

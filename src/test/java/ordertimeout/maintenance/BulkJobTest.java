@@ -172,6 +172,9 @@ class BulkJobTest extends ServiceTestBase {
     Api.Response none = api.get("/v1/admin/jobs/424242", Api.ADMIN_KEY);
     assertThat(none.status()).isEqualTo(404);
     assertThat(none.code()).isEqualTo("job_not_found");
+    Api.Response notANumber = api.get("/v1/admin/jobs/x1", Api.ADMIN_KEY);
+    assertThat(notANumber.status()).isEqualTo(400);
+    assertThat(notANumber.code()).isEqualTo("invalid_job_id");
     assertThat(api.send(api.request("POST", "/v1/admin/orders/bulk-close", Api.USER_KEY, "{\"ids\":[\"1\"]}")).status()).isEqualTo(403);
   }
 
