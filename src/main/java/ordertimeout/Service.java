@@ -22,6 +22,7 @@ import ordertimeout.http.IntakeVerticle;
 import ordertimeout.http.OpsRoutes;
 import ordertimeout.kafka.KafkaClients;
 import ordertimeout.limit.LimiterVerticle;
+import ordertimeout.maintenance.BulkJobVerticle;
 import ordertimeout.maintenance.ReconciliationVerticle;
 import ordertimeout.maintenance.RetentionVerticle;
 import ordertimeout.metrics.Alarms;
@@ -147,6 +148,7 @@ public final class Service {
         .compose(id -> config.events().webhooks().isEmpty() ? Future.succeededFuture(id)
             : vertx.deployVerticle(new WebhookVerticle(config, database, stats, owned)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
+        .compose(id -> vertx.deployVerticle(new BulkJobVerticle(config, database, stats)))
         .compose(id -> contract)
         .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus),
             new DeploymentOptions().setInstances(config.http().instances())))

@@ -32,5 +32,8 @@ public final class Addresses {
   /** {@link PermitRequest}: take permits from a token bucket; replies {@link PermitGrant}. */
   public static final String LIMITER_ACQUIRE = "limiter.acquire";
 
+  /** Nothing (null): a bulk job was submitted on this node; its bulk-job verticle looks for one now instead of at its next poll. */
+  public static final String BULK_JOBS_WAKE = "maintenance.bulk-jobs.wake";
+
   private Addresses() {}
 }

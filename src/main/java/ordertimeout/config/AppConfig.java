@@ -41,7 +41,8 @@ public record AppConfig(
     Kafka kafka,
     Redis redis,
     Health health,
-    Events events) {
+    Events events,
+    BulkJobs bulkJobs) {
 
   /**
    * {@code id}: part of every order id, held by a lease in PostgreSQL of {@code leaseSeconds} (renewed every third of
@@ -124,6 +125,14 @@ public record AppConfig(
   public record Close(int maxAttempts, int backoffMillis, int maxInFlight, int parkAfterFailures) {}
 
   public record Sweep(int intervalSeconds, int graceSeconds, int pageSize) {}
+
+  /**
+   * Operators' bulk actions (bulk-close, bulk-extend): {@code batchSize} orders per transaction, {@code batchPauseMillis}
+   * between batches (so a large job leaves room for live traffic), a job's lease of {@code leaseSeconds} (renewed by each
+   * batch; a node that died frees it then), failed after {@code maxAttempts} claims without finishing; idle nodes look for
+   * jobs every {@code pollMillis}.
+   */
+  public record BulkJobs(int batchSize, int batchPauseMillis, int leaseSeconds, int maxAttempts, int pollMillis) {}
 
   /**
    * The stock-invariant and overdue-order check: every day at {@code at} (wall-clock time in {@code zone}), run at
@@ -347,7 +356,13 @@ public record AppConfig(
             source.integer("kafka.deliveryTimeoutMillis", 15_000, 1000, 300_000)),
         redis(source),
         new Health(source.integer("health.databaseTimeoutMillis", 1000, 10, 60_000)),
-        events(source, apiKeys));
+        events(source, apiKeys),
+        new BulkJobs(
+            source.integer("bulkJobs.batchSize", 500, 1, 10_000),
+            source.integer("bulkJobs.batchPauseMillis", 10, 0, 60_000),
+            source.integer("bulkJobs.leaseSeconds", 30, 2, 3600),
+            source.integer("bulkJobs.maxAttempts", 5, 1, 100),
+            source.integer("bulkJobs.pollMillis", 1000, 10, 60_000)));
     config.refuseDevKeysOffLoopback();
     config.requireAnswerAfterDeadline();
     return config;

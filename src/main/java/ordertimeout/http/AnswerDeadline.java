@@ -14,13 +14,16 @@ import java.util.Set;
  * {@code outcome_unknown}: it may still be committed (a create with its Idempotency-Key, a pay or a cancel are
  * safe to send again and then answer what happened); a read answers 504 {@code read_timeout}. What the request
  * would have answered later is dropped. An admin's reconciliation, which reads every unpaid order, answers when
- * it is done (bounded by its own wait).
+ * it is done (bounded by its own wait); the feed's long poll ({@code GET /v1/events?wait=s}) gets its wait on top.
  */
 final class AnswerDeadline {
   static final String OUTCOME_UNKNOWN = "outcome_unknown";
   static final String READ_TIMEOUT = "read_timeout";
 
   private static final Set<String> LONG_RUNNING = Set.of("/v1/admin/reconcile");
+  private static final String LONG_POLL = "/v1/events";
+  /** Past the feed's own bound on {@code wait} (its document's maximum), so that a bad value never stretches this. */
+  private static final int LONG_POLL_MAX_SECONDS = 60;
 
   private final long millis;
   private final NodeStats stats;
@@ -35,9 +38,21 @@ final class AnswerDeadline {
       ctx.next();
       return;
     }
-    long timer = ctx.vertx().setTimer(millis, fired -> answerLate(ctx));
+    long timer = ctx.vertx().setTimer(millis + longPollMillis(ctx), fired -> answerLate(ctx));
     ctx.addEndHandler(answered -> ctx.vertx().cancelTimer(timer));
     ctx.next();
+  }
+
+  private static long longPollMillis(RoutingContext ctx) {
+    String wait = LONG_POLL.equals(ctx.request().path()) ? ctx.request().getParam("wait") : null;
+    if (wait == null) {
+      return 0;
+    }
+    try {
+      return Math.min(Math.max(Integer.parseInt(wait), 0), LONG_POLL_MAX_SECONDS) * 1000L;
+    } catch (NumberFormatException refusedByTheContract) {
+      return 0;
+    }
   }
 
   private void answerLate(RoutingContext ctx) {

@@ -238,6 +238,11 @@ public final class NodeStats {
     requestClose(reason).increment();
   }
 
+  /** {@code count} orders closed on request at once (a bulk close's batch). */
+  public void closedOnRequest(CloseReason reason, long count) {
+    requestClose(reason).increment(count);
+  }
+
   public void closeRetried() {
     closeRetries.increment();
   }

@@ -279,11 +279,24 @@ public final class OrderStore {
 
   /** Closes an unpaid order on request (user cancel or admin), giving its stock back. */
   public Future<StateChange> closeOnRequest(long id, CloseReason reason, String client) {
-    Long[] ids = {id};
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_ON_REQUEST).execute(Tuple.of(ids, reason.name(), client))
-        .compose(closed -> closed.size() == 1
-            ? StockMoves.release(conn, ids).compose(released -> changed(conn, id, client))
+    return pool.withTransaction(conn -> closeOnRequest(conn, new Long[] {id}, reason, client)
+        .compose(closed -> closed.length == 1
+            ? changed(conn, id, client)
             : selectOrder(conn, id, client).map(order -> new StateChange(order, false))));
+  }
+
+  /**
+   * The close on request in the caller's transaction, for the single close and the bulk close alike: the
+   * compare-and-set of the unpaid orders among {@code ids} ({@code client}'s only, any client's for null), their log
+   * lines and ORDER_CLOSED events, and their stock given back. The ids it closed.
+   */
+  static Future<Long[]> closeOnRequest(SqlConnection conn, Long[] ids, CloseReason reason, String client) {
+    return conn.preparedQuery(Sql.CLOSE_ON_REQUEST).execute(Tuple.of(ids, reason.name(), client)).compose(rows -> {
+      Long[] closed = new Long[rows.size()];
+      int i = 0;
+      for (Row row : rows) closed[i++] = row.getLong("id");
+      return StockMoves.release(conn, closed).map(released -> closed);
+    });
   }
 
   private static Future<StateChange> changed(SqlConnection conn, long id, String client) {
@@ -338,7 +351,7 @@ public final class OrderStore {
     });
   }
 
-  private static Order toOrder(Row row) {
+  static Order toOrder(Row row) {
     String[] skus = row.getArrayOfStrings("skus");
     Integer[] qtys = row.getArrayOfIntegers("qtys");
     List<OrderItem> items = new ArrayList<>(skus.length);

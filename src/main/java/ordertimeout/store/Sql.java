@@ -524,6 +524,137 @@ final class Sql {
       WHERE o.id = $1
       ORDER BY l.id""";
 
+  // ---- operators' search and bulk jobs (OrderSearch, BulkJobStore)
+
+  /**
+   * The conditions of a search, one per filter field present, joined with AND by {@link OrderSearch}; {@code %d} is the
+   * number of the value's parameter (always bound). Each is served by an index of migration V9 or V1.
+   */
+  static final String MATCH_STATUS = "o.status = $%d";
+  static final String MATCH_CLIENT = "o.client = $%d";
+  static final String MATCH_USER = "o.user_id = $%d";
+  static final String MATCH_SKU = "EXISTS (SELECT 1 FROM order_items s WHERE s.order_id = o.id AND s.sku = $%d)";
+  static final String MATCH_DUE_AFTER = "o.close_at >= $%d";
+  static final String MATCH_DUE_BEFORE = "o.close_at < $%d";
+  static final String MATCH_CREATED_AFTER = "o.created_at >= $%d";
+  static final String MATCH_CREATED_BEFORE = "o.created_at < $%d";
+  /** A page goes on below the last id of the previous one (newest first). */
+  static final String MATCH_BELOW_ID = "o.id < $%d";
+  static final String MATCH_ANY = "true";
+
+  /** One page of orders matching {@code where} (its last parameter {@code $%d}: how many), newest first. */
+  static String searchPage(String where, int limitParameter) {
+    return """
+        WITH page AS (SELECT o.id FROM orders o WHERE %s ORDER BY o.id DESC LIMIT $%d)
+        SELECT o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
+               o.paid_at, o.closed_at,
+               array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys
+        FROM page JOIN orders o ON o.id = page.id JOIN order_items i ON i.order_id = o.id
+        GROUP BY o.id
+        ORDER BY o.id DESC""".formatted(where, limitParameter);
+  }
+
+  /** How many orders match {@code where}, how many of them are unpaid, and the newest (-1 when none): a bulk job's total and its bound. */
+  static String countMatches(String where) {
+    return "SELECT count(*) AS total, count(*) FILTER (WHERE o.status = 'UNPAID') AS unpaid, coalesce(max(o.id), -1) AS upper_id"
+        + " FROM orders o WHERE " + where;
+  }
+
+  /** The orders named by id ({@code $1}), for a bulk action's dry run. */
+  static final String MATCH_IDS = "o.id = ANY($1)";
+
+  /**
+   * The next batch of a filter's job: matching ids above {@code $%d} (the last batch's end) up to {@code $%d} (the job's
+   * bound), oldest first, {@code $%d} of them.
+   */
+  static String nextMatches(String where, int afterParameter, int upToParameter, int limitParameter) {
+    return "SELECT o.id FROM orders o WHERE %s AND o.id > $%d AND o.id <= $%d ORDER BY o.id LIMIT $%d"
+        .formatted(where, afterParameter, upToParameter, limitParameter);
+  }
+
+  /** The next batch of an ids job: its ids above its last batch's end, {@code $2} of them. */
+  static final String NEXT_LISTED = """
+      SELECT x AS id FROM bulk_jobs j CROSS JOIN LATERAL unnest(j.ids) AS x
+      WHERE j.id = $1 AND x > j.last_id ORDER BY x LIMIT $2""";
+
+  private static final String JOB_COLUMNS = """
+      id, kind, status, client, ids IS NOT NULL AS by_ids, coalesce(cardinality(ids), 0) AS id_count, filter::text AS filter,
+      upper_id, extend_seconds, total, done, changed, skipped, failed, last_id, owner, attempts, error, created_at,
+      started_at, updated_at, finished_at""";
+
+  static final String INSERT_JOB = """
+      INSERT INTO bulk_jobs (kind, status, client, ids, filter, upper_id, extend_seconds, total)
+      VALUES ($1, 'QUEUED', $2, $3, $4, $5, $6, $7)
+      RETURNING """ + " " + JOB_COLUMNS;
+
+  static final String SELECT_JOB = "SELECT " + JOB_COLUMNS + " FROM bulk_jobs WHERE id = $1";
+
+  /** The latest jobs, newest first, below id {@code $2} (a page), {@code $1} of them. */
+  static final String LIST_JOBS = "SELECT " + JOB_COLUMNS + " FROM bulk_jobs WHERE id < $2 ORDER BY id DESC LIMIT $1";
+
+  /** Unfinished jobs claimed {@code $1} times already whose lease ran out: their nodes kept stopping mid-run. */
+  static final String FAIL_EXHAUSTED_JOBS = """
+      UPDATE bulk_jobs SET status = 'FAILED', failed = total - done, owner = NULL, finished_at = now(), updated_at = now(),
+        error = 'interrupted ' || attempts || ' times (the nodes running it stopped or lost it); ' || done || ' of ' || total
+                || ' orders were processed and stay so'
+      WHERE status IN ('QUEUED', 'RUNNING') AND attempts >= $1 AND (lease_until IS NULL OR lease_until < now())
+      RETURNING id""";
+
+  /** Claims the oldest unfinished job nobody holds (its lease free or run out) for {@code $1}, for {@code $2} ms. */
+  static final String CLAIM_JOB = """
+      UPDATE bulk_jobs SET owner = $1, lease_until = now() + $2::bigint * interval '1 millisecond', attempts = attempts + 1,
+        status = 'RUNNING', started_at = coalesce(started_at, now()), updated_at = now()
+      WHERE id = (SELECT id FROM bulk_jobs WHERE status IN ('QUEUED', 'RUNNING') AND (lease_until IS NULL OR lease_until < now())
+                  ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING """ + " " + JOB_COLUMNS;
+
+  /**
+   * The fence of a batch: the job's row, locked for the batch's transaction, if {@code $2} still holds it. A node
+   * claiming the job meanwhile waits for the batch to commit, and then finds the lease renewed.
+   */
+  static final String LOCK_HELD_JOB = """
+      SELECT last_id FROM bulk_jobs WHERE id = $1 AND owner = $2 AND status = 'RUNNING' FOR UPDATE""";
+
+  /** A batch's progress, committed with its orders: up to id {@code $2}, {@code $3} changed, {@code $4} skipped. */
+  static final String RECORD_BATCH = """
+      UPDATE bulk_jobs SET last_id = $2, done = done + $3 + $4, changed = changed + $3, skipped = skipped + $4,
+        lease_until = now() + $5::bigint * interval '1 millisecond', updated_at = now()
+      WHERE id = $1""";
+
+  static final String FINISH_JOB = """
+      UPDATE bulk_jobs SET status = 'SUCCEEDED', owner = NULL, lease_until = NULL, finished_at = now(), updated_at = now()
+      WHERE id = $1 AND owner = $2 AND status = 'RUNNING'""";
+
+  static final String FAIL_JOB = """
+      UPDATE bulk_jobs SET status = 'FAILED', failed = total - done, error = $3, owner = NULL, lease_until = NULL,
+        finished_at = now(), updated_at = now()
+      WHERE id = $1 AND owner = $2 AND status = 'RUNNING'""";
+
+  /** A stopping node gives its job back at once: any node (itself restarted) may go on with it. */
+  static final String RELEASE_JOB = """
+      UPDATE bulk_jobs SET lease_until = now(), updated_at = now() WHERE id = $1 AND owner = $2 AND status = 'RUNNING'""";
+
+  /**
+   * Bulk-extend's per-order action ({@link DeadlineExtension}): moves the deadline of the orders {@code $1} that are
+   * UNPAID and not due yet by {@code $2} seconds, as {@link #EXTEND_DEADLINE} moves one: the reminder with it (sent
+   * again when its new time is still to come), a log line and an ORDER_DEADLINE_EXTENDED event each.
+   */
+  static final String EXTEND_DEADLINES = """
+      WITH moved AS (
+        UPDATE orders SET close_at = close_at + $2::int * interval '1 second',
+               remind_at = remind_at + $2::int * interval '1 second',
+               reminded_at = CASE WHEN remind_at + $2::int * interval '1 second' > now() THEN NULL ELSE reminded_at END
+        WHERE id = ANY($1) AND status = 'UNPAID' AND close_at > now()
+        RETURNING *, close_at - $2::int * interval '1 second' AS previous_close_at),
+      logged AS (
+        INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'EXTENDED', 'from ' || previous_close_at, now() FROM moved),
+      evented AS (
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT o.id, o.client, 'ORDER_DEADLINE_EXTENDED', %s || jsonb_build_object('previousCloseAt', {previous}), now()
+        FROM moved o)
+      SELECT id, close_at, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_at FROM moved"""
+      .formatted(ORDER_FIELDS).replace("{previous}", utc("o.previous_close_at"));
+
   // ---- inventory: stock levels and the admins' changes, each logged by the statement that makes it (InventoryStore)
 
   /**

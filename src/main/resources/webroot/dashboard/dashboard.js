@@ -1,5 +1,6 @@
 /* order-timeout operator dashboard: plain JavaScript, no dependencies. Reads GET /v1/admin/stats,
-   GET /v1/admin/closes, GET /metrics (Prometheus text) every 2 s, and one order with its log on request. */
+   GET /v1/admin/closes, GET /v1/admin/jobs, GET /metrics (Prometheus text) every 2 s, one order with its log on
+   request, searches orders (GET /v1/admin/orders) and bulk-closes what a search matches (after a dry run). */
 (function () {
   'use strict';
   var KEY_STORE = 'ordertimeout.adminKey';
@@ -65,8 +66,14 @@
 
   function Unauthorized(status) { this.status = status; }
 
-  function api(path) {
-    return fetch(path, {headers: {'Authorization': 'Bearer ' + key(), 'Accept': 'application/json'}, cache: 'no-store'})
+  function api(path, body) {
+    var options = {headers: {'Authorization': 'Bearer ' + key(), 'Accept': 'application/json'}, cache: 'no-store'};
+    if (body !== undefined) {
+      options.method = 'POST';
+      options.headers['Content-Type'] = 'application/json';
+      options.body = JSON.stringify(body);
+    }
+    return fetch(path, options)
       .then(function (response) {
         if (response.status === 401 || response.status === 403) throw new Unauthorized(response.status);
         return response.json().then(function (body) { return {status: response.status, body: body}; });
@@ -86,7 +93,8 @@
       if (!r.ok) throw new Error('metrics HTTP ' + r.status);
       return r.text();
     });
-    return Promise.allSettled([stats, closes, metrics]).then(function (results) {
+    var jobs = api('/v1/admin/jobs?limit=15').then(ok);
+    return Promise.allSettled([stats, closes, metrics, jobs]).then(function (results) {
       var denied = results.filter(function (r) { return r.status === 'rejected' && r.reason instanceof Unauthorized; });
       if (denied.length) {
         sessionStorage.removeItem(KEY_STORE);
@@ -97,6 +105,7 @@
       if (results[0].status === 'fulfilled') renderStats(results[0].value);
       if (results[1].status === 'fulfilled') renderCloses(results[1].value);
       if (results[2].status === 'fulfilled') renderMetrics(results[2].value);
+      if (results[3].status === 'fulfilled') renderJobs(results[3].value.jobs);
       var failed = results.filter(function (r) { return r.status === 'rejected'; }).length;
       setConn(failed ? 'partial: ' + failed + ' failed' : 'live', failed ? 'pill-bad' : 'pill-ok');
       set('updated', new Date().toLocaleTimeString('en-GB'));
@@ -299,6 +308,71 @@
     });
   }
 
+  // ---- bulk jobs
+
+  function renderJobs(jobs) {
+    $('jobs-body').innerHTML = jobs.length ? jobs.map(function (job) {
+      return '<tr data-job="' + esc(job.id) + '" title="' + esc(job.error || JSON.stringify(job.target)) + '">' +
+        '<td class="mono">' + esc(job.id) + '</td><td>' + esc(job.kind.replace('BULK_', '').toLowerCase()) + '</td>' +
+        '<td><span class="tag tag-' + esc(job.status) + '">' + esc(job.status) + '</span></td>' +
+        '<td class="num">' + num(job.done) + ' / ' + num(job.total) + '</td><td class="num">' + num(job.changed) + '</td>' +
+        '<td class="num">' + num(job.skipped) + '</td><td class="num">' + num(job.failed) + '</td></tr>';
+    }).join('') : '<tr><td colspan="7" class="muted">no jobs yet</td></tr>';
+  }
+
+  // ---- order search: the filter of the form, pages by cursor
+
+  var FILTERS = ['status', 'client', 'userId', 'sku', 'dueAfter', 'dueBefore'];
+  var nextCursor = null;
+
+  function filter() {
+    var f = {};
+    FILTERS.forEach(function (name) {
+      var value = $('f-' + name).value.trim();
+      if (!value) return;
+      // datetime-local has no zone: read as UTC, like every time on this page
+      f[name] = name.indexOf('due') === 0 ? new Date(value + 'Z').toISOString() : value;
+    });
+    return f;
+  }
+  function searchOrders(more) {
+    var query = new URLSearchParams(filter());
+    query.set('limit', '50');
+    if (more && nextCursor) query.set('cursor', nextCursor);
+    api('/v1/admin/orders?' + query.toString()).then(ok).then(function (page) {
+      var rows = page.orders.map(function (o) {
+        var items = (o.items || []).map(function (i) { return esc(i.sku) + ' × ' + esc(i.qty); }).join(', ');
+        return '<tr><td><a class="order mono" data-find="' + esc(o.id) + '">' + esc(o.id) + '</a></td><td>' + esc(o.userId) + '</td>' +
+          '<td><span class="tag tag-' + esc(o.status) + '">' + esc(o.status) + '</span></td><td>' + items + '</td>' +
+          '<td>' + esc((o.closeAt || '').replace('T', ' ').slice(0, 19)) + '</td></tr>';
+      }).join('');
+      if (more) $('orders-body').insertAdjacentHTML('beforeend', rows);
+      else $('orders-body').innerHTML = rows || '<tr><td colspan="5" class="muted">no order matches</td></tr>';
+      nextCursor = page.next;
+      $('orders-more').hidden = !page.next;
+      set('orders-note', '');
+    }).catch(function (e) {
+      if (e instanceof Unauthorized) { showLogin('That key was refused.'); return; }
+      set('orders-note', 'Search failed: ' + (e.message || e));
+    });
+  }
+  function bulkClose() {
+    var f = filter();
+    if (!Object.keys(f).length) { set('orders-note', 'Set at least one filter before a bulk close.'); return; }
+    api('/v1/admin/orders/bulk-close', {filter: f, dryRun: true}).then(ok).then(function (counts) {
+      if (!counts.unpaid) { set('orders-note', 'No unpaid order matches: nothing to close.'); return null; }
+      if (!confirm('Close ' + counts.unpaid + ' unpaid orders (of ' + counts.matched + ' matching), reason ADMIN?')) return null;
+      return api('/v1/admin/orders/bulk-close', {filter: f});
+    }).then(function (result) {
+      if (!result) return;
+      if (result.status !== 202) throw new Error((result.body && result.body.code) || ('HTTP ' + result.status));
+      set('orders-note', 'Job ' + result.body.id + ' queued: ' + result.body.total + ' orders. Progress under Bulk jobs.');
+    }).catch(function (e) {
+      if (e instanceof Unauthorized) { showLogin('That key was refused.'); return; }
+      set('orders-note', 'Bulk close failed: ' + (e.message || e));
+    });
+  }
+
   // ---- wiring
 
   $('login-form').addEventListener('submit', function (event) {
@@ -317,6 +391,16 @@
   $('search-form').addEventListener('submit', function (event) {
     event.preventDefault();
     find($('search-input').value);
+  });
+  $('orders-form').addEventListener('submit', function (event) {
+    event.preventDefault();
+    searchOrders(false);
+  });
+  $('orders-more').addEventListener('click', function () { searchOrders(true); });
+  $('bulk-close').addEventListener('click', bulkClose);
+  $('orders-body').addEventListener('click', function (event) {
+    var target = event.target.closest('[data-find]');
+    if (target) find(target.getAttribute('data-find'));
   });
   $('closes-body').addEventListener('click', function (event) {
     var target = event.target.closest('[data-find]');

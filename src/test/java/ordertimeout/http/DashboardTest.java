@@ -152,6 +152,15 @@ class DashboardTest extends ServiceTestBase {
         () -> api.stats().getJsonObject("closesByReason").getLong("TIMEOUT") >= 3);
     Thread.sleep(500);
 
+    // a bulk job, for the job list
+    String bulkClosed = api.createOrders(1, 600, "SKU-D").get(0);
+    Api.Response submitted = api.send(api.request("POST", "/v1/admin/orders/bulk-close", Api.ADMIN_KEY,
+        new JsonObject().put("ids", new JsonArray().add(bulkClosed)).encode()));
+    assertThat(submitted.status()).as(submitted.body()).isEqualTo(202);
+    String jobId = submitted.json().getString("id");
+    Await.until("the bulk job finished", Duration.ofSeconds(30),
+        () -> "SUCCEEDED".equals(api.get("/v1/admin/jobs/" + jobId, Api.ADMIN_KEY).json().getString("status")));
+
     String url = "http://127.0.0.1:" + port() + "/dashboard/#key=" + Api.ADMIN_KEY + "&order=" + searched;
     Path target = Path.of("target").toAbsolutePath();
     Files.createDirectories(target);
@@ -212,6 +221,8 @@ class DashboardTest extends ServiceTestBase {
     assertThat(html).contains("id=\"order-detail\" data-order-id=\"" + searched + "\"");
     assertThat(html).containsPattern("id=\"order-status\"[^>]*>CLOSED<");
     assertThat(html).contains("data-event=\"CREATED\"", "data-event=\"CLOSED\"");
+    // the bulk jobs, with their progress
+    assertThat(html).containsPattern("<tr data-job=\"" + jobId + "\"[^>]*>.*?tag-SUCCEEDED\">SUCCEEDED<.*?>1 / 1<");
     // the key came from the fragment and is not left in the page
     assertThat(html).doesNotContain(Api.ADMIN_KEY);
 

@@ -57,7 +57,7 @@ class OpenApiContractTest extends ServiceTestBase {
   /** Values that differ from run to run: ids and times (their presence and type are still compared). */
   private static final Set<String> VOLATILE = Set.of("id", "orderId", "createdAt", "closeAt", "remindAt", "paidAt", "closedAt",
       "at", "checkedAt", "latenessMillis", "detail", "holdUntil", "startedAt", "finishedAt", "firstFailedAt", "lastFailedAt",
-      "parkedAt");
+      "parkedAt", "updatedAt");
   /** Operations whose numbers are counts that depend on what ran before: only their shape is compared. */
   private static final Set<String> SHAPE_ONLY = Set.of("getStats");
 
@@ -457,6 +457,11 @@ class OpenApiContractTest extends ServiceTestBase {
       c.query = "?limit=" + t.parameterExample("listCloses", "limit", "ten");
     });
     s.put("listCloses/limitTooLarge", (t, e, c) -> c.query = "?limit=500");
+
+    s.put("bulkClose/dryRun", (t, e, c) -> t.order("SKU-1", 2));
+    s.put("bulkClose/byFilter", (t, e, c) -> t.order("SKU-1", 2));
+    s.put("bulkExtend/dryRun", (t, e, c) -> c.body = new JsonObject().put("ids", new JsonArray().add(t.order("SKU-1", 2)))
+        .put("extendSeconds", 600).put("dryRun", true).encode());
 
     s.put("live/up", (t, e, c) -> {});
     s.put("ready/ready", (t, e, c) -> {});

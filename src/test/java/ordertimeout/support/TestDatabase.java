@@ -69,7 +69,7 @@ public final class TestDatabase {
     for (int attempt = 1; ; attempt++) {
       try (Connection connection = jdbc(); Statement statement = connection.createStatement()) {
         statement.execute("TRUNCATE orders, order_items, inventory, inventory_log, idempotency_keys, outbox, webhook_deliveries, "
-            + "order_log, close_failures, reconciliation_runs");
+            + "order_log, close_failures, reconciliation_runs, bulk_jobs");
         StockLedger.clear();
         return;
       } catch (SQLException e) {

@@ -1,0 +1,200 @@
+package ordertimeout.maintenance;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import ordertimeout.support.Api;
+import ordertimeout.support.Await;
+import ordertimeout.support.ServiceTestBase;
+import ordertimeout.support.Sql;
+import ordertimeout.support.TestDatabase;
+import org.junit.jupiter.api.Test;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * POST /v1/admin/orders/bulk-close and bulk-extend on the real service: dry runs count and change nothing, a job closes
+ * exactly the matched unpaid orders once (stock given back once: the invariants after each test), its progress shows
+ * while it runs, bad bodies answer 400 with their codes.
+ */
+class BulkJobTest extends ServiceTestBase {
+  private static final Duration JOB_TIME = Duration.ofSeconds(30);
+
+  /** Batches of 7: a job of tens of orders runs in several. */
+  @Override
+  protected Map<String, String> overrides() {
+    return Map.of("OT_BULK_JOBS_BATCH_SIZE", "7", "OT_BULK_JOBS_POLL_MILLIS", "200");
+  }
+
+  @Test
+  void aDryRunCountsAndChangesNothing() {
+    api.setStock("SKU-A", 100);
+    api.setStock("SKU-B", 100);
+    List<String> a = api.createOrders(5, 600, "SKU-A");
+    api.createOrders(3, 600, "SKU-B");
+    assertThat(api.pay(a.get(0)).status()).isEqualTo(200);
+
+    JsonObject counts = bulk("bulk-close", new JsonObject().put("filter", new JsonObject().put("sku", "SKU-A")).put("dryRun", true));
+    assertThat(counts).isEqualTo(new JsonObject().put("dryRun", true).put("kind", "BULK_CLOSE").put("matched", 5).put("unpaid", 4));
+    JsonObject byIds = bulk("bulk-extend", new JsonObject().put("ids", new JsonArray().add(a.get(0)).add(a.get(1)).add("12345"))
+        .put("extendSeconds", 60).put("dryRun", true));
+    assertThat(byIds.getLong("matched")).isEqualTo(2);
+    assertThat(byIds.getLong("unpaid")).isEqualTo(1);
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'")).isEqualTo(7);
+    assertThat(Sql.count("SELECT count(*) FROM bulk_jobs")).isZero();
+  }
+
+  @Test
+  void aBulkCloseClosesExactlyTheMatchedUnpaidOrdersOnceAndShowsItsProgress() throws Exception {
+    api.setStock("SKU-A", 1000);
+    api.setStock("SKU-B", 1000);
+    List<String> matched = api.createOrders(30, 600, "SKU-A");
+    List<String> other = api.createOrders(10, 600, "SKU-B");
+    List<String> paid = matched.subList(0, 5);
+    List<String> cancelled = matched.subList(5, 10);
+    paid.forEach(id -> assertThat(api.pay(id).status()).isEqualTo(200));
+    cancelled.forEach(id -> assertThat(api.cancel(id).status()).isEqualTo(200));
+    // the newest unpaid one comes in the job's last batch (batches go by id; the creates ran concurrently)
+    String lastOrder = matched.subList(10, 30).stream().max(Comparator.comparingLong(Long::parseLong)).orElseThrow();
+
+    JsonObject job;
+    // the last order's row held: the job commits its first batches, then waits for it
+    try (Connection lock = TestDatabase.jdbc()) {
+      lock.setAutoCommit(false);
+      try (PreparedStatement hold = lock.prepareStatement("SELECT id FROM orders WHERE id = ? FOR UPDATE")) {
+        hold.setLong(1, Long.parseLong(lastOrder));
+        hold.execute();
+      }
+      Api.Response submitted = api.send(api.request("POST", "/v1/admin/orders/bulk-close", Api.ADMIN_KEY,
+          new JsonObject().put("filter", new JsonObject().put("sku", "SKU-A").put("status", "UNPAID")).encode()));
+      assertThat(submitted.status()).as(submitted.body()).isEqualTo(202);
+      job = submitted.json();
+      assertThat(job.getString("kind")).isEqualTo("BULK_CLOSE");
+      assertThat(job.getString("status")).isEqualTo("QUEUED");
+      assertThat(job.getLong("total")).isEqualTo(20);
+      assertThat(submitted.raw().headers().firstValue("Location")).hasValue("/v1/admin/jobs/" + job.getString("id"));
+
+      String id = job.getString("id");
+      Await.until("the job's first batches committed", JOB_TIME, () -> job(id).getLong("done") >= 14);
+      JsonObject running = job(id);
+      assertThat(running.getString("status")).isEqualTo("RUNNING");
+      assertThat(running.getLong("done")).as("the batch with the held order has not committed").isLessThan(20);
+      assertThat(running.getLong("changed")).isEqualTo(running.getLong("done"));
+      JsonArray listed = api.get("/v1/admin/jobs", Api.ADMIN_KEY).json().getJsonArray("jobs");
+      assertThat(listed.getJsonObject(0).getString("id")).isEqualTo(id);
+      lock.rollback();
+    }
+
+    String id = job.getString("id");
+    Await.until("the job finished", JOB_TIME, () -> job(id).getString("status").equals("SUCCEEDED"));
+    JsonObject finished = job(id);
+    assertThat(finished.getLong("done")).isEqualTo(20);
+    assertThat(finished.getLong("changed")).isEqualTo(20);
+    assertThat(finished.getLong("skipped")).isZero();
+    assertThat(finished.getLong("failed")).isZero();
+    assertThat(finished.getString("finishedAt")).isNotNull();
+
+    for (String order : matched) {
+      JsonObject now = api.order(order).json();
+      if (paid.contains(order)) {
+        assertThat(now.getString("status")).isEqualTo("PAID");
+      } else if (cancelled.contains(order)) {
+        assertThat(now.getString("closeReason")).isEqualTo("USER_CANCELLED");
+      } else {
+        assertThat(now.getString("status")).isEqualTo("CLOSED");
+        assertThat(now.getString("closeReason")).isEqualTo("ADMIN");
+      }
+    }
+    assertThat(other).allSatisfy(order -> assertThat(statusOf(order)).isEqualTo("UNPAID"));
+    assertThat(api.stock("SKU-A").getLong("reserved")).isZero();
+    assertThat(api.stock("SKU-A").getLong("available")).isEqualTo(1000 - paid.size());
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE type = 'ORDER_CLOSED'")).isEqualTo(25);
+  }
+
+  @Test
+  void aBulkCloseByIdsSkipsWhatIsNoLongerUnpaid() {
+    api.setStock("SKU-A", 100);
+    List<String> orders = api.createOrders(4, 600, "SKU-A");
+    assertThat(api.pay(orders.get(0)).status()).isEqualTo(200);
+    JsonArray ids = new JsonArray();
+    orders.forEach(ids::add);
+    ids.add(orders.get(1)).add("12345");
+    JsonObject job = bulk("bulk-close", new JsonObject().put("ids", ids));
+    assertThat(job.getLong("total")).as("each id once").isEqualTo(5);
+    Await.until("the job finished", JOB_TIME, () -> job(job.getString("id")).getString("status").equals("SUCCEEDED"));
+    JsonObject finished = job(job.getString("id"));
+    assertThat(finished.getLong("changed")).isEqualTo(3);
+    assertThat(finished.getLong("skipped")).as("the paid order and the id of no order").isEqualTo(2);
+    assertThat(statusOf(orders.get(0))).isEqualTo("PAID");
+    assertThat(orders.subList(1, 4)).allSatisfy(order -> assertThat(statusOf(order)).isEqualTo("CLOSED"));
+  }
+
+  @Test
+  void aBulkExtendMovesTheDeadlinesOfUnpaidOrders() {
+    api.setStock("SKU-E", 100);
+    List<String> orders = api.createOrders(9, 600, "SKU-E");
+    assertThat(api.pay(orders.get(0)).status()).isEqualTo(200);
+    List<Instant> before = new ArrayList<>();
+    orders.forEach(order -> before.add(Instant.parse(api.order(order).json().getString("closeAt"))));
+    JsonObject job = bulk("bulk-extend", new JsonObject().put("filter", new JsonObject().put("sku", "SKU-E")).put("extendSeconds", 120));
+    Await.until("the job finished", JOB_TIME, () -> job(job.getString("id")).getString("status").equals("SUCCEEDED"));
+    JsonObject finished = job(job.getString("id"));
+    assertThat(finished.getLong("changed")).isEqualTo(8);
+    assertThat(finished.getLong("skipped")).isEqualTo(1);
+    assertThat(finished.getInteger("extendSeconds")).isEqualTo(120);
+    for (int i = 0; i < orders.size(); i++) {
+      Instant closeAt = Instant.parse(api.order(orders.get(i)).json().getString("closeAt"));
+      assertThat(closeAt).isEqualTo(i == 0 ? before.get(i) : before.get(i).plusSeconds(120));
+    }
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE type = 'ORDER_DEADLINE_EXTENDED'")).isEqualTo(8);
+  }
+
+  @Test
+  void badBodiesAnswer400WithTheirCodes() {
+    assertCode("bulk-close", "{}", "ids_or_filter");
+    assertCode("bulk-close", "{\"ids\":[\"1\"],\"filter\":{\"sku\":\"A\"}}", "ids_or_filter");
+    assertCode("bulk-close", "{\"filter\":{}}", "empty_filter");
+    assertCode("bulk-close", "{\"filter\":{\"dueBefore\":\"tomorrow\"}}", "invalid_filter");
+    assertCode("bulk-close", "{\"filter\":{\"status\":\"LOST\"}}", "invalid_filter");
+    assertCode("bulk-close", "{\"filter\":{\"shop\":\"x\"}}", "unknown_field");
+    assertCode("bulk-close", "{\"ids\":[]}", "invalid_field");
+    assertCode("bulk-close", "{\"ids\":[\"9999999999999999999\"]}", "invalid_order_id");
+    assertCode("bulk-extend", "{\"ids\":[\"1\"]}", "invalid_field");
+    assertCode("bulk-extend", "{\"ids\":[\"1\"],\"extendSeconds\":0}", "invalid_field");
+    assertCode("bulk-close", "[1]", "malformed_json");
+    assertThat(Sql.count("SELECT count(*) FROM bulk_jobs")).isZero();
+    Api.Response none = api.get("/v1/admin/jobs/424242", Api.ADMIN_KEY);
+    assertThat(none.status()).isEqualTo(404);
+    assertThat(none.code()).isEqualTo("job_not_found");
+    Api.Response notANumber = api.get("/v1/admin/jobs/x1", Api.ADMIN_KEY);
+    assertThat(notANumber.status()).isEqualTo(400);
+    assertThat(notANumber.code()).isEqualTo("invalid_job_id");
+    assertThat(api.send(api.request("POST", "/v1/admin/orders/bulk-close", Api.USER_KEY, "{\"ids\":[\"1\"]}")).status()).isEqualTo(403);
+  }
+
+  private void assertCode(String action, String body, String code) {
+    Api.Response response = api.send(api.request("POST", "/v1/admin/orders/" + action, Api.ADMIN_KEY, body));
+    assertThat(response.status()).as(body + ": " + response.body()).isEqualTo(400);
+    assertThat(response.code()).as(body).isEqualTo(code);
+  }
+
+  private JsonObject bulk(String action, JsonObject body) {
+    Api.Response response = api.send(api.request("POST", "/v1/admin/orders/" + action, Api.ADMIN_KEY, body.encode()));
+    assertThat(response.status()).as(response.body()).isIn(200, 202);
+    return response.json();
+  }
+
+  private JsonObject job(String id) {
+    Api.Response response = api.get("/v1/admin/jobs/" + id, Api.ADMIN_KEY);
+    assertThat(response.status()).as(response.body()).isEqualTo(200);
+    return response.json();
+  }
+}
