@@ -547,7 +547,7 @@ final class Sql {
     return """
         WITH page AS (SELECT o.id FROM orders o WHERE %s ORDER BY o.id DESC LIMIT $%d)
         SELECT o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
-               o.paid_at, o.closed_at,
+               o.paid_at, o.closed_at, o.hold_until,
                array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys
         FROM page JOIN orders o ON o.id = page.id JOIN order_items i ON i.order_id = o.id
         GROUP BY o.id

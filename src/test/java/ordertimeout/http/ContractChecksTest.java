@@ -54,6 +54,8 @@ class ContractChecksTest {
     router.get("/v1/admin/inventory/:sku/log").handler(contract.validate("getInventoryLog")).handler(ContractChecksTest::accept);
     router.get("/v1/admin/closes").handler(contract.validate("listCloses")).handler(ContractChecksTest::accept);
     router.post("/v1/admin/reconcile").handler(contract.validate("reconcile")).handler(ContractChecksTest::accept);
+    router.get("/v1/admin/orders/parked").handler(contract.validate("listParkedOrders")).handler(ContractChecksTest::accept);
+    router.post("/v1/admin/orders/:id/retry").handler(contract.validate("retryParkedOrder")).handler(ContractChecksTest::accept);
     router.route().failureHandler(ctx -> {
       int status = ctx.failure() instanceof ApiException api ? api.status() : ctx.statusCode();
       // as the service's failure handler (Problems) names them
