@@ -35,7 +35,7 @@ public final class LeasedOrderIds {
    * renewals could not reach the database, {@link Reason#ORDER_ID_UNAVAILABLE} otherwise.
    */
   public synchronized long next() {
-    if (!held || nanoClock.getAsLong() - heldUntilNanos > 0) {
+    if (!held || lapsed(heldUntilNanos)) {
       if (databaseUnreachable) {
         throw new OrderRejected(Reason.DATABASE_UNAVAILABLE,
             "the database cannot be reached to renew this node's lease on its node id; nothing was changed, retry later");
@@ -63,16 +63,24 @@ public final class LeasedOrderIds {
   /**
    * The database holds the lease for this node with {@code highWaterMillis}, valid here until {@code untilNanos}
    * ({@link System#nanoTime}). A renewal answered after a later one (it hung while the database was away) changes
-   * nothing: it would take the lease back to an end that has passed.
+   * nothing: it would take the lease back to an end that has passed. One answered only after the end of the validity
+   * it gives leaves the ids stopped for the database's absence, until a renewal answers in time.
    */
   public synchronized void heldUntil(long highWaterMillis, long untilNanos) {
     if (held && untilNanos - heldUntilNanos < 0) {
       return;
     }
     this.held = true;
-    this.databaseUnreachable = false;
+    if (!lapsed(untilNanos)) {
+      this.databaseUnreachable = false;
+    }
     this.highWaterMillis = highWaterMillis;
     this.heldUntilNanos = untilNanos;
+  }
+
+  /** Whether a lease valid until {@code untilNanos} has ended by now. */
+  public synchronized boolean lapsed(long untilNanos) {
+    return nanoClock.getAsLong() - untilNanos > 0;
   }
 
   /** The last attempt to take or renew the lease could not reach the database (true), or it did (false). */

@@ -67,6 +67,18 @@ class LeasedOrderIdsTest {
     assertThat(ids.next()).as("still held until the later renewal's end").isPositive();
   }
 
+  @Test
+  void aRenewalAnsweredAfterItsValidityEndedLeavesTheIdsStoppedForTheDatabase() {
+    ids.heldUntil(T + 10_000, 5_000);
+    ids.databaseUnreachable(true);
+    nanos.set(8_000);
+    ids.heldUntil(T + 12_000, 7_000);
+    assertThatThrownBy(ids::next).isInstanceOf(OrderRejected.class)
+        .extracting(failure -> ((OrderRejected) failure).reason()).isEqualTo(OrderRejected.Reason.DATABASE_UNAVAILABLE);
+    ids.heldUntil(T + 20_000, 17_000);
+    assertThat(ids.next()).as("a renewal answered in time").isPositive();
+  }
+
   private void assertUnavailable(String why) {
     assertThatThrownBy(ids::next).isInstanceOf(OrderRejected.class).hasMessageContaining(why)
         .extracting(failure -> ((OrderRejected) failure).reason()).isEqualTo(OrderRejected.Reason.ORDER_ID_UNAVAILABLE);
