@@ -17,9 +17,6 @@ import java.util.Set;
  * it is done (bounded by its own wait); the feed's long poll ({@code GET /v1/events?wait=s}) gets its wait on top.
  */
 final class AnswerDeadline {
-  static final String OUTCOME_UNKNOWN = "outcome_unknown";
-  static final String READ_TIMEOUT = "read_timeout";
-
   private static final Set<String> LONG_RUNNING = Set.of("/v1/admin/reconcile");
   private static final String LONG_POLL = "/v1/events";
   /** Past the feed's own bound on {@code wait} (its document's maximum), so that a bad value never stretches this. */
@@ -60,7 +57,7 @@ final class AnswerDeadline {
       return;
     }
     boolean read = ctx.request().method() == HttpMethod.GET || ctx.request().method() == HttpMethod.HEAD;
-    String code = read ? READ_TIMEOUT : OUTCOME_UNKNOWN;
+    String code = read ? ProblemCodes.READ_TIMEOUT : ProblemCodes.OUTCOME_UNKNOWN;
     stats.requestShed(code);
     ctx.response().putHeader("Retry-After", "1");
     Problems.send(ctx, 504, code, read
