@@ -102,7 +102,8 @@ final class FaultChecker {
 
     return new Figures(scenario, plan.seed(), recording.count(Outcome.OK), recording.count(Outcome.FAILED),
         recording.count(Outcome.UNKNOWN), answered500, lost, failedYetCommitted, duplicateCreates, closedTwice, releasedTwice,
-        early, invariantDifferences, events.lost, events.duplicates, worstLateness, recording.longestWaitMillis(), bounds);
+        early, invariantDifferences, events.lost, events.duplicates, worstLateness, recording.longestWaitMillis(),
+        recording.longestSendLagMillis(), bounds);
   }
 
   /** Per SKU of the scenario: its stock row, the units of its PAID items (sold) and of its UNPAID items. */

@@ -108,9 +108,10 @@ public final class FaultSuite {
     Figures figures = checker.check(scenario.name(), plan, recording, scenario.bounds());
     Map<String, Long> violations = figures.violations();
     System.out.printf("fault suite: %s: %s; %s; last answers %s; %d operations took more than one request; ok %d, failed %d, "
-            + "unknown %d; slowest %s; %s%n", scenario.name(), injected, recovered, recording.byAnswer(), recording.retried(),
+            + "unknown %d; slowest %s; %s; %s%n", scenario.name(), injected, recovered, recording.byAnswer(), recording.retried(),
         recording.count(Outcome.OK), recording.count(Outcome.FAILED), recording.count(Outcome.UNKNOWN),
-        recording.slowest().map(Object::toString).orElse("none"), violations.isEmpty() ? "pass" : "FAIL " + violations);
+        recording.slowest().map(Object::toString).orElse("none"), recording.sendingFigures(),
+        violations.isEmpty() ? figures.verdict() : "FAIL " + violations);
     scenario.fault().undo(cluster);
     return figures;
   }

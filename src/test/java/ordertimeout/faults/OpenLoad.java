@@ -104,8 +104,10 @@ final class OpenLoad {
       long startNanos = attempt == 1 && inProgressAnswers == 0 ? request.dueNanos() : System.nanoTime();
       inFlight.acquireUninterruptibly();
       int port = ports.apply(Math.floorMod(request.nodeIndex() + attempt - 1, nodes));
+      long sentNanos = System.nanoTime();
       http.sendAsync(request.build(port), HttpResponse.BodyHandlers.ofString()).whenComplete((response, error) -> {
         inFlight.release();
+        recording.sent(sentNanos - startNanos, System.nanoTime() - sentNanos);
         long longest = Math.max(longestRequestMillis, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
         Answer answer = Answer.of(request.kind(), response, error);
         boolean inProgress = "request_in_progress".equals(answer.code());

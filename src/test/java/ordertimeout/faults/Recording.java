@@ -7,6 +7,8 @@ import java.util.Map;
 import java.util.Queue;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /** Every operation of a scenario as the client saw it. */
 final class Recording {
@@ -28,6 +30,27 @@ final class Recording {
                    long longestRequestMillis, int attempts) {}
 
   private final Queue<Operation> operations = new ConcurrentLinkedQueue<>();
+  private final AtomicLong longestSendLagNanos = new AtomicLong();
+  private final AtomicLong longestFromSendNanos = new AtomicLong();
+
+  /**
+   * One request: how long after its start (due time, or retry) the generator sent it, and how long its answer took from
+   * then. They tell the generator's own lag apart from the time the request spent in the network and the service.
+   */
+  void sent(long lagNanos, long fromSendNanos) {
+    longestSendLagNanos.accumulateAndGet(lagNanos, Math::max);
+    longestFromSendNanos.accumulateAndGet(fromSendNanos, Math::max);
+  }
+
+  long longestSendLagMillis() {
+    return TimeUnit.NANOSECONDS.toMillis(longestSendLagNanos.get());
+  }
+
+  /** The longest lag of the generator in sending a request, and the longest answer counted from the sending, in ms. */
+  String sendingFigures() {
+    return "generator lag max " + TimeUnit.NANOSECONDS.toMillis(longestSendLagNanos.get())
+        + " ms, longest from sending " + TimeUnit.NANOSECONDS.toMillis(longestFromSendNanos.get()) + " ms";
+  }
 
   void add(Operation operation) {
     operations.add(operation);
