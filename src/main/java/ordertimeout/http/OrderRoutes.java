@@ -103,6 +103,7 @@ final class OrderRoutes {
           AccessLog.orderId(ctx, outcome.order().id());
           if (outcome.replay()) {
             stats.idempotentReplay();
+            rescheduleReplayed(outcome.order());
           } else {
             stats.orderCreated();
             schedule(outcome.order());
@@ -134,6 +135,17 @@ final class OrderRoutes {
   private void schedule(Order order) {
     long remindAt = order.remindAt() == null ? Deadlines.NONE : order.remindAt().toEpochMilli();
     vertx.eventBus().send(Addresses.TIMER_SCHEDULE, Deadlines.one(order.id(), order.closeAt().toEpochMilli(), remindAt));
+  }
+
+  /**
+   * The timers of an unpaid order whose create is sent again, put (back) on its shard's owner: the node that made it
+   * may have died between its commit and sending them, and the owner, alive all along, reloads nothing (NodeKillTest
+   * saw the sweep close such an order a minute late). Replacing, so an owner that has them keeps one of each.
+   */
+  private void rescheduleReplayed(Order order) {
+    if (order.status() == OrderStatus.UNPAID) {
+      moveTimers(order, true);
+    }
   }
 
   /** The {@link System#nanoTime()} by which a request arriving now must have been started (and a create decided). */
