@@ -11,6 +11,15 @@ public final class ApiException extends RuntimeException {
     this.code = code;
   }
 
+  /** A path's 64-bit id; 400 {@code code} with {@code detail} when it is not one. */
+  static long idOf(String text, String code, String detail) {
+    try {
+      return Long.parseLong(text);
+    } catch (NumberFormatException e) {
+      throw badRequest(code, detail);
+    }
+  }
+
   public static ApiException badRequest(String code, String detail) {
     return new ApiException(400, code, detail);
   }

@@ -79,13 +79,7 @@ final class BulkJobRoutes {
   }
 
   private void find(RoutingContext ctx) {
-    String text = (String) ContractChecks.parameter(ctx, "id");
-    long id;
-    try {
-      id = Long.parseLong(text);
-    } catch (NumberFormatException e) {
-      throw ApiException.badRequest("invalid_job_id", "a job id is a 64-bit number");
-    }
+    long id = ApiException.idOf((String) ContractChecks.parameter(ctx, "id"), "invalid_job_id", "a job id is a 64-bit number");
     jobs.find(id).onSuccess(job -> {
       if (job.isEmpty()) {
         ctx.fail(new ApiException(404, "job_not_found", "no job " + id));

@@ -99,13 +99,8 @@ final class EventRoutes {
   }
 
   private void retry(RoutingContext ctx) {
-    String id = (String) ContractChecks.parameter(ctx, "id");
-    long deliveryId;
-    try {
-      deliveryId = Long.parseLong(id);
-    } catch (NumberFormatException e) {
-      throw ApiException.badRequest("invalid_delivery_id", "a delivery id is a 64-bit number");
-    }
+    long deliveryId = ApiException.idOf((String) ContractChecks.parameter(ctx, "id"), "invalid_delivery_id",
+        "a delivery id is a 64-bit number");
     events.retry(deliveryId).onSuccess(before -> {
       if (before == null) {
         ctx.fail(new ApiException(404, "delivery_not_found", "no webhook delivery " + deliveryId));

@@ -274,14 +274,10 @@ final class OrderRoutes {
    * do not fit in 64 bits, which its pattern does not say.
    */
   static long orderId(RoutingContext ctx) {
-    String id = (String) ContractChecks.parameter(ctx, "id");
-    try {
-      long parsed = Long.parseLong(id);
-      AccessLog.orderId(ctx, parsed);
-      return parsed;
-    } catch (NumberFormatException e) {
-      throw ApiException.badRequest("invalid_order_id", "an order id is a 64-bit number");
-    }
+    long id = ApiException.idOf((String) ContractChecks.parameter(ctx, "id"), "invalid_order_id",
+        "an order id is a 64-bit number");
+    AccessLog.orderId(ctx, id);
+    return id;
   }
 
   static void respond(RoutingContext ctx, int status, Future<Order> order) {
