@@ -154,7 +154,8 @@ final class OrderRoutes {
   }
 
   private void pay(RoutingContext ctx) {
-    respond(ctx, 200, pays.submit(new PayRequest(orderId(ctx), clientScope(ctx)), decideBy()).map(change -> {
+    long decideBy = decideBy();
+    respond(ctx, 200, pays.submit(new PayRequest(orderId(ctx), clientScope(ctx), decideBy), decideBy).map(change -> {
       cancelTimersIfChanged(change);
       if (change.changed()) {
         log.info("order paid {} {}", kv("orderId", change.order().id()), kv("requestId", AccessLog.requestId(ctx)));

@@ -1,4 +1,11 @@
 package ordertimeout.order;
 
-/** A pay request: the order, and the client asking (null for an admin, who may pay any order). */
-public record PayRequest(long id, String client) {}
+/**
+ * A pay request: the order, the client asking (null for an admin, who may pay any order), and the
+ * {@link System#nanoTime()} after which a pay that ran out of its lock wait is not tried again.
+ */
+public record PayRequest(long id, String client, long decideByNanos) {
+  public boolean pastDeadline() {
+    return System.nanoTime() - decideByNanos > 0;
+  }
+}

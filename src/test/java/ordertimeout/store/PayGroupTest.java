@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import java.sql.Connection;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -43,12 +44,12 @@ class PayGroupTest extends ServiceTestBase {
     long missing = 12345L;
 
     List<Future<StateChange>> results = payInOneGroup(List.of(
-        new PayRequest(unpaid, CLIENT),
-        new PayRequest(othersOrder, CLIENT),
-        new PayRequest(overdue, CLIENT),
-        new PayRequest(unpaid, CLIENT),
-        new PayRequest(cancelled, CLIENT),
-        new PayRequest(missing, CLIENT)));
+        pay(unpaid, CLIENT),
+        pay(othersOrder, CLIENT),
+        pay(overdue, CLIENT),
+        pay(unpaid, CLIENT),
+        pay(cancelled, CLIENT),
+        pay(missing, CLIENT)));
 
     assertThat(results).hasSize(6);
     assertChange(results.get(0), unpaid, OrderStatus.PAID, true);
@@ -80,7 +81,7 @@ class PayGroupTest extends ServiceTestBase {
       ids[i] = idOf(create("u-" + i, 600, "S-" + i % 7, 1 + i % 3, "S-" + (i + 3) % 7, 2));
     }
     List<PayRequest> requests = new java.util.ArrayList<>();
-    for (int i = orders - 1; i >= 0; i--) requests.add(new PayRequest(ids[i], CLIENT));
+    for (int i = orders - 1; i >= 0; i--) requests.add(pay(ids[i], CLIENT));
 
     List<Future<StateChange>> results = payInOneGroup(requests);
 
@@ -105,7 +106,7 @@ class PayGroupTest extends ServiceTestBase {
     assertThat(paid.status()).as(paid.body()).isEqualTo(200);
     assertThat(paid.json().getString("status")).isEqualTo("PAID");
 
-    List<Future<StateChange>> results = payInOneGroup(List.of(new PayRequest(grouped, null)));
+    List<Future<StateChange>> results = payInOneGroup(List.of(pay(grouped, null)));
     assertChange(results.get(0), grouped, OrderStatus.PAID, true);
     assertThat(api.stock("ADMIN").getLong("reserved")).isZero();
   }
@@ -126,7 +127,7 @@ class PayGroupTest extends ServiceTestBase {
       OrderStore store = new OrderStore(Pools.shared(vertx, "pay-group-test", TestDatabase.connectOptions(), 2, 1,
           TestDatabase.databaseConfig(Map.of()).intake()));
       List<Future<StateChange>> answers = TestService.await(
-          store.pay(List.of(new PayRequest(held, CLIENT), new PayRequest(free, CLIENT))));
+          store.pay(List.of(pay(held, CLIENT), pay(free, CLIENT))));
 
       assertChange(answers.get(1), free, OrderStatus.PAID, true);
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ? AND status = 'PAID'", free)).as("committed").isEqualTo(1);
@@ -139,6 +140,11 @@ class PayGroupTest extends ServiceTestBase {
       TestService.await(vertx.close());
     }
     assertThat(api.stock("HELD").getLong("reserved")).isZero();
+  }
+
+  /** A pay of {@code id} by {@code client} (null: an admin) with a minute to be decided in. */
+  private static PayRequest pay(long id, String client) {
+    return new PayRequest(id, client, System.nanoTime() + TimeUnit.MINUTES.toNanos(1));
   }
 
   private static List<Future<StateChange>> payInOneGroup(List<PayRequest> requests) {
