@@ -17,13 +17,15 @@ import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The search's common filters are answered from indexes: the planner's own choice (no {@code enable_seqscan = off})
+ * The search's common filters are answered from indexes (in each partition of orders and order_items that holds
+ * rows: {@link #seqScansOfRows}): the planner's own choice (no {@code enable_seqscan = off})
  * on 200,000 orders of 20 clients and 2,000 SKUs with fresh statistics (ANALYZE), for the very statement the service
  * runs (its first page), with the filter's values bound.
  */
@@ -72,7 +74,7 @@ class SearchIndexTest {
   @MethodSource("commonFilters")
   void theFirstPageIsReadFromIndexesNotBySequentialScan(String what, OrderFilter filter) {
     String plan = plan(filter, null);
-    assertThat(plan).as(what + ":\n" + plan).doesNotContain("Seq Scan on orders").doesNotContain("Seq Scan on order_items");
+    assertThat(seqScansOfRows(plan)).as(what + ":\n" + plan).isEmpty();
     assertThat(plan).as(what + ":\n" + plan).containsPattern("Index (Only )?Scan( Backward)? using \\w+ on orders|Bitmap Index Scan on orders_");
   }
 
@@ -80,7 +82,19 @@ class SearchIndexTest {
   @MethodSource("commonFilters")
   void aLaterPageIsReadFromIndexesToo(String what, OrderFilter filter) {
     String plan = plan(filter, (long) ORDERS / 2);
-    assertThat(plan).as(what + ":\n" + plan).doesNotContain("Seq Scan on orders").doesNotContain("Seq Scan on order_items");
+    assertThat(seqScansOfRows(plan)).as(what + ":\n" + plan).isEmpty();
+  }
+
+  /**
+   * The partitions of orders and order_items (V11) the plan reads by sequential scan that hold rows. An empty
+   * partition (the days ahead) costs nothing to scan, and the planner rightly scans it so.
+   */
+  static List<String> seqScansOfRows(String plan) {
+    return Pattern.compile("Seq Scan on ((?:orders|order_items)\\w*)").matcher(plan).results()
+        .map(match -> match.group(1))
+        .filter(table -> Sql.count("SELECT count(*) FROM (SELECT 1 FROM " + table + " LIMIT 1) t") > 0)
+        .distinct()
+        .toList();
   }
 
   /** EXPLAIN of the service's page statement, its $n bound in order (the statement numbers them so). */
