@@ -24,6 +24,7 @@ import ordertimeout.kafka.KafkaClients;
 import ordertimeout.limit.LimiterVerticle;
 import ordertimeout.maintenance.BulkJobVerticle;
 import ordertimeout.maintenance.ReconciliationVerticle;
+import ordertimeout.maintenance.PartitionsVerticle;
 import ordertimeout.maintenance.RetentionVerticle;
 import ordertimeout.metrics.Alarms;
 import ordertimeout.metrics.MonitorVerticle;
@@ -144,6 +145,7 @@ public final class Service {
           return vertx.deployVerticle(new ReconciliationVerticle(config, database, stats, redisHealth));
         })
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
+        .compose(id -> vertx.deployVerticle(new PartitionsVerticle(config, database, stats, redisHealth, config.node().wallClock())))
         .compose(id -> vertx.deployVerticle(new EventDispatchVerticle(config, database)))
         .compose(id -> config.events().webhooks().isEmpty() ? Future.succeededFuture(id)
             : vertx.deployVerticle(new WebhookVerticle(config, database, stats, owned)))

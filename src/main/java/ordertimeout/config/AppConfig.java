@@ -152,7 +152,19 @@ public record AppConfig(
    * not, counted), and idempotency keys older than {@code idempotencyKeyHours} (a replay after that creates a new order).
    */
   public record Retention(int intervalSeconds, int batchSize, int orderLogHours, int publishedOutboxHours,
-                          int idempotencyKeyHours, int eventsMaxDays) {}
+                          int idempotencyKeyHours, int eventsMaxDays, Partitions partitions) {}
+
+  /**
+   * The partitions of orders and order_items (V11), kept by the partitions job every {@code intervalSeconds}: one per
+   * {@code partitionDays} UTC days, created {@code aheadDays} ahead; a partition whose range ended more than
+   * {@code ordersDays} ago and holds no unpaid order is taken out, dropped ({@code archive} false) or moved to the
+   * orders_archive schema ({@code retention.archive: table}).
+   */
+  public record Partitions(int intervalSeconds, int ordersDays, int partitionDays, int aheadDays, boolean archive,
+                           int lockTimeoutMillis) {
+    public static final String NONE = "none";
+    public static final String TABLE = "table";
+  }
 
   /** A rate of 0 means no cap. */
   public record Limits(int closesPerSecond, int closesBurst) {}
@@ -319,13 +331,7 @@ public record AppConfig(
             source.integer("sweep.graceSeconds", 2, 0, 3600),
             source.integer("sweep.pageSize", 1000, 1, 100_000)),
         reconciliation(source),
-        new Retention(
-            source.integer("retention.intervalSeconds", 60, 1, 24 * 3600),
-            source.integer("retention.batchSize", 1000, 1, 100_000),
-            source.integer("retention.orderLogHours", 72, 1, 24 * 365 * 10),
-            source.integer("retention.publishedOutboxHours", 24, 1, 24 * 365 * 10),
-            source.integer("retention.idempotencyKeyHours", 24, 1, 24 * 365 * 10),
-            source.integer("retention.eventsMaxDays", 7, 1, 3650)),
+        retention(source, orders),
         new Limits(
             source.integer("limits.closesPerSecond", 0, 0, 10_000_000),
             source.integer("limits.closesBurst", 1000, 1, 10_000_000)),
@@ -439,6 +445,40 @@ public record AppConfig(
         source.integer("orders.maxQty", 10_000, 1, 1_000_000),
         source.integer("orders.paymentHoldSeconds", 600, 1, SEVEN_DAYS),
         source.bool("orders.reopenOnLatePayment", false));
+  }
+
+  /**
+   * An idempotency key must outlive its order's deadline: a client retrying a create while the order it made is still
+   * open must get that order back, not a second one. The longest deadline is orders.maxTimeoutSeconds plus the
+   * payment hold (orders.paymentHoldSeconds).
+   */
+  private static Retention retention(ConfigSource source, Orders orders) {
+    int keyHours = source.integer("retention.idempotencyKeyHours", 169, 1, 24 * 365 * 10);
+    long longestDeadlineSeconds = (long) orders.maxTimeoutSeconds() + orders.paymentHoldSeconds();
+    if (keyHours * 3600L < longestDeadlineSeconds) {
+      throw new ConfigException("retention.idempotencyKeyHours", keyHours + " hours is shorter than the longest deadline ("
+          + "orders.maxTimeoutSeconds " + orders.maxTimeoutSeconds() + " + orders.paymentHoldSeconds "
+          + orders.paymentHoldSeconds() + " seconds): a create retried while its order is open would make a second "
+          + "order; set at least " + (longestDeadlineSeconds + 3599) / 3600);
+    }
+    String archive = source.string("retention.archive", Partitions.NONE);
+    if (!archive.equals(Partitions.NONE) && !archive.equals(Partitions.TABLE)) {
+      throw new ConfigException("retention.archive", "expected none or table, found '" + archive + "'");
+    }
+    return new Retention(
+        source.integer("retention.intervalSeconds", 60, 1, 24 * 3600),
+        source.integer("retention.batchSize", 1000, 1, 100_000),
+        source.integer("retention.orderLogHours", 72, 1, 24 * 365 * 10),
+        source.integer("retention.publishedOutboxHours", 24, 1, 24 * 365 * 10),
+        keyHours,
+        source.integer("retention.eventsMaxDays", 7, 1, 3650),
+        new Partitions(
+            source.integer("retention.partitionsIntervalSeconds", 600, 1, 24 * 3600),
+            source.integer("retention.ordersDays", 30, 1, 3650),
+            source.integer("retention.partitionDays", 1, 1, 31),
+            source.integer("retention.partitionsAhead", 3, 1, 366),
+            archive.equals(Partitions.TABLE),
+            source.integer("retention.partitionLockTimeoutMillis", 2000, 10, 60_000)));
   }
 
   private static final List<String> CLIENT_LIMITS =

@@ -37,6 +37,11 @@ final class Problems {
       sendRejected(ctx, stats, rejected);
     } else if (SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)) {
       shed(ctx, stats, ProblemCodes.ROW_LOCKED, "a row this request needs is held by another transaction; nothing was changed, retry later");
+    } else if (SqlStates.isNoPartition(failure)) {
+      log.error("{} {}: no partition of orders for a new order's id: the partitions job has not created it (see "
+          + "retention.partitionsAhead and its log) {}", ctx.request().method(), ctx.request().path(), requestId(ctx));
+      sendDatabaseUnavailable(ctx, "the database has no room for new orders yet (no partition for their ids); "
+          + "nothing was changed, retry later");
     } else if (failure instanceof ConnectionPoolTooBusyException) {
       shed(ctx, stats, ProblemCodes.OVERLOADED, "too many requests are waiting for a database connection on this node; "
           + "nothing was changed, retry later");

@@ -64,6 +64,8 @@ public final class Meters {
   public static final String RECONCILIATION_REPAIRED = "ordertimeout.reconciliation.repaired";
   public static final String RETENTION_DELETED = "ordertimeout.retention.deleted";
   public static final String JOB_RUNS = "ordertimeout.job.runs";
+  /** Partitions of orders (with their order_items partitions) the partitions job took out, by {@code archived}. */
+  public static final String PARTITIONS_DROPPED = "ordertimeout.partitions.dropped";
 
   // ---- the node
   public static final String DRAINING = "ordertimeout.draining";

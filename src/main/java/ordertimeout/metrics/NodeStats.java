@@ -344,6 +344,15 @@ public final class NodeStats {
         .increment(rows);
   }
 
+  /** {@code partitions} partitions of orders taken out, dropped or ({@code archived}) moved to orders_archive. */
+  public void partitionsDropped(boolean archived, int partitions) {
+    Counter.builder(Meters.PARTITIONS_DROPPED)
+        .description("Partitions of finished orders (and their items) the partitions job took out of orders, by archived")
+        .tag("archived", Boolean.toString(archived))
+        .register(registry)
+        .increment(partitions);
+  }
+
   /** SKUs found off at the last reconciliation, -1 before the first. */
   public long lastReconciliationSkuDifferences() {
     return reconciliationSkuDifferences;

@@ -60,6 +60,16 @@ public final class OrderIds {
     return ((now - EPOCH_MILLIS) << (NODE_BITS + SEQUENCE_BITS)) | nodeBits | sequence;
   }
 
+  /** The first id of the millisecond {@code epochMillis} (wall clock since 1970): ids below it are of earlier times. */
+  public static long firstIdAt(long epochMillis) {
+    return (epochMillis - EPOCH_MILLIS) << (NODE_BITS + SEQUENCE_BITS);
+  }
+
+  /** The millisecond (since 1970) an id was minted in. */
+  public static long millisOf(long id) {
+    return (id >> (NODE_BITS + SEQUENCE_BITS)) + EPOCH_MILLIS;
+  }
+
   /** The shard of an order: a mix of all its id bits, so consecutive ids spread over all shards. */
   public static int shardOf(long id, int shards) {
     long h = id;

@@ -986,4 +986,41 @@ final class Sql {
   /** The outbox rows no relay has published yet, and the age in seconds of the oldest (null when none). */
   static final String OUTBOX_BACKLOG =
       "SELECT count(*), extract(epoch from now() - min(created_at)) FROM outbox WHERE published_at IS NULL";
+
+  // ---- partitions of orders and order_items (OrderPartitions; identifiers arrive quoted)
+
+  /** The partitions of table {@code $1} with their bounds as PostgreSQL prints them. */
+  static final String LIST_PARTITIONS = """
+      SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
+      FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+      WHERE h.inhparent = to_regclass($1)""";
+
+  /** Whether an orders partition holds an unpaid order (its orders_unpaid_by_user index), and any row at all. */
+  static String partitionContents(String partition) {
+    return "SELECT EXISTS (SELECT 1 FROM " + partition + " WHERE status = 'UNPAID') AS unpaid, "
+        + "EXISTS (SELECT 1 FROM " + partition + ") AS any";
+  }
+
+  /** The rows of a detached orders partition and its items' partition (null: none). */
+  static String detachedCounts(String orders, String items) {
+    return "SELECT (SELECT count(*) FROM " + orders + " WHERE status = 'UNPAID') AS unpaid, (SELECT count(*) FROM " + orders
+        + ") AS orders, " + (items == null ? "0::bigint" : "(SELECT count(*) FROM " + items + ")") + " AS items";
+  }
+
+  static String detachPartition(String parent, String partition) {
+    return "ALTER TABLE " + parent + " DETACH PARTITION " + partition;
+  }
+
+  static String dropTable(String table) {
+    return "DROP TABLE " + table;
+  }
+
+  static String archivePartition(String table, String archivedName, String schema) {
+    return "ALTER TABLE " + table + " RENAME TO " + archivedName + "; ALTER TABLE " + archivedName + " SET SCHEMA " + schema;
+  }
+
+  static String createPartition(String partition, String parent, long from, long to) {
+    return "CREATE TABLE " + partition + " PARTITION OF " + parent + " FOR VALUES FROM ("
+        + (from == Long.MIN_VALUE ? "MINVALUE" : Long.toString(from)) + ") TO (" + to + ")";
+  }
 }

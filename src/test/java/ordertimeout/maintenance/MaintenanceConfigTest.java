@@ -25,7 +25,8 @@ class MaintenanceConfigTest {
     assertThat(config.reconciliation()).isEqualTo(new AppConfig.Reconciliation(24, LocalTime.of(3, 0), ZoneId.of("UTC")));
     assertThat(config.reconciliation().daily()).isTrue();
     assertThat(config.close().parkAfterFailures()).isEqualTo(10);
-    assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 24, 7));
+    assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 169, 7,
+        new AppConfig.Partitions(600, 30, 1, 3, false, 2000)));
   }
 
   @Test
@@ -47,5 +48,22 @@ class MaintenanceConfigTest {
     assertThatThrownBy(() -> load(Map.of("OT_RETENTION_PUBLISHED_OUTBOX_HOURS", "-1")))
         .hasMessageContaining("retention.publishedOutboxHours");
     assertThatThrownBy(() -> load(Map.of("OT_RETENTION_IDEMPOTENCY_KEY_HOURS", "0"))).hasMessageContaining("retention.idempotencyKeyHours");
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_ARCHIVE", "file"))).hasMessageContaining("retention.archive");
+    assertThat(load(Map.of("OT_RETENTION_ARCHIVE", "table")).retention().partitions().archive()).isTrue();
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_PARTITION_DAYS", "0"))).hasMessageContaining("retention.partitionDays");
+  }
+
+  @Test
+  void idempotencyKeysOutliveTheLongestDeadline() {
+    // 7 days + 600 s of payment hold by default: 169 hours at least
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_IDEMPOTENCY_KEY_HOURS", "168")))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("retention.idempotencyKeyHours")
+        .hasMessageContaining("orders.maxTimeoutSeconds 604800 + orders.paymentHoldSeconds 600")
+        .hasMessageContaining("set at least 169");
+    assertThat(load(Map.of("OT_RETENTION_IDEMPOTENCY_KEY_HOURS", "24", "OT_ORDERS_MAX_TIMEOUT_SECONDS", "82800",
+        "OT_CLIENTS_DEFAULT_MAX_TIMEOUT_SECONDS", "3600", "OT_ORDERS_PAYMENT_HOLD_SECONDS", "3600")).retention().idempotencyKeyHours()).isEqualTo(24);
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_IDEMPOTENCY_KEY_HOURS", "24", "OT_ORDERS_MAX_TIMEOUT_SECONDS", "82800",
+        "OT_CLIENTS_DEFAULT_MAX_TIMEOUT_SECONDS", "3600", "OT_ORDERS_PAYMENT_HOLD_SECONDS", "3601"))).hasMessageContaining("set at least 25");
   }
 }

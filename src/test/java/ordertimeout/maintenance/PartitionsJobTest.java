@@ -1,0 +1,195 @@
+package ordertimeout.maintenance;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.pgclient.PgBuilder;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.PoolOptions;
+import ordertimeout.clock.WallClock;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
+import ordertimeout.metrics.Meters;
+import ordertimeout.metrics.NodeStats;
+import ordertimeout.order.OrderIds;
+import ordertimeout.store.OrderPartitions;
+import ordertimeout.support.Invariants;
+import ordertimeout.support.Sql;
+import ordertimeout.support.StockLedger;
+import ordertimeout.support.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The partitions job (PartitionsVerticle) on the real database: past days get partitions of their own (the test
+ * reshapes the layout the migration made: one floor below today), orders are seeded into some of them, and a run
+ * takes out the old partitions whose orders are all finished, keeps the one with an unpaid order and the recent ones,
+ * leaves no gap below the newest partition, and creates the days ahead.
+ */
+class PartitionsJobTest {
+  private static final long DAY = 86_400_000L;
+  private static final String SKU = "SKU-PART";
+
+  private Vertx vertx;
+  private Pool pool;
+  private OrderPartitions partitions;
+  private long today;
+
+  @BeforeEach
+  void pastDaysWithPartitions() throws Exception {
+    TestDatabase.reset();
+    vertx = Vertx.vertx();
+    pool = PgBuilder.pool().with(new PoolOptions().setMaxSize(2)).connectingTo(TestDatabase.connectOptions()).using(vertx).build();
+    partitions = new OrderPartitions(pool, 5000);
+    today = OrderPartitions.dayStart(System.currentTimeMillis());
+    // every partition below today (empty after the reset) out; a floor below day -45 and one partition per day up to today
+    for (String table : List.of(OrderPartitions.ORDERS, OrderPartitions.ITEMS)) {
+      for (OrderPartitions.Partition p : await(partitions.list(table))) {
+        if (p.to() <= OrderIds.firstIdAt(today)) {
+          Sql.execute("ALTER TABLE " + table + " DETACH PARTITION " + p.name());
+          Sql.execute("DROP TABLE " + p.name());
+        }
+      }
+      createPartition(table, Long.MIN_VALUE, OrderIds.firstIdAt(day(-45)));
+      for (int d = -45; d < 0; d++) {
+        createPartition(table, OrderIds.firstIdAt(day(d)), OrderIds.firstIdAt(day(d + 1)));
+      }
+    }
+  }
+
+  @AfterEach
+  void empty() {
+    pool.close();
+    vertx.close();
+    TestDatabase.reset();
+  }
+
+  @Test
+  void dropsOldFinishedPartitionsKeepsOneWithAnUnpaidOrderAndRecentOnesAndCreatesAhead() throws Exception {
+    Sql.execute("INSERT INTO inventory (sku, available, reserved) VALUES (?, 1000, 2)", SKU);
+    seed(-40, 0, "PAID", 3);
+    seed(-40, 1, "CLOSED", 4);
+    seed(-39, 0, "PAID", 5);
+    seed(-38, 0, "UNPAID", 2); // an unpaid order 38 days old (its deadline extended): its day stays
+    seed(-38, 1, "PAID", 1);
+    seed(-36, 0, "CLOSED", 2);
+    seed(-5, 0, "PAID", 7);    // recent
+    long sold = 3 + 5 + 1 + 7;
+    StockLedger.putIn(SKU, 1000 + 2 + sold);
+    Invariants.assertHold();
+
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    PartitionsVerticle job = new PartitionsVerticle(config(Map.of()), TestDatabase.connectOptions(),
+        new NodeStats(registry, TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM);
+    await(vertx.deployVerticle(job));
+    OrderPartitions.Result result = await(job.maintain());
+
+    assertThat(result.droppedNames()).containsExactlyInAnyOrder(name(-40), name(-39), name(-36));
+    assertThat(result.dropped()).isEqualTo(3);
+    assertThat(result.orders()).isEqualTo(4);
+    assertThat(result.items()).isEqualTo(4);
+    for (String table : List.of(OrderPartitions.ORDERS, OrderPartitions.ITEMS)) {
+      String kept = OrderPartitions.name(table, OrderIds.firstIdAt(day(-38)));
+      assertThat(exists(kept)).as(kept + ", which holds an unpaid order").isTrue();
+      assertThat(exists(OrderPartitions.name(table, OrderIds.firstIdAt(day(-5))))).as("a recent day").isTrue();
+      assertThat(exists(OrderPartitions.name(table, OrderIds.firstIdAt(day(-29))))).as("a day within the window").isTrue();
+      for (int d = 0; d <= 3; d++) {
+        assertThat(exists(OrderPartitions.name(table, OrderIds.firstIdAt(day(d))))).as(table + " day " + d + " ahead").isTrue();
+      }
+      // below day -38: one empty floor; days -37 to -31: one empty filler; no gap anywhere
+      List<OrderPartitions.Partition> now = await(partitions.list(table));
+      assertThat(now.get(0)).isEqualTo(new OrderPartitions.Partition(table + "_p_floor", Long.MIN_VALUE, OrderIds.firstIdAt(day(-38))));
+      assertThat(now.get(2)).isEqualTo(new OrderPartitions.Partition(OrderPartitions.name(table, OrderIds.firstIdAt(day(-37))),
+          OrderIds.firstIdAt(day(-37)), OrderIds.firstIdAt(day(-30))));
+      for (int i = 1; i < now.size(); i++) {
+        assertThat(now.get(i).from()).as("no gap below " + now.get(i).name()).isEqualTo(now.get(i - 1).to());
+      }
+    }
+    assertThat(Sql.count("SELECT count(*) FROM orders")).isEqualTo(3);
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'")).isEqualTo(1);
+    assertThat(Sql.count("SELECT count(*) FROM pg_namespace WHERE nspname = 'orders_archive'")).isEqualTo(1);
+    assertThat(Sql.count("SELECT count(*) FROM pg_tables WHERE schemaname = 'orders_archive'")).as("archive: none").isZero();
+    assertThat(registry.get(Meters.PARTITIONS_DROPPED).tag("archived", "false").counter().count()).isEqualTo(3);
+    assertThat(registry.get(Meters.RETENTION_DELETED).tag("table", "orders").counter().count()).isEqualTo(4);
+
+    // the sales of the dropped PAID orders left the database with them
+    StockLedger.putIn(SKU, -(3 + 5));
+    Invariants.assertHold();
+
+    assertThat(await(job.maintain()).dropped()).as("a second run finds nothing more to take out").isZero();
+    assertThat(await(partitions.list(OrderPartitions.ORDERS))).hasSize(await(partitions.list(OrderPartitions.ITEMS)).size());
+  }
+
+  @Test
+  void archivesToTheArchiveSchemaWhenConfigured() throws Exception {
+    Sql.execute("INSERT INTO inventory (sku, available, reserved) VALUES (?, 1000, 0)", SKU);
+    seed(-40, 0, "PAID", 3);
+    StockLedger.putIn(SKU, 1003);
+    PartitionsVerticle job = new PartitionsVerticle(config(Map.of("OT_RETENTION_ARCHIVE", "table")), TestDatabase.connectOptions(),
+        new NodeStats(new SimpleMeterRegistry(), TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM);
+    await(vertx.deployVerticle(job));
+    assertThat(await(job.maintain()).droppedNames()).containsExactly(name(-40));
+    String archived = "orders_archive." + name(-40) + "_to_" + OrderPartitions.name("", OrderIds.firstIdAt(day(-39))).substring(2);
+    assertThat(Sql.count("SELECT count(*) FROM " + archived)).as(archived).isEqualTo(1);
+    assertThat(Sql.count("SELECT count(*) FROM orders_archive." + OrderPartitions.name(OrderPartitions.ITEMS, OrderIds.firstIdAt(day(-40)))
+        + "_to_" + OrderPartitions.name("", OrderIds.firstIdAt(day(-39))).substring(2))).isEqualTo(1);
+    assertThat(Sql.count("SELECT count(*) FROM orders")).isZero();
+    Sql.execute("DROP SCHEMA orders_archive CASCADE");
+    Sql.execute("CREATE SCHEMA orders_archive");
+  }
+
+  /** One order of {@code status} on day {@code d} ({@code n}: its place that day) with {@code qty} of the SKU, and its log and events. */
+  private void seed(int d, int n, String status, int qty) {
+    long id = OrderIds.firstIdAt(day(d) + 3_600_000L) + n;
+    Sql.execute("""
+        INSERT INTO orders (id, shard, client, user_id, category, status, close_reason, created_at, close_at, paid_at, closed_at)
+        VALUES (?, ?, 'client-p', 'user-p', 'physical', ?, CASE WHEN ? = 'CLOSED' THEN 'ADMIN' END, to_timestamp(? / 1000.0),
+                CASE WHEN ? = 'UNPAID' THEN now() + interval '1 day' ELSE to_timestamp(? / 1000.0) + interval '30 minutes' END,
+                CASE WHEN ? = 'PAID' THEN to_timestamp(? / 1000.0) + interval '1 minute' END,
+                CASE WHEN ? = 'CLOSED' THEN to_timestamp(? / 1000.0) + interval '2 minutes' END)""",
+        id, OrderIds.shardOf(id, TestDatabase.SHARDS), status, status, OrderIds.millisOf(id), status, OrderIds.millisOf(id),
+        status, OrderIds.millisOf(id), status, OrderIds.millisOf(id));
+    Sql.execute("INSERT INTO order_items (order_id, sku, qty) VALUES (?, ?, ?)", id, SKU, qty);
+    if (!status.equals("UNPAID")) {
+      Sql.execute("INSERT INTO order_log (order_id, event) VALUES (?, ?)", id, status);
+      Sql.execute("INSERT INTO outbox (order_id, type, payload, client) VALUES (?, ?, '{}'::jsonb, 'client-p')", id, "ORDER_" + status);
+    }
+  }
+
+  private static AppConfig config(Map<String, String> overrides) {
+    Map<String, String> environment = new HashMap<>(overrides);
+    environment.put("OT_DATABASE_URL", TestDatabase.url());
+    return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
+  }
+
+  private long day(int d) {
+    return today + d * DAY;
+  }
+
+  private String name(int d) {
+    return OrderPartitions.name(OrderPartitions.ORDERS, OrderIds.firstIdAt(day(d)));
+  }
+
+  private static boolean exists(String table) {
+    return Sql.count("SELECT count(*) FROM pg_class WHERE oid = to_regclass(?)", table) == 1;
+  }
+
+  private static void createPartition(String table, long from, long to) {
+    Sql.execute("CREATE TABLE " + OrderPartitions.name(table, from) + " PARTITION OF " + table + " FOR VALUES FROM ("
+        + (from == Long.MIN_VALUE ? "MINVALUE" : Long.toString(from)) + ") TO (" + to + ")");
+  }
+
+  private static <T> T await(Future<T> future) throws Exception {
+    return future.toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
+  }
+}
