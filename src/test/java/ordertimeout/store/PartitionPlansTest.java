@@ -1,0 +1,112 @@
+package ordertimeout.store;
+
+import ordertimeout.order.OrderIds;
+import ordertimeout.support.Sql;
+import ordertimeout.support.TestDatabase;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * On the partitioned orders (V11), the statements of the wheel's reload by shard (deadlines, reminders, holds) and the
+ * sweep's overdue page still read the partial indexes of each partition: the planner's own choice on 200,000 orders
+ * in one day's partition with fresh statistics, no sequential scan of a partition that holds rows
+ * ({@link SearchIndexTest#seqScansOfRows}; the search's own plans are SearchIndexTest's). Then that partition (with
+ * its 200,000 orders and their items) is taken out as the partitions job does, DETACH and DROP, and the time it took
+ * printed: no assertion on it.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class PartitionPlansTest {
+  private static final int ORDERS = 200_000;
+  private static final Instant NOW = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+  private static final long DAY = 86_400_000L;
+  /** A day of its own, far ahead of the partitions the migration and the job make: dropped at the end. */
+  private final long from = OrderIds.firstIdAt(OrderPartitions.dayStart(System.currentTimeMillis()) + 200 * DAY);
+  private final long to = OrderIds.firstIdAt(OrderPartitions.dayStart(System.currentTimeMillis()) + 201 * DAY);
+  private final String orders = OrderPartitions.name(OrderPartitions.ORDERS, from);
+  private final String items = OrderPartitions.name(OrderPartitions.ITEMS, from);
+
+  @BeforeAll
+  void manyOrdersInOneDay() {
+    TestDatabase.reset();
+    Sql.execute("CREATE TABLE " + orders + " PARTITION OF orders FOR VALUES FROM (" + from + ") TO (" + to + ")");
+    Sql.execute("CREATE TABLE " + items + " PARTITION OF order_items FOR VALUES FROM (" + from + ") TO (" + to + ")");
+    // a third each UNPAID, PAID, CLOSED; deadlines spread over 10 days ahead, a reminder for a tenth, a hold for a hundredth
+    Sql.execute("""
+        INSERT INTO orders (id, shard, client, user_id, category, status, close_reason, created_at, close_at, remind_at,
+                            hold_until, paid_at, closed_at)
+        SELECT ? + n * 4096, n % 64, 'client-' || (n % 20), 'user-' || (n % 5000), 'physical',
+               (ARRAY['UNPAID', 'PAID', 'CLOSED'])[n % 3 + 1], CASE WHEN n % 3 = 2 THEN 'ADMIN' END,
+               ?::timestamptz, ?::timestamptz + (n % 14400) * interval '1 minute',
+               CASE WHEN n % 10 = 0 THEN ?::timestamptz + (n % 14400) * interval '1 minute' - interval '5 minutes' END,
+               CASE WHEN n % 100 = 0 AND n % 3 = 0 THEN ?::timestamptz + interval '10 minutes' END,
+               CASE WHEN n % 3 = 1 THEN ?::timestamptz END, CASE WHEN n % 3 = 2 THEN ?::timestamptz END
+        FROM generate_series(1, ?) AS n""", from, ts(NOW), ts(NOW), ts(NOW), ts(NOW), ts(NOW), ts(NOW), ORDERS);
+    Sql.execute("INSERT INTO order_items (order_id, sku, qty) SELECT ? + n * 4096, 'SKU-' || (n % 2000), 1 FROM generate_series(1, ?) AS n",
+        from, ORDERS);
+    Sql.execute("ANALYZE orders");
+    Sql.execute("ANALYZE order_items");
+  }
+
+  @AfterAll
+  void empty() {
+    for (String table : List.of(orders, items)) {
+      Sql.execute("DROP TABLE IF EXISTS " + table);
+    }
+    TestDatabase.reset();
+  }
+
+  @Test
+  @Order(1)
+  void reloadAndSweepReadThePartialIndexesOfEachPartition() {
+    Map<String, String> plans = Map.of(
+        "reload of deadlines", plan(ordertimeout.store.Sql.PENDING_DEADLINES_PAGE, 7, ts(NOW.minusSeconds(1)), -1L, 1000),
+        "reload of reminders", plan(ordertimeout.store.Sql.PENDING_REMINDERS_PAGE, 7, ts(NOW.minusSeconds(1)), -1L, 1000),
+        "reload of holds", plan(ordertimeout.store.Sql.PENDING_HOLDS_PAGE, 7, ts(NOW.minusSeconds(1)), -1L, 1000),
+        "sweep", plan(ordertimeout.store.Sql.OVERDUE_PAGE, 7, -36_000, -36_000, ts(NOW.minusSeconds(86_400)), -1L, 1000));
+    plans.forEach((what, plan) -> {
+      assertThat(SearchIndexTest.seqScansOfRows(plan)).as(what + ":\n" + plan).isEmpty();
+      assertThat(plan).as(what + ":\n" + plan).containsPattern("Index (Only )?Scan using \\w+ on " + orders + "|Bitmap Heap Scan on " + orders);
+    });
+  }
+
+  @Test
+  @Order(2)
+  void droppingADayOf200000OrdersTakesOnlyACatalogChange() {
+    assertThat(Sql.count("SELECT count(*) FROM " + orders)).isEqualTo(ORDERS);
+    long started = System.nanoTime();
+    Sql.execute("ALTER TABLE orders DETACH PARTITION " + orders);
+    Sql.execute("ALTER TABLE order_items DETACH PARTITION " + items);
+    Sql.execute("DROP TABLE " + orders);
+    Sql.execute("DROP TABLE " + items);
+    long micros = (System.nanoTime() - started) / 1000;
+    System.out.printf("PartitionPlansTest: DETACH and DROP of a partition of %,d orders (and their %,d items): %,d us%n",
+        ORDERS, ORDERS, micros);
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE id >= ? AND id < ?", from, to)).isZero();
+  }
+
+  /** EXPLAIN of a service statement, its $n bound in order of appearance (a $n used twice is bound twice). */
+  private static String plan(String statement, Object... values) {
+    List<Map<String, Object>> rows = Sql.rows("EXPLAIN " + statement.replaceAll("\\$\\d+", "?"), values);
+    return rows.stream().map(row -> row.values().iterator().next().toString()).collect(Collectors.joining("\n"));
+  }
+
+  private static OffsetDateTime ts(Instant instant) {
+    return instant.atOffset(ZoneOffset.UTC);
+  }
+}
