@@ -1019,8 +1019,9 @@ final class Sql {
     return "ALTER TABLE " + table + " RENAME TO " + archivedName + "; ALTER TABLE " + archivedName + " SET SCHEMA " + schema;
   }
 
+  /** IF NOT EXISTS: two nodes without the job's lock (Redis off or down) create the same partitions ahead. */
   static String createPartition(String partition, String parent, long from, long to) {
-    return "CREATE TABLE " + partition + " PARTITION OF " + parent + " FOR VALUES FROM ("
+    return "CREATE TABLE IF NOT EXISTS " + partition + " PARTITION OF " + parent + " FOR VALUES FROM ("
         + (from == Long.MIN_VALUE ? "MINVALUE" : Long.toString(from)) + ") TO (" + to + ")";
   }
 }
