@@ -89,10 +89,10 @@ public final class PartitionsVerticle extends VerticleBase {
           stats.partitionsDropped(settings.archive(), result.dropped());
           stats.retentionDeleted(OrderPartitions.ORDERS, (int) Math.min(Integer.MAX_VALUE, result.orders()));
           stats.retentionDeleted(OrderPartitions.ITEMS, (int) Math.min(Integer.MAX_VALUE, result.items()));
-          if (result.dropped() > 0) {
-            log.info("partitions job {} {} partitions of finished orders older than {} days ({} orders, {} items): {}",
-                settings.archive() ? "archived" : "dropped", result.dropped(), settings.ordersDays(), result.orders(),
-                result.items(), result.droppedNames());
+          for (OrderPartitions.Dropped dropped : result.partitions()) {
+            log.info("partitions job {} {} and its items' partition: {} finished orders and {} items, older than {} days",
+                settings.archive() ? "moved to " + OrderPartitions.ARCHIVE_SCHEMA : "dropped", dropped.name(), dropped.orders(),
+                dropped.items(), settings.ordersDays());
           }
         }));
   }

@@ -49,15 +49,33 @@ public final class OrderPartitions {
   /** A partition of {@code table}: ids in [{@code from}, {@code to}); MINVALUE is {@link Long#MIN_VALUE}. */
   public record Partition(String name, long from, long to) {}
 
-  /** What a run took out: partitions (of orders), the orders and items in them, and how many partitions were created. */
-  public record Result(int created, int dropped, long orders, long items, List<String> droppedNames) {
-    static final Result NONE = new Result(0, 0, 0, 0, List.of());
+  /** One partition of orders taken out, with its items' partition: the rows in each. */
+  public record Dropped(String name, long orders, long items) {}
+
+  /** What a run took out: each partition of orders (the empty ones merged into a filler are not counted). */
+  public record Result(List<Dropped> partitions) {
+    static final Result NONE = new Result(List.of());
+
+    public int dropped() {
+      return partitions.size();
+    }
+
+    public long orders() {
+      return partitions.stream().mapToLong(Dropped::orders).sum();
+    }
+
+    public long items() {
+      return partitions.stream().mapToLong(Dropped::items).sum();
+    }
+
+    public List<String> droppedNames() {
+      return partitions.stream().map(Dropped::name).toList();
+    }
 
     Result plus(Result other) {
-      List<String> names = new ArrayList<>(droppedNames);
-      names.addAll(other.droppedNames);
-      return new Result(created + other.created, dropped + other.dropped, orders + other.orders, items + other.items,
-          List.copyOf(names));
+      List<Dropped> all = new ArrayList<>(partitions);
+      all.addAll(other.partitions);
+      return new Result(List.copyOf(all));
     }
   }
 
@@ -197,10 +215,10 @@ public final class OrderPartitions {
           long orderRows = row.getLong("orders");
           long itemRows = row.getLong("items");
           if (orderRows == 0 && itemRows == 0) { // an empty one merged into the run: nothing to keep
-            return dropOrArchive(conn, orders, items, false).map(new Result(0, 0, 0, 0, List.of()));
+            return dropOrArchive(conn, orders, items, false).map(Result.NONE);
           }
           return dropOrArchive(conn, orders, items, archive)
-              .map(new Result(0, 1, orderRows, itemRows, List.of(orders.name())));
+              .map(new Result(List.of(new Dropped(orders.name(), orderRows, itemRows))));
         });
   }
 

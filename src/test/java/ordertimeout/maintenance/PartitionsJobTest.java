@@ -1,5 +1,7 @@
 package ordertimeout.maintenance;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.spi.ILoggingEvent;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -14,6 +16,7 @@ import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.OrderIds;
 import ordertimeout.store.OrderPartitions;
 import ordertimeout.support.Invariants;
+import ordertimeout.support.LogCapture;
 import ordertimeout.support.Sql;
 import ordertimeout.support.StockLedger;
 import ordertimeout.support.TestDatabase;
@@ -53,18 +56,20 @@ class PartitionsJobTest {
     partitions = new OrderPartitions(pool, 5000);
     today = OrderPartitions.dayStart(System.currentTimeMillis());
     // every partition below today (empty after the reset) out; a floor below day -45 and one partition per day up to today
+    StringBuilder layout = new StringBuilder(); // one round trip: 92 statements
     for (String table : List.of(OrderPartitions.ORDERS, OrderPartitions.ITEMS)) {
       for (OrderPartitions.Partition p : await(partitions.list(table))) {
         if (p.to() <= OrderIds.firstIdAt(today)) {
-          Sql.execute("ALTER TABLE " + table + " DETACH PARTITION " + p.name());
-          Sql.execute("DROP TABLE " + p.name());
+          layout.append("ALTER TABLE ").append(table).append(" DETACH PARTITION ").append(p.name()).append(";\n");
+          layout.append("DROP TABLE ").append(p.name()).append(";\n");
         }
       }
-      createPartition(table, Long.MIN_VALUE, OrderIds.firstIdAt(day(-45)));
+      layout.append(createPartition(table, Long.MIN_VALUE, OrderIds.firstIdAt(day(-45))));
       for (int d = -45; d < 0; d++) {
-        createPartition(table, OrderIds.firstIdAt(day(d)), OrderIds.firstIdAt(day(d + 1)));
+        layout.append(createPartition(table, OrderIds.firstIdAt(day(d)), OrderIds.firstIdAt(day(d + 1))));
       }
     }
+    Sql.execute(layout.toString());
   }
 
   @AfterEach
@@ -92,7 +97,15 @@ class PartitionsJobTest {
     PartitionsVerticle job = new PartitionsVerticle(config(Map.of()), TestDatabase.connectOptions(),
         new NodeStats(registry, TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM);
     await(vertx.deployVerticle(job));
-    OrderPartitions.Result result = await(job.maintain());
+    OrderPartitions.Result result;
+    try (LogCapture logs = LogCapture.start()) {
+      result = await(job.maintain());
+      assertThat(logs.events().stream().filter(e -> e.getLevel() == Level.INFO).map(ILoggingEvent::getFormattedMessage))
+          .as("one INFO line per partition dropped")
+          .anySatisfy(line -> assertThat(line).contains("dropped " + name(-40)).contains("2 finished orders and 2 items"))
+          .anySatisfy(line -> assertThat(line).contains("dropped " + name(-39)).contains("1 finished orders and 1 items"))
+          .anySatisfy(line -> assertThat(line).contains("dropped " + name(-36)));
+    }
 
     assertThat(result.droppedNames()).containsExactlyInAnyOrder(name(-40), name(-39), name(-36));
     assertThat(result.dropped()).isEqualTo(3);
@@ -184,9 +197,9 @@ class PartitionsJobTest {
     return Sql.count("SELECT count(*) FROM pg_class WHERE oid = to_regclass(?)", table) == 1;
   }
 
-  private static void createPartition(String table, long from, long to) {
-    Sql.execute("CREATE TABLE " + OrderPartitions.name(table, from) + " PARTITION OF " + table + " FOR VALUES FROM ("
-        + (from == Long.MIN_VALUE ? "MINVALUE" : Long.toString(from)) + ") TO (" + to + ")");
+  private static String createPartition(String table, long from, long to) {
+    return "CREATE TABLE " + OrderPartitions.name(table, from) + " PARTITION OF " + table + " FOR VALUES FROM ("
+        + (from == Long.MIN_VALUE ? "MINVALUE" : Long.toString(from)) + ") TO (" + to + ");\n";
   }
 
   private static <T> T await(Future<T> future) throws Exception {
