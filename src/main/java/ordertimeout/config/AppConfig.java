@@ -324,7 +324,7 @@ public record AppConfig(
             source.integer("retention.batchSize", 1000, 1, 100_000),
             source.integer("retention.orderLogHours", 72, 1, 24 * 365 * 10),
             source.integer("retention.publishedOutboxHours", 24, 1, 24 * 365 * 10),
-            source.integer("retention.idempotencyKeyHours", 24, 1, 24 * 365 * 10),
+            idempotencyKeyHours(source, orders),
             source.integer("retention.eventsMaxDays", 7, 1, 3650)),
         new Limits(
             source.integer("limits.closesPerSecond", 0, 0, 10_000_000),
@@ -449,6 +449,23 @@ public record AppConfig(
    * limits that differ from the defaults. A timeout ceiling lies between the longest category timeout (a create that
    * names no timeout is never refused) and {@code orders.maxTimeoutSeconds}.
    */
+  /**
+   * An idempotency key must outlive its order's deadline: a client retrying a create while the order it made is still
+   * open must get that order back, not a second one. The longest deadline is orders.maxTimeoutSeconds plus the
+   * payment hold (orders.paymentHoldSeconds).
+   */
+  private static int idempotencyKeyHours(ConfigSource source, Orders orders) {
+    int keyHours = source.integer("retention.idempotencyKeyHours", 169, 1, 24 * 365 * 10);
+    long longestDeadlineSeconds = (long) orders.maxTimeoutSeconds() + orders.paymentHoldSeconds();
+    if (keyHours * 3600L < longestDeadlineSeconds) {
+      throw new ConfigException("retention.idempotencyKeyHours", keyHours + " hours is shorter than the longest deadline ("
+          + "orders.maxTimeoutSeconds " + orders.maxTimeoutSeconds() + " + orders.paymentHoldSeconds "
+          + orders.paymentHoldSeconds() + " seconds): a create retried while its order is open would make a second "
+          + "order; set at least " + (longestDeadlineSeconds + 3599) / 3600);
+    }
+    return keyHours;
+  }
+
   private static Clients clients(ConfigSource source, Orders orders, List<ApiKey> keys) {
     int lowestCeiling = Math.max(Collections.max(orders.categoryTimeoutSeconds().values()), orders.minTimeoutSeconds());
     int highestCeiling = orders.maxTimeoutSeconds();

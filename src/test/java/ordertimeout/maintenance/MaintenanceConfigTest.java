@@ -25,7 +25,7 @@ class MaintenanceConfigTest {
     assertThat(config.reconciliation()).isEqualTo(new AppConfig.Reconciliation(24, LocalTime.of(3, 0), ZoneId.of("UTC")));
     assertThat(config.reconciliation().daily()).isTrue();
     assertThat(config.close().parkAfterFailures()).isEqualTo(10);
-    assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 24, 7));
+    assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 169, 7));
   }
 
   @Test
@@ -47,5 +47,15 @@ class MaintenanceConfigTest {
     assertThatThrownBy(() -> load(Map.of("OT_RETENTION_PUBLISHED_OUTBOX_HOURS", "-1")))
         .hasMessageContaining("retention.publishedOutboxHours");
     assertThatThrownBy(() -> load(Map.of("OT_RETENTION_IDEMPOTENCY_KEY_HOURS", "0"))).hasMessageContaining("retention.idempotencyKeyHours");
+  }
+
+  @Test
+  void idempotencyKeysMustOutliveTheLongestDeadline() {
+    // 7 days and the 600 s payment hold: 168 h 10 min
+    assertThat(load(Map.of()).retention().idempotencyKeyHours()).isEqualTo(169);
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_IDEMPOTENCY_KEY_HOURS", "168")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("retention.idempotencyKeyHours").hasMessageContaining("set at least 169");
+    assertThat(load(Map.of("OT_RETENTION_IDEMPOTENCY_KEY_HOURS", "2", "OT_ORDERS_MAX_TIMEOUT_SECONDS", "3600",
+        "OT_ORDERS_PAYMENT_HOLD_SECONDS", "600", "OT_CLIENTS_DEFAULT_MAX_TIMEOUT_SECONDS", "3600")).retention().idempotencyKeyHours()).isEqualTo(2);
   }
 }

@@ -43,8 +43,8 @@ class RetentionTest extends ServiceTestBase {
     Await.until("the events dispatched", Duration.ofSeconds(30), () -> Sql.count("SELECT count(*) FROM outbox WHERE position IS NULL") == 0);
     Sql.execute("UPDATE outbox SET created_at = now() - interval '25 hours' WHERE order_id = ANY(?)", (Object) oldIds);
     Sql.execute("UPDATE outbox SET created_at = now() - interval '23 hours' WHERE order_id = ?", recent);
-    Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE order_id = ANY(?)", (Object) oldIds);
-    Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '23 hours' WHERE order_id = ?", recent);
+    Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '170 hours' WHERE order_id = ANY(?)", (Object) oldIds);
+    Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '168 hours' WHERE order_id = ?", recent);
 
     Await.until("the old rows deleted", Duration.ofSeconds(30), () ->
         Sql.count("SELECT count(*) FROM order_log WHERE order_id = ANY(?)", (Object) oldIds) == 0
@@ -71,7 +71,7 @@ class RetentionTest extends ServiceTestBase {
     Api.Response replay = api.createOrder(key, body);
     assertThat(replay.json().getString("id")).as("within the window: the stored answer").isEqualTo(first);
 
-    Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = ?", key);
+    Sql.execute("UPDATE idempotency_keys SET created_at = now() - interval '170 hours' WHERE key = ?", key);
     Await.until("the key expired", Duration.ofSeconds(30), () -> Sql.count("SELECT count(*) FROM idempotency_keys WHERE key = ?", key) == 0);
 
     Api.Response after = api.createOrder(key, body);
