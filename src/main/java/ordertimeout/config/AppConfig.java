@@ -447,20 +447,8 @@ public record AppConfig(
         source.bool("orders.reopenOnLatePayment", false));
   }
 
-  /**
-   * An idempotency key must outlive its order's deadline: a client retrying a create while the order it made is still
-   * open must get that order back, not a second one. The longest deadline is orders.maxTimeoutSeconds plus the
-   * payment hold (orders.paymentHoldSeconds).
-   */
   private static Retention retention(ConfigSource source, Orders orders) {
-    int keyHours = source.integer("retention.idempotencyKeyHours", 169, 1, 24 * 365 * 10);
-    long longestDeadlineSeconds = (long) orders.maxTimeoutSeconds() + orders.paymentHoldSeconds();
-    if (keyHours * 3600L < longestDeadlineSeconds) {
-      throw new ConfigException("retention.idempotencyKeyHours", keyHours + " hours is shorter than the longest deadline ("
-          + "orders.maxTimeoutSeconds " + orders.maxTimeoutSeconds() + " + orders.paymentHoldSeconds "
-          + orders.paymentHoldSeconds() + " seconds): a create retried while its order is open would make a second "
-          + "order; set at least " + (longestDeadlineSeconds + 3599) / 3600);
-    }
+    int keyHours = idempotencyKeyHours(source, orders);
     String archive = source.string("retention.archive", Partitions.NONE);
     if (!archive.equals(Partitions.NONE) && !archive.equals(Partitions.TABLE)) {
       throw new ConfigException("retention.archive", "expected none or table, found '" + archive + "'");
@@ -479,6 +467,23 @@ public record AppConfig(
             source.integer("retention.partitionsAhead", 3, 1, 366),
             archive.equals(Partitions.TABLE),
             source.integer("retention.partitionLockTimeoutMillis", 2000, 10, 60_000)));
+  }
+
+  /**
+   * An idempotency key must outlive its order's deadline: a client retrying a create while the order it made is still
+   * open must get that order back, not a second one. The longest deadline is orders.maxTimeoutSeconds plus the
+   * payment hold (orders.paymentHoldSeconds).
+   */
+  private static int idempotencyKeyHours(ConfigSource source, Orders orders) {
+    int keyHours = source.integer("retention.idempotencyKeyHours", 169, 1, 24 * 365 * 10);
+    long longestDeadlineSeconds = (long) orders.maxTimeoutSeconds() + orders.paymentHoldSeconds();
+    if (keyHours * 3600L < longestDeadlineSeconds) {
+      throw new ConfigException("retention.idempotencyKeyHours", keyHours + " hours is shorter than the longest deadline ("
+          + "orders.maxTimeoutSeconds " + orders.maxTimeoutSeconds() + " + orders.paymentHoldSeconds "
+          + orders.paymentHoldSeconds() + " seconds): a create retried while its order is open would make a second "
+          + "order; set at least " + (longestDeadlineSeconds + 3599) / 3600);
+    }
+    return keyHours;
   }
 
   private static final List<String> CLIENT_LIMITS =

@@ -40,6 +40,8 @@ import java.util.concurrent.TimeUnit;
 public final class WebhookVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(WebhookVerticle.class);
   private static final int MAX_ERROR_CHARS = 500;
+  private static final int DELIVERED_BATCH = 256;
+  private static final long DELIVERED_FLUSH_MILLIS = 5;
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
@@ -49,6 +51,9 @@ public final class WebhookVerticle extends VerticleBase {
   private final Set<Long> inFlight = new HashSet<>();
   /** Webhooks whose last attempt failed: one WARN when one starts failing, one INFO when it answers again. */
   private final Set<String> failing = new HashSet<>();
+  private final Map<Long, Promise<Void>> deliveredMarks = new HashMap<>();
+  private long deliveredFlush = -1;
+  private boolean writingMarks;
   private EventStore store;
   private HttpClient client;
   private long timer = -1;
@@ -173,7 +178,42 @@ public final class WebhookVerticle extends VerticleBase {
     if (failing.remove(webhook.url())) {
       log.info("webhook {} answers again", webhook);
     }
-    return store.delivered(due.id());
+    return markDelivered(due.id());
+  }
+
+  /**
+   * Delivered marks are written together: one statement for those answered within {@value #DELIVERED_FLUSH_MILLIS} ms of
+   * each other (or {@value #DELIVERED_BATCH} of them), not one transaction per answer. A delivery stays in flight, so
+   * that no read of the due deliveries takes it again, until its mark is written.
+   */
+  private Future<Void> markDelivered(long id) {
+    Promise<Void> written = Promise.promise();
+    deliveredMarks.put(id, written);
+    if (deliveredMarks.size() >= DELIVERED_BATCH) {
+      writeDeliveredMarks();
+    } else if (deliveredFlush == -1) {
+      deliveredFlush = vertx.setTimer(DELIVERED_FLUSH_MILLIS, timerId -> {
+        deliveredFlush = -1;
+        writeDeliveredMarks();
+      });
+    }
+    return written.future();
+  }
+
+  private void writeDeliveredMarks() {
+    if (writingMarks || deliveredMarks.isEmpty()) {
+      return;
+    }
+    writingMarks = true;
+    Map<Long, Promise<Void>> marks = new HashMap<>(deliveredMarks);
+    deliveredMarks.clear();
+    store.delivered(List.copyOf(marks.keySet())).onComplete(written -> {
+      writingMarks = false;
+      marks.values().forEach(mark -> mark.handle(written));
+      if (deliveredMarks.size() >= DELIVERED_BATCH || (!deliveredMarks.isEmpty() && deliveredFlush == -1)) {
+        writeDeliveredMarks();
+      }
+    });
   }
 
   private Future<Void> failed(Due due, AppConfig.Webhook webhook, String error) {

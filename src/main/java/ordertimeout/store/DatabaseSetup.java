@@ -91,6 +91,8 @@ public final class DatabaseSetup implements AutoCloseable {
           .setServerConfig("max_connections", "200")
           .setServerConfig("shared_buffers", "256MB")
           .setServerConfig("synchronous_commit", "on")
+          // loaded, not created: CREATE EXTENSION pg_stat_statements shows what each statement costs (the benchmarks do)
+          .setServerConfig("shared_preload_libraries", "pg_stat_statements")
           .start();
       PgConnectOptions options = new PgConnectOptions()
           .setHost("127.0.0.1")

@@ -83,8 +83,8 @@ public final class EventStore {
         });
   }
 
-  public Future<Void> delivered(long id) {
-    return pool.preparedQuery(Sql.DELIVERED).execute(Tuple.of(id)).mapEmpty();
+  public Future<Void> delivered(List<Long> ids) {
+    return pool.preparedQuery(Sql.DELIVERED).execute(Tuple.of(ids.toArray(Long[]::new))).mapEmpty();
   }
 
   /**

@@ -926,11 +926,12 @@ final class Sql {
           WHERE e.sink = d.sink AND e.order_id = d.order_id AND e.status = 'PENDING' AND e.position < d.position)
       ORDER BY d.position LIMIT $3""";
 
+  /** The deliveries {@code $1} answered 2xx, in one statement. */
   static final String DELIVERED = """
       UPDATE webhook_deliveries
       SET status = 'DELIVERED', attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
           delivered_at = now(), last_error = NULL
-      WHERE id = $1 AND status = 'PENDING'""";
+      WHERE id = ANY($1) AND status = 'PENDING'""";
 
   /**
    * A failed attempt: {@code $2} the error, tried again in {@code $3} ms, or marked FAILED when the first attempt is

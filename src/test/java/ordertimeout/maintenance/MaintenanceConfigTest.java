@@ -66,4 +66,5 @@ class MaintenanceConfigTest {
     assertThatThrownBy(() -> load(Map.of("OT_RETENTION_IDEMPOTENCY_KEY_HOURS", "24", "OT_ORDERS_MAX_TIMEOUT_SECONDS", "82800",
         "OT_CLIENTS_DEFAULT_MAX_TIMEOUT_SECONDS", "3600", "OT_ORDERS_PAYMENT_HOLD_SECONDS", "3601"))).hasMessageContaining("set at least 25");
   }
+
 }

@@ -1,5 +1,7 @@
 package ordertimeout.bench;
 
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigSource;
 import ordertimeout.store.DatabaseSetup;
@@ -82,6 +84,46 @@ final class BenchDatabase implements AutoCloseable {
     } catch (SQLException e) {
       throw new IllegalStateException(sql, e);
     }
+  }
+
+  /**
+   * Starts counting every statement from now on in pg_stat_statements (which the embedded PostgreSQL preloads), the
+   * statements that triggers run included.
+   */
+  void countStatements() {
+    executeScript("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", "ALTER SYSTEM SET pg_stat_statements.track = 'all'",
+        "SELECT pg_reload_conf()", "SELECT pg_stat_statements_reset()");
+  }
+
+  /**
+   * What PostgreSQL spent since {@link #countStatements()}: the {@code top} statements by total execution time (lock
+   * waits inside a statement count as its time), and the sums over the statements clients sent (not those of triggers,
+   * which are inside them).
+   */
+  JsonObject statementCosts(int top) {
+    JsonArray statements = new JsonArray();
+    try (Connection c = setup.openJdbc(); Statement s = c.createStatement();
+         ResultSet r = s.executeQuery("""
+             SELECT calls, total_exec_time, rows, wal_bytes, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
+             FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT %d""".formatted(top))) {
+      while (r.next()) {
+        long calls = r.getLong("calls");
+        statements.add(new JsonObject()
+            .put("calls", calls)
+            .put("totalMs", Math.round(r.getDouble("total_exec_time")))
+            .put("meanMs", calls == 0 ? 0 : Math.round(r.getDouble("total_exec_time") / calls * 100) / 100.0)
+            .put("rows", r.getLong("rows"))
+            .put("walBytes", r.getLong("wal_bytes"))
+            .put("fromTrigger", !r.getBoolean("toplevel"))
+            .put("query", r.getString("query")));
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("pg_stat_statements", e);
+    }
+    return new JsonObject()
+        .put("top", statements)
+        .put("totalMs", Math.round(number("SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements WHERE toplevel")))
+        .put("walBytes", (long) number("SELECT coalesce(sum(wal_bytes), 0) FROM pg_stat_statements WHERE toplevel"));
   }
 
   /** SKUs whose reserved count is not the sum of their unpaid items: 0 when the stock invariant holds. */

@@ -8,6 +8,7 @@ import ordertimeout.config.AppConfig;
 
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -27,9 +28,12 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>The result also has the CPU split over the load window (this JVM, the generator thread within it,
  * the benchmark's PostgreSQL, and any other process: a busy neighbour makes the figures suspect) and this
- * JVM's garbage collections in that window.
+ * JVM's garbage collections in that window, and what PostgreSQL spent in that window (pg_stat_statements): its
+ * statement time and WAL per create sent, and the statements that took most, those of triggers included.
  */
 public final class SteadyStateBenchmark {
+  private static final int TOP_STATEMENTS = 8;
+
   private SteadyStateBenchmark() {}
 
   /**
@@ -65,6 +69,8 @@ public final class SteadyStateBenchmark {
     Path postgresDir = Path.of("target", "bench-db-steady", "postgres");
     AtomicReference<CpuWindow> cpu = new AtomicReference<>();
     AtomicReference<CpuWindow.Split> cpuSplit = new AtomicReference<>();
+    AtomicReference<CompletableFuture<Void>> counting = new AtomicReference<>();
+    AtomicReference<CompletableFuture<JsonObject>> statementCosts = new AtomicReference<>();
     CpuWindow.Split split;
     try {
       if (useGatling) {
@@ -73,8 +79,16 @@ public final class SteadyStateBenchmark {
             "baseUrl", "http://127.0.0.1:" + port, "rate", Integer.toString(rate), "duration", Integer.toString(seconds)));
       } else {
         // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent.
+        // So do PostgreSQL's statement costs, read off the generator's event loop.
         open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", port, rate, seconds, warmupSeconds, connections, pipelining),
-            () -> cpu.set(CpuWindow.start(postgresDir)), () -> cpuSplit.set(cpu.get().stop(0)));
+            () -> {
+              cpu.set(CpuWindow.start(postgresDir));
+              counting.set(CompletableFuture.runAsync(db::countStatements));
+            },
+            () -> {
+              cpuSplit.set(cpu.get().stop(0));
+              statementCosts.set(counting.get().thenApply(counted -> db.statementCosts(TOP_STATEMENTS)));
+            });
       }
       split = useGatling ? cpu.get().stop(0) : cpuSplit.get().withGenerator(open.cpuSeconds());
       long waitUntil = System.currentTimeMillis() + 60_000;
@@ -105,10 +119,13 @@ public final class SteadyStateBenchmark {
         .put("load", useGatling ? "gatling" : "open")
         .put("planned", (long) rate * seconds)
         .put("cpu", split.toJson());
+    JsonObject statements = null;
     if (useGatling) {
       result.put("gatling", gatling.toJson());
     } else {
       result.put("openLoad", open.toJson().put("connections", connections).put("pipelining", pipelining));
+      statements = statementCosts.get().get(1, TimeUnit.MINUTES);
+      result.put("postgresStatements", statements);
     }
     result
         .put("created", (long) created)
@@ -144,6 +161,9 @@ public final class SteadyStateBenchmark {
         result.getDouble("latenessP50Ms"), result.getDouble("latenessP99Ms"), result.getDouble("latenessP999Ms"),
         result.getDouble("latenessMaxMs"), (long) early, (long) unpaid, wrongStock == 0 ? "consistent" : "BROKEN",
         split.jvmCores(), split.generatorCores(), split.postgresCores(), split.otherCores(), split.gcCount(), split.gcMillis());
+    if (statements != null) {
+      printStatements(statements, open.sent());
+    }
     if (split.otherCores() > 0.1) {
       System.out.printf("steady-state: WARNING: other processes used %.2f cores during the run%s; the figures are not the service's alone%n",
           split.otherCores(), useGatling ? " (Gatling's JVM among them)" : "");
@@ -154,6 +174,19 @@ public final class SteadyStateBenchmark {
           (long) early, (long) unpaid, (long) endedTwice, wrongStock);
     }
     return holds;
+  }
+
+  /** Where PostgreSQL's time went over the measured schedule: per create sent, and the statements that took most. */
+  private static void printStatements(JsonObject statements, long creates) {
+    System.out.printf("steady-state: PostgreSQL per create sent: %.2f ms in statements (lock waits included), %d bytes of WAL; "
+            + "the statements that took most:%n",
+        statements.getLong("totalMs") / (double) creates, statements.getLong("walBytes") / creates);
+    for (Object entry : statements.getJsonArray("top")) {
+      JsonObject statement = (JsonObject) entry;
+      System.out.printf("  %7d ms %7d calls %7.2f ms each %10d WAL bytes %s%s%n", statement.getLong("totalMs"),
+          statement.getLong("calls"), statement.getDouble("meanMs"), statement.getLong("walBytes"),
+          statement.getBoolean("fromTrigger") ? "(trigger) " : "", statement.getString("query"));
+    }
   }
 
   private static double lateness(BenchDatabase db, double fraction, double createdFromEpochSeconds) {

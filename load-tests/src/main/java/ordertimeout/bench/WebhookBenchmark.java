@@ -1,0 +1,156 @@
+package ordertimeout.bench;
+
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.json.JsonObject;
+import ordertimeout.Service;
+import ordertimeout.config.AppConfig;
+import org.HdrHistogram.Histogram;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Webhook delivery lag: events written into the outbox at a steady rate, as the service's own transactions write
+ * them, and delivered by the service (the dispatcher gives them their feed position, the webhook sender POSTs them,
+ * signed) to one receiver on loopback. An event's lag is the receiver's clock at its arrival minus the event's
+ * {@code created_at} (the same machine's clock). The events are written by SQL rather than by orders through the
+ * API, so that the figure is the delivery's alone, not the intake's: each of its own order, every
+ * {@value #WRITE_EVERY_MILLIS} ms a transaction of rate/{@value #WRITES_PER_SECOND} events, for a warm-up of
+ * {@value #WARMUP_SECONDS} s and then the measured seconds; lag p50, p99 and max of the measured ones, and how many
+ * of them arrived.
+ *
+ * <p>Arguments: events per second (1000), measured seconds (30).
+ */
+public final class WebhookBenchmark {
+  private static final int WARMUP_SECONDS = 5;
+  private static final int WRITES_PER_SECOND = 50;
+  private static final int WRITE_EVERY_MILLIS = 1000 / WRITES_PER_SECOND;
+  private static final long WARMUP_ORDER_IDS = 1_000_000_000L;
+  private static final int TOP_STATEMENTS = 8;
+
+  private WebhookBenchmark() {}
+
+  public static void main(String[] args) throws Exception {
+    int rate = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
+    int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 30;
+    try (BenchDatabase db = BenchDatabase.fresh("bench-db-webhook")) {
+      run(db, rate, seconds);
+    }
+    System.exit(0);
+  }
+
+  private static void run(BenchDatabase db, int rate, int seconds) throws Exception {
+    Histogram lagMicros = new Histogram(3_600_000_000L, 3);
+    AtomicLong received = new AtomicLong();
+    Vertx receiverVertx = Vertx.vertx();
+    HttpServer receiver = receiverVertx.createHttpServer().requestHandler(request -> request.body().onSuccess(body -> {
+      long arrivedMicros = nowMicros();
+      JsonObject event = body.toJsonObject();
+      long orderId = Long.parseLong(event.getJsonObject("data").getString("orderId"));
+      if (orderId < WARMUP_ORDER_IDS) {
+        Instant created = Instant.parse(event.getString("timestamp"));
+        synchronized (lagMicros) {
+          lagMicros.recordValue(Math.max(0, arrivedMicros - (created.getEpochSecond() * 1_000_000 + created.getNano() / 1000)));
+        }
+        received.incrementAndGet();
+      }
+      request.response().setStatusCode(204).end();
+    })).listen(0, "127.0.0.1").toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+
+    int port = Results.freePort();
+    AppConfig config = Results.serviceConfig(Map.of("OT_HTTP_PORT", Integer.toString(port),
+        "OT_WEBHOOKS", "[{url: 'http://127.0.0.1:" + receiver.actualPort() + "/hook', secret: webhook-benchmark-secret-0123}]"));
+    Vertx vertx = Vertx.vertx();
+    Service service = Service.start(vertx, config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
+        .get(1, TimeUnit.MINUTES);
+    long planned = (long) rate * seconds;
+    long lateWrites;
+    JsonObject statements;
+    try (Connection connection = db.setup.openJdbc()) {
+      writeEvents(connection, rate, WARMUP_SECONDS, WARMUP_ORDER_IDS);
+      db.countStatements();
+      lateWrites = writeEvents(connection, rate, seconds, 1);
+      statements = db.statementCosts(TOP_STATEMENTS);
+      long waitUntil = System.currentTimeMillis() + 60_000;
+      while (received.get() < planned && System.currentTimeMillis() < waitUntil) {
+        Thread.sleep(100);
+      }
+    } finally {
+      service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
+      vertx.close();
+      receiverVertx.close();
+    }
+    double delivered = db.number("SELECT count(*) FROM webhook_deliveries WHERE status = 'DELIVERED'");
+    double pendingOrFailed = db.number("SELECT count(*) FROM webhook_deliveries WHERE status <> 'DELIVERED'");
+    JsonObject result = Results.header("webhook")
+        .put("eventsPerSecond", rate)
+        .put("seconds", seconds)
+        .put("planned", planned)
+        .put("received", received.get())
+        .put("lateWrites", lateWrites)
+        .put("deliveredInDatabase", (long) delivered)
+        .put("notDelivered", (long) pendingOrFailed)
+        .put("lagP50Ms", ms(lagMicros.getValueAtPercentile(50)))
+        .put("lagP99Ms", ms(lagMicros.getValueAtPercentile(99)))
+        .put("lagMaxMs", ms(lagMicros.getMaxValue()))
+        .put("postgresStatements", statements);
+    Results.write("webhook", result);
+    System.out.printf("webhook: %d events/s for %d s after a %d s warm-up: %d of %d received; lag p50 %.1f ms, p99 %.1f ms, "
+            + "max %.1f ms; %d writes late by more than a period; %d deliveries not delivered at the end%n",
+        rate, seconds, WARMUP_SECONDS, received.get(), planned, result.getDouble("lagP50Ms"), result.getDouble("lagP99Ms"),
+        result.getDouble("lagMaxMs"), lateWrites, (long) pendingOrFailed);
+    System.out.println("webhook: the statements that took most while the measured events were written:");
+    for (Object entry : statements.getJsonArray("top")) {
+      JsonObject statement = (JsonObject) entry;
+      System.out.printf("  %7d ms %7d calls %7.2f ms each %s%n", statement.getLong("totalMs"), statement.getLong("calls"),
+          statement.getDouble("meanMs"), statement.getString("query"));
+    }
+  }
+
+  /**
+   * Writes {@code rate} events a second for {@code seconds}, order ids from {@code firstOrderId}, on the clock; answers how
+   * many writes started more than a period after their due moment.
+   */
+  private static long writeEvents(Connection connection, int rate, int seconds, long firstOrderId)
+      throws SQLException, InterruptedException {
+    int perWrite = Math.max(1, rate / WRITES_PER_SECOND);
+    long writes = (long) seconds * WRITES_PER_SECOND;
+    long late = 0;
+    long start = System.nanoTime();
+    try (PreparedStatement insert = connection.prepareStatement("""
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT n, 'dev-user', 'ORDER_CREATED', jsonb_build_object('orderId', n::text, 'client', 'dev-user', 'status', 'UNPAID'),
+               clock_timestamp()
+        FROM generate_series(?::bigint, ?::bigint) AS n""")) {
+      for (long w = 0; w < writes; w++) {
+        long due = start + TimeUnit.MILLISECONDS.toNanos(w * WRITE_EVERY_MILLIS);
+        long wait = due - System.nanoTime();
+        if (wait > 0) {
+          TimeUnit.NANOSECONDS.sleep(wait);
+        } else if (-wait > TimeUnit.MILLISECONDS.toNanos(WRITE_EVERY_MILLIS)) {
+          late++;
+        }
+        long first = firstOrderId + w * perWrite;
+        insert.setLong(1, first);
+        insert.setLong(2, first + perWrite - 1);
+        insert.executeUpdate();
+      }
+    }
+    return late;
+  }
+
+  private static long nowMicros() {
+    Instant now = Instant.now();
+    return now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
+  }
+
+  private static double ms(long micros) {
+    return Math.round(micros / 100.0) / 10.0;
+  }
+}
