@@ -204,19 +204,20 @@ final class Sql {
   /**
    * {@link #PAY} for a group: {@code $1} order ids, {@code $2} the client of each (null for an admin). Only rows no other transaction
    * holds are paid (SKIP LOCKED), so the group never waits for a row while it holds others. Returns the ids paid; an
-   * id given twice is paid once.
+   * id given twice is paid once. {@code o.id = ANY($1)} repeats the join's condition so that the planner keeps only the
+   * partitions of those ids.
    */
   static final String PAY_ORDERS = pay("""
       payable AS (
         SELECT o.id
         FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS requested(id, client)
           ON o.id = requested.id AND (requested.client IS NULL OR o.client = requested.client)
-        WHERE o.status = 'UNPAID' AND (o.close_at > now() OR o.hold_until > now())
+        WHERE o.id = ANY($1) AND o.status = 'UNPAID' AND (o.close_at > now() OR o.hold_until > now())
         FOR UPDATE OF o SKIP LOCKED),
       paid AS (
         UPDATE orders o SET status = 'PAID', paid_at = now()
         FROM (SELECT DISTINCT id FROM payable) AS p
-        WHERE o.id = p.id AND o.status = 'UNPAID'
+        WHERE o.id = p.id AND o.id = ANY($1) AND o.status = 'UNPAID'
         RETURNING o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
                   o.hold_until, o.paid_at, o.closed_at)""");
 
