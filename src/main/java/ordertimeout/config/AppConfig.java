@@ -441,14 +441,6 @@ public record AppConfig(
         source.bool("orders.reopenOnLatePayment", false));
   }
 
-  private static final List<String> CLIENT_LIMITS =
-      List.of("maxUnpaidOrders", "maxReservedUnits", "maxTimeoutSeconds", "createsPerSecond", "createsBurst");
-
-  /**
-   * The defaults under {@code clients.default}, then {@code clients.overrides}: per client of {@code auth.keys}, the
-   * limits that differ from the defaults. A timeout ceiling lies between the longest category timeout (a create that
-   * names no timeout is never refused) and {@code orders.maxTimeoutSeconds}.
-   */
   /**
    * An idempotency key must outlive its order's deadline: a client retrying a create while the order it made is still
    * open must get that order back, not a second one. The longest deadline is orders.maxTimeoutSeconds plus the
@@ -466,6 +458,14 @@ public record AppConfig(
     return keyHours;
   }
 
+  private static final List<String> CLIENT_LIMITS =
+      List.of("maxUnpaidOrders", "maxReservedUnits", "maxTimeoutSeconds", "createsPerSecond", "createsBurst");
+
+  /**
+   * The defaults under {@code clients.default}, then {@code clients.overrides}: per client of {@code auth.keys}, the
+   * limits that differ from the defaults. A timeout ceiling lies between the longest category timeout (a create that
+   * names no timeout is never refused) and {@code orders.maxTimeoutSeconds}.
+   */
   private static Clients clients(ConfigSource source, Orders orders, List<ApiKey> keys) {
     int lowestCeiling = Math.max(Collections.max(orders.categoryTimeoutSeconds().values()), orders.minTimeoutSeconds());
     int highestCeiling = orders.maxTimeoutSeconds();
