@@ -37,7 +37,7 @@ class ParkedOrderTest extends ServiceTestBase {
 
   @AfterEach
   void dropInjectedFailure() {
-    Sql.execute("DROP TRIGGER IF EXISTS refuse_close ON orders");
+    Sql.executeDdl("DROP TRIGGER IF EXISTS refuse_close ON orders");
     Sql.execute("DROP FUNCTION IF EXISTS refuse_close()");
   }
 
@@ -51,7 +51,7 @@ class ParkedOrderTest extends ServiceTestBase {
           END IF;
           RETURN NEW;
         END $$""".formatted(id));
-    Sql.execute("CREATE TRIGGER refuse_close BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION refuse_close()");
+    Sql.executeDdl("CREATE TRIGGER refuse_close BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION refuse_close()");
   }
 
   private static long failures(long id) {
@@ -87,6 +87,9 @@ class ParkedOrderTest extends ServiceTestBase {
     assertThat(statusOf(Long.toString(poisoned))).as("a parked order stays unpaid").isEqualTo("UNPAID");
     assertThat(failures(poisoned)).as("failed closes counted in the database").isEqualTo(PARK_AFTER);
     assertThat(service.service().stats().parkings() - parkingsBefore).isEqualTo(1);
+    // A pass's figures are recorded when it has gone over every shard, after the close that parked the order.
+    Await.until("the parking pass recorded", WAIT, () -> Metrics.sum(scrape(), "ordertimeout_sweep_found_total", "kind", "close")
+        - sweepFoundBefore >= 1 + PARK_AFTER);
     Prometheus after = scrape();
     assertThat(Metrics.sum(after, "ordertimeout_sweep_runs_seconds_count")).as("sweep runs").isGreaterThan(sweepRunsBefore);
     assertThat(Metrics.sum(after, "ordertimeout_sweep_runs_seconds_sum")).as("sweep duration").isGreaterThan(0);

@@ -35,7 +35,7 @@ class ReminderPutBackTest extends ServiceTestBase {
 
   @AfterEach
   void dropInjectedFailure() {
-    Sql.execute("DROP TRIGGER IF EXISTS inject_reminder_failure ON orders");
+    Sql.executeDdl("DROP TRIGGER IF EXISTS inject_reminder_failure ON orders");
     Sql.execute("DROP FUNCTION IF EXISTS inject_reminder_failure()");
   }
 
@@ -50,7 +50,7 @@ class ReminderPutBackTest extends ServiceTestBase {
           END IF;
           RETURN NEW;
         END $$""");
-    Sql.execute("CREATE TRIGGER inject_reminder_failure BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION inject_reminder_failure()");
+    Sql.executeDdl("CREATE TRIGGER inject_reminder_failure BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION inject_reminder_failure()");
     long givenUpBefore = service.service().stats().closeBatchesGivenUp();
     long sentBefore = api.stats().getLong("remindersSent");
 

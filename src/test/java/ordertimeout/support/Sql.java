@@ -54,4 +54,21 @@ public final class Sql {
   public static void execute(String sql, Object... params) {
     rows(sql, params);
   }
+
+  /**
+   * DDL on a table a running service uses (a trigger on orders): it locks orders and each of its partitions, which
+   * the service's statements lock in another order, so PostgreSQL may end it as a deadlock victim; it is tried again.
+   */
+  public static void executeDdl(String sql) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        rows(sql);
+        return;
+      } catch (IllegalStateException e) {
+        if (!(e.getCause() instanceof SQLException cause) || !"40P01".equals(cause.getSQLState()) || attempt == 5) {
+          throw e;
+        }
+      }
+    }
+  }
 }

@@ -17,6 +17,7 @@ import java.util.Map;
  */
 public final class TestDatabase {
   private static final String DEADLOCK = "40P01";
+  private static final int DELETE_AT_MOST = 10_000;
   public static final int SHARDS = 64;
   private static DatabaseSetup database;
 
@@ -62,14 +63,25 @@ public final class TestDatabase {
 
   /**
    * Empties every table but the pinned settings, and the record of the stock put in ({@link StockLedger}). A service
-   * still running reads the tables in another order than TRUNCATE locks them (a gauge joins close_failures to orders),
-   * so PostgreSQL may end the TRUNCATE as a deadlock victim: it is tried again.
+   * still running locks the tables or rows in another order than the reset does (a gauge joins close_failures to
+   * orders), so PostgreSQL may end the reset as a deadlock victim: it is tried again.
    */
   public static void reset() {
     for (int attempt = 1; ; attempt++) {
       try (Connection connection = jdbc(); Statement statement = connection.createStatement()) {
-        statement.execute("TRUNCATE orders, order_items, inventory, inventory_log, idempotency_keys, outbox, webhook_deliveries, "
-            + "order_log, close_failures, reconciliation_runs, bulk_jobs");
+        // A test leaves a few rows, which DELETE takes at once; TRUNCATE makes new files for every partition of orders
+        // and order_items and each of their indexes (V11): OpenApiContractTest, 242 resets, took 161 s with it, 35 s
+        // before V11. A test that laid out many orders is truncated, so that the next one does not meet their dead rows.
+        boolean many = Sql.count("SELECT count(*) FROM (SELECT 1 FROM orders LIMIT " + DELETE_AT_MOST + ") few") >= DELETE_AT_MOST;
+        connection.setAutoCommit(false);
+        statement.execute(many
+            ? "TRUNCATE orders, order_items, inventory, inventory_log, idempotency_keys, outbox, webhook_deliveries, "
+                + "order_log, close_failures, reconciliation_runs, bulk_jobs"
+            : """
+                DELETE FROM webhook_deliveries; DELETE FROM outbox; DELETE FROM order_items; DELETE FROM orders;
+                DELETE FROM client_holdings; DELETE FROM inventory; DELETE FROM inventory_log; DELETE FROM idempotency_keys;
+                DELETE FROM order_log; DELETE FROM close_failures; DELETE FROM reconciliation_runs; DELETE FROM bulk_jobs""");
+        connection.commit();
         StockLedger.clear();
         return;
       } catch (SQLException e) {
