@@ -153,9 +153,18 @@ final class OrderRoutes {
     return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.intake().requestDeadlineMillis());
   }
 
+  /**
+   * A pay that ran out of its lock wait is tried again until two lock waits before its answer deadline: time for one
+   * more try and its answer, not for a queue of tries past that deadline.
+   */
+  private long retryPayUntil() {
+    long millis = config.intake().answerWithinMillis() - 2L * config.database().intake().lockTimeoutMillis();
+    return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(config.intake().requestDeadlineMillis(), millis));
+  }
+
   private void pay(RoutingContext ctx) {
     long decideBy = decideBy();
-    respond(ctx, 200, pays.submit(new PayRequest(orderId(ctx), clientScope(ctx), decideBy), decideBy).map(change -> {
+    respond(ctx, 200, pays.submit(new PayRequest(orderId(ctx), clientScope(ctx), retryPayUntil()), decideBy).map(change -> {
       cancelTimersIfChanged(change);
       if (change.changed()) {
         log.info("order paid {} {}", kv("orderId", change.order().id()), kv("requestId", AccessLog.requestId(ctx)));

@@ -62,9 +62,9 @@ public final class OrderStore {
    * later). The group never waits for an order row while it holds others, so it cannot deadlock with a close batch.
    * A stock row held past the pool's {@code lock_timeout} rolls the group back; then each request is paid on its own,
    * so that only the pays of that stock wait for it. A single pay that runs out of its lock wait is tried again, up to
-   * {@link #LOCK_ATTEMPTS} times in all and only before the request's deadline, before it answers the lock timeout: on
-   * a hot SKU the single pays queue for its row behind one another, and a queue over the lock wait is not a held row;
-   * past the deadline a held row answers {@code row_locked} rather than wait on towards the answer deadline. A pay that finds its order closed
+   * {@link #LOCK_ATTEMPTS} times in all and only until the request's {@code retryUntilNanos}, before it answers the lock
+   * timeout: on a hot SKU the single pays queue for its row behind one another, and a queue over the lock wait is not a
+   * held row; after that a held row answers {@code row_locked} rather than wait on past the answer deadline. A pay that finds its order closed
    * is a late payment ({@link #latePay}), each in a transaction of its own.
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
@@ -211,7 +211,7 @@ public final class OrderStore {
   }
 
   private Future<StateChange> payOne(PayRequest request, int attempts) {
-    return payOnce(request).recover(failure -> attempts > 1 && !request.pastDeadline()
+    return payOnce(request).recover(failure -> attempts > 1 && !request.pastRetries()
         && SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)
         ? payOne(request, attempts - 1)
         : Future.failedFuture(failure));
