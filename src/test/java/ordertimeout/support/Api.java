@@ -19,6 +19,8 @@ import java.util.concurrent.TimeoutException;
 
 /** A blocking (or async) HTTP client for the service's API, as a shop's backend would call it. */
 public final class Api {
+  private static final int OVERLOADED_RETRIES = 3;
+
   public static final String USER_KEY = "dev-user-key";
   public static final String ADMIN_KEY = "dev-admin-key";
 
@@ -72,19 +74,29 @@ public final class Api {
 
   /**
    * Creates {@code count} orders of one unit of {@code sku} each (40 users, fresh idempotency keys), 50
-   * requests in flight at a time; returns their ids, failing unless every one answers 201.
+   * requests in flight at a time; returns their ids, failing unless every one answers 201. A create answered 503
+   * {@code overloaded} (not decided in time on a loaded machine; nothing stored) is sent again with its key, as a
+   * client would, up to {@value #OVERLOADED_RETRIES} times.
    */
   public List<String> createOrders(int count, int timeoutSeconds, String sku) {
     List<String> ids = new ArrayList<>();
     for (int chunk = 0; chunk < count; chunk += 50) {
       List<CompletableFuture<Response>> creates = new ArrayList<>();
+      List<String> keys = new ArrayList<>();
+      List<JsonObject> bodies = new ArrayList<>();
       for (int i = chunk; i < Math.min(count, chunk + 50); i++) {
         JsonObject body = new JsonObject().put("userId", "u-" + (i % 40)).put("timeoutSeconds", timeoutSeconds)
             .put("items", new JsonArray().add(new JsonObject().put("sku", sku).put("qty", 1)));
-        creates.add(createOrderAsync(UUID.randomUUID().toString(), body));
+        String key = UUID.randomUUID().toString();
+        keys.add(key);
+        bodies.add(body);
+        creates.add(createOrderAsync(key, body));
       }
-      for (CompletableFuture<Response> create : creates) {
-        Response response = create.join();
+      for (int c = 0; c < creates.size(); c++) {
+        Response response = creates.get(c).join();
+        for (int retry = 0; retry < OVERLOADED_RETRIES && response.status() == 503 && "overloaded".equals(response.code()); retry++) {
+          response = createOrder(keys.get(c), bodies.get(c));
+        }
         if (response.status() != 201) {
           throw new AssertionError("create answered " + response.status() + ": " + response.body());
         }
