@@ -88,11 +88,11 @@ final class BenchDatabase implements AutoCloseable {
 
   /**
    * Starts counting every statement from now on in pg_stat_statements (which the embedded PostgreSQL preloads), the
-   * statements that triggers run included.
+   * statements that triggers run included, with their planning apart from their execution.
    */
   void countStatements() {
     executeScript("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", "ALTER SYSTEM SET pg_stat_statements.track = 'all'",
-        "SELECT pg_reload_conf()", "SELECT pg_stat_statements_reset()");
+        "ALTER SYSTEM SET pg_stat_statements.track_planning = on", "SELECT pg_reload_conf()", "SELECT pg_stat_statements_reset()");
   }
 
   /**
@@ -104,7 +104,7 @@ final class BenchDatabase implements AutoCloseable {
     JsonArray statements = new JsonArray();
     try (Connection c = setup.openJdbc(); Statement s = c.createStatement();
          ResultSet r = s.executeQuery("""
-             SELECT calls, total_exec_time, rows, wal_bytes, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
+             SELECT calls, total_exec_time, mean_plan_time, rows, wal_bytes, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
              FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT %d""".formatted(top))) {
       while (r.next()) {
         long calls = r.getLong("calls");
@@ -112,6 +112,7 @@ final class BenchDatabase implements AutoCloseable {
             .put("calls", calls)
             .put("totalMs", Math.round(r.getDouble("total_exec_time")))
             .put("meanMs", calls == 0 ? 0 : Math.round(r.getDouble("total_exec_time") / calls * 100) / 100.0)
+            .put("meanPlanMs", Math.round(r.getDouble("mean_plan_time") * 100) / 100.0)
             .put("rows", r.getLong("rows"))
             .put("walBytes", r.getLong("wal_bytes"))
             .put("fromTrigger", !r.getBoolean("toplevel"))

@@ -162,11 +162,11 @@ public final class OperatorBenchmark {
     return new JsonObject()
         .put("query", query)
         .put("rows", rows)
-        .put("firstP50Ms", ms(first.getValueAtPercentile(50)))
-        .put("firstP99Ms", ms(first.getValueAtPercentile(99)))
-        .put("firstMaxMs", ms(first.getMaxValue()))
-        .put("nextP50Ms", ms(next.getValueAtPercentile(50)))
-        .put("nextP99Ms", ms(next.getValueAtPercentile(99)));
+        .put("firstP50Ms", OpenLoad.Result.ms(first.getValueAtPercentile(50)))
+        .put("firstP99Ms", OpenLoad.Result.ms(first.getValueAtPercentile(99)))
+        .put("firstMaxMs", OpenLoad.Result.ms(first.getMaxValue()))
+        .put("nextP50Ms", OpenLoad.Result.ms(next.getValueAtPercentile(50)))
+        .put("nextP99Ms", OpenLoad.Result.ms(next.getValueAtPercentile(99)));
   }
 
   /** One bulk close of the unpaid orders due in {@link #BULK_HOURS} hours two days ahead, from submission to the job's end. */
@@ -211,9 +211,5 @@ public final class OperatorBenchmark {
 
   private static String iso(Instant instant) {
     return URLEncoder.encode(instant.toString(), StandardCharsets.UTF_8);
-  }
-
-  private static double ms(long micros) {
-    return Math.round(micros / 100.0) / 10.0;
   }
 }

@@ -96,9 +96,9 @@ public final class WebhookBenchmark {
         .put("lateWrites", lateWrites)
         .put("deliveredInDatabase", (long) delivered)
         .put("notDelivered", (long) pendingOrFailed)
-        .put("lagP50Ms", ms(lagMicros.getValueAtPercentile(50)))
-        .put("lagP99Ms", ms(lagMicros.getValueAtPercentile(99)))
-        .put("lagMaxMs", ms(lagMicros.getMaxValue()))
+        .put("lagP50Ms", OpenLoad.Result.ms(lagMicros.getValueAtPercentile(50)))
+        .put("lagP99Ms", OpenLoad.Result.ms(lagMicros.getValueAtPercentile(99)))
+        .put("lagMaxMs", OpenLoad.Result.ms(lagMicros.getMaxValue()))
         .put("postgresStatements", statements);
     Results.write("webhook", result);
     System.out.printf("webhook: %d events/s for %d s after a %d s warm-up: %d of %d received; lag p50 %.1f ms, p99 %.1f ms, "
@@ -148,9 +148,5 @@ public final class WebhookBenchmark {
   private static long nowMicros() {
     Instant now = Instant.now();
     return now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
-  }
-
-  private static double ms(long micros) {
-    return Math.round(micros / 100.0) / 10.0;
   }
 }
