@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 /** Plain JDBC against the test database (or another one's connection), for setting up and checking what the service did. */
 public final class Sql {
@@ -56,19 +57,32 @@ public final class Sql {
   }
 
   /**
-   * DDL on a table a running service uses (a trigger on orders): it locks orders and each of its partitions, which
-   * the service's statements lock in another order, so PostgreSQL may end it as a deadlock victim; it is tried again.
+   * DDL on a table a running service uses (a trigger on orders). It locks orders and then each of its partitions,
+   * which the service's statements lock in another order: waiting, it would stall the service behind it or lose a
+   * deadlock. So it waits at most a moment for its locks and is tried again, for up to a minute on a loaded machine.
    */
   public static void executeDdl(String sql) {
-    for (int attempt = 1; ; attempt++) {
-      try {
-        rows(sql);
-        return;
-      } catch (IllegalStateException e) {
-        if (!(e.getCause() instanceof SQLException cause) || !"40P01".equals(cause.getSQLState()) || attempt == 5) {
-          throw e;
+    long giveUpAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    try (Connection connection = TestDatabase.jdbc()) {
+      rows(connection, "SET lock_timeout = '300ms'");
+      while (true) {
+        try {
+          rows(connection, sql);
+          return;
+        } catch (IllegalStateException e) {
+          boolean lostItsLocks = e.getCause() instanceof SQLException cause
+              && ("40P01".equals(cause.getSQLState()) || "55P03".equals(cause.getSQLState()));
+          if (!lostItsLocks || System.nanoTime() > giveUpAt) {
+            throw e;
+          }
+          Thread.sleep(50);
         }
       }
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(sql, e);
     }
   }
 }
