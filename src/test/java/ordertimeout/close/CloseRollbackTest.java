@@ -42,7 +42,7 @@ class CloseRollbackTest extends ServiceTestBase {
 
   @AfterEach
   void dropInjectedFailure() {
-    Sql.execute("DROP TRIGGER IF EXISTS inject_failure ON inventory");
+    Sql.executeDdl("DROP TRIGGER IF EXISTS inject_failure ON inventory");
     Sql.execute("DROP FUNCTION IF EXISTS inject_failure()");
   }
 
@@ -63,7 +63,7 @@ class CloseRollbackTest extends ServiceTestBase {
           END IF;
           RETURN NEW;
         END $$""");
-    Sql.execute("CREATE TRIGGER inject_failure BEFORE UPDATE ON inventory FOR EACH ROW EXECUTE FUNCTION inject_failure()");
+    Sql.executeDdl("CREATE TRIGGER inject_failure BEFORE UPDATE ON inventory FOR EACH ROW EXECUTE FUNCTION inject_failure()");
     // The deadlines pass while the database refuses the stock release (overdue by less than the sweep's grace).
     Sql.execute("UPDATE orders SET close_at = now() - interval '100 milliseconds' WHERE id = ANY(?)",
         (Object) ids.toArray(Long[]::new));

@@ -32,7 +32,7 @@ class RelayMarkFailureTest {
 
   @AfterEach
   void dropInjectedFailure() {
-    Sql.execute("DROP TRIGGER IF EXISTS inject_mark_failure ON outbox");
+    Sql.executeDdl("DROP TRIGGER IF EXISTS inject_mark_failure ON outbox");
     Sql.execute("DROP FUNCTION IF EXISTS inject_mark_failure()");
     Sql.execute("DROP SEQUENCE IF EXISTS inject_mark_failure_rows");
   }
@@ -50,7 +50,7 @@ class RelayMarkFailureTest {
           END IF;
           RETURN NEW;
         END $$""");
-    Sql.execute("CREATE TRIGGER inject_mark_failure BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION inject_mark_failure()");
+    Sql.executeDdl("CREATE TRIGGER inject_mark_failure BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION inject_mark_failure()");
 
     ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
     try (TestService node = TestService.start(cluster.forNode(51))) {

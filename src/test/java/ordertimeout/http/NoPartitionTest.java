@@ -30,7 +30,7 @@ class NoPartitionTest extends ServiceTestBase {
         long from = OrderIds.firstIdAt(today + d * DAY);
         long to = OrderIds.firstIdAt(today + (d + 1) * DAY);
         String name = OrderPartitions.name(OrderPartitions.ORDERS, from);
-        Sql.execute("ALTER TABLE orders DETACH PARTITION " + name);
+        Sql.executeDdl("ALTER TABLE orders DETACH PARTITION " + name);
         detached.add(new String[] {name, Long.toString(from), Long.toString(to)});
       }
       Api.Response response = api.createOrder(UUID.randomUUID().toString(), orderBody("u-np", 3600, "SKU-NP", 2));
@@ -40,7 +40,7 @@ class NoPartitionTest extends ServiceTestBase {
       assertThat(response.json().getString("detail")).contains("no partition");
     } finally {
       for (String[] p : detached) {
-        Sql.execute("ALTER TABLE orders ATTACH PARTITION " + p[0] + " FOR VALUES FROM (" + p[1] + ") TO (" + p[2] + ")");
+        Sql.executeDdl("ALTER TABLE orders ATTACH PARTITION " + p[0] + " FOR VALUES FROM (" + p[1] + ") TO (" + p[2] + ")");
       }
     }
     assertThat(Sql.count("SELECT count(*) FROM orders")).isZero();
