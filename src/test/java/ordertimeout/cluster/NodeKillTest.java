@@ -14,6 +14,7 @@ import ordertimeout.support.Sql;
 import ordertimeout.support.StockLedger;
 import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestRedis;
+import ordertimeout.support.WebhookReceiver;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -41,15 +42,16 @@ import java.util.stream.Collectors;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Three nodes as separate processes share the database, a real broker and a real Redis. 20,000 orders go in
+ * Three nodes as separate processes share the database, a real broker and a real Redis. 10,000 orders go in
  * through all of them (some paid, some cancelled); one node is killed with SIGKILL while deadlines
  * fall due. Every unpaid order must still close exactly once, never early, with the stock right; the
  * close log and the events topic must agree; and the killed node's orders must be closed by the wheels of
  * the nodes that took its shards and loaded them from the database, not by the sweep. The sweep's grace
- * is a minute here, so that it is only a safety net: a close it makes means a wheel missed a deadline.
+ * is a minute here, so that it is only a safety net: a close it makes means a wheel missed a deadline. Every event
+ * also reaches a webhook, sent by its shard's owner, the killed node's by the survivors, each order's in the order written.
  */
 class NodeKillTest {
-  private static final int ORDERS = 20_000;
+  private static final int ORDERS = 10_000;
   private static final int SKUS = 1_000;
   private static final int SESSION_TIMEOUT_MILLIS = 6_000;
   private static final int SWEEP_GRACE_SECONDS = 60;
@@ -67,11 +69,12 @@ class NodeKillTest {
     TestDatabase.reset();
     ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
     List<NodeProcess> nodes = new ArrayList<>();
-    try (TestRedis redis = TestRedis.start()) {
+    try (TestRedis redis = TestRedis.start(); WebhookReceiver webhook = new WebhookReceiver()) {
       for (int nodeId = 1; nodeId <= 3; nodeId++) {
         Map<String, String> settings = new HashMap<>(cluster.forNode(40 + nodeId));
         settings.put("OT_KAFKA_SESSION_TIMEOUT_MILLIS", Integer.toString(SESSION_TIMEOUT_MILLIS));
         settings.put("OT_REDIS_URL", redis.url());
+        settings.put("OT_WEBHOOKS", "[{url: '" + webhook.url("/shop") + "', secret: node-kill-test-webhook-secret}]");
         settings.put("OT_ORDERS_MAX_UNPAID_PER_USER", "100000");
         settings.put("OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "0"); // the load is as fast as the nodes go, and must all be taken
         settings.put("OT_SWEEP_INTERVAL_SECONDS", "2");
@@ -145,9 +148,8 @@ class NodeKillTest {
 
       // every order ended once, as its requests said
       assertThat(Sql.count("SELECT count(*) FROM orders")).isEqualTo(ORDERS);
-      for (String id : paid) {
-        assertThat(Sql.rows("SELECT status FROM orders WHERE id = ?", Long.parseLong(id)).get(0).get("status")).isEqualTo("PAID");
-      }
+      assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID' AND id = ANY(?)",
+          (Object) paid.stream().map(Long::valueOf).toArray(Long[]::new))).as("orders whose pay answered 200, paid").isEqualTo(paid.size());
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID'")).isEqualTo(paid.size());
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE close_reason = 'USER_CANCELLED'")).isEqualTo(cancelled.size());
       long timedOut = Sql.count("SELECT count(*) FROM orders WHERE close_reason = 'TIMEOUT'");
@@ -171,6 +173,8 @@ class NodeKillTest {
       assertThat(byEventId).hasSize((int) Sql.count("SELECT count(*) FROM outbox"));
       System.out.printf("NodeKillTest: %d events read, %d distinct, %d duplicates dropped; %d ORDER_CLOSED for %d closed orders%n",
           events.size(), byEventId.size(), duplicates, closedEventsPerOrder.size(), closedInLog.size());
+
+      assertEveryEventReachedTheWebhookInOrder(webhook);
 
       // which path closed the killed node's orders: those it held only in its wheel and the database (created before the
       // timer records a survivor could read again), due after it died, closed on time with nobody asking
@@ -205,6 +209,31 @@ class NodeKillTest {
     } finally {
       nodes.forEach(NodeProcess::close);
     }
+  }
+
+  /**
+   * Every event delivered to the webhook at least once (the killed node's in-flight ones may come twice: receivers
+   * de-duplicate by webhook-id), and each order's events arriving, first arrivals counted, in the order they were written.
+   */
+  private static void assertEveryEventReachedTheWebhookInOrder(WebhookReceiver webhook) {
+    Await.until("every webhook delivery delivered", Duration.ofSeconds(60),
+        () -> Sql.count("SELECT count(*) FROM webhook_deliveries WHERE status <> 'DELIVERED'") == 0);
+    Map<String, List<String>> arrivedByOrder = new HashMap<>();
+    Set<String> arrived = new HashSet<>();
+    List<WebhookReceiver.Received> requests = webhook.received("/shop").stream().filter(r -> r.status() / 100 == 2)
+        .sorted(java.util.Comparator.comparingLong(WebhookReceiver.Received::receivedNanos)).toList();
+    for (WebhookReceiver.Received request : requests) {
+      if (arrived.add(request.id())) {
+        arrivedByOrder.computeIfAbsent(request.orderId(), order -> new ArrayList<>()).add(request.id());
+      }
+    }
+    Map<String, List<String>> writtenByOrder = new HashMap<>();
+    Sql.rows("SELECT order_id::text AS order_id, event_id::text AS event_id FROM outbox ORDER BY event_id").forEach(row ->
+        writtenByOrder.computeIfAbsent((String) row.get("order_id"), order -> new ArrayList<>()).add((String) row.get("event_id")));
+    assertThat(arrived).as("events that reached the webhook").hasSize(writtenByOrder.values().stream().mapToInt(List::size).sum());
+    assertThat(arrivedByOrder).as("each order's events, in the order they reached the webhook").isEqualTo(writtenByOrder);
+    System.out.printf("NodeKillTest: %d events reached the webhook in %d requests (%d sent again)%n",
+        arrived.size(), requests.size(), requests.size() - arrived.size());
   }
 
   /** The worst lateness of the timeout closes due after {@code after} on the shards {@code shardCondition} selects. */
