@@ -228,8 +228,8 @@ class NodeKillTest {
       }
     }
     Map<String, List<String>> writtenByOrder = new HashMap<>();
-    Sql.rows("SELECT order_id::text AS order_id, event_id::text AS event_id FROM outbox ORDER BY event_id").forEach(row ->
-        writtenByOrder.computeIfAbsent((String) row.get("order_id"), order -> new ArrayList<>()).add((String) row.get("event_id")));
+    Sql.rows("SELECT order_id::text AS order_text, event_id::text AS event_text FROM outbox ORDER BY event_id").forEach(row ->
+        writtenByOrder.computeIfAbsent((String) row.get("order_text"), order -> new ArrayList<>()).add((String) row.get("event_text")));
     assertThat(arrived).as("events that reached the webhook").hasSize(writtenByOrder.values().stream().mapToInt(List::size).sum());
     assertThat(arrivedByOrder).as("each order's events, in the order they reached the webhook").isEqualTo(writtenByOrder);
     System.out.printf("NodeKillTest: %d events reached the webhook in %d requests (%d sent again)%n",
