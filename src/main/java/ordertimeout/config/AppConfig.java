@@ -463,7 +463,7 @@ public record AppConfig(
         new Partitions(
             source.integer("retention.partitionsIntervalSeconds", 600, 1, 24 * 3600),
             source.integer("retention.ordersDays", 30, 1, 3650),
-            source.integer("retention.partitionDays", 1, 1, 31),
+            source.integer("retention.partitionDays", 7, 1, 31),
             source.integer("retention.partitionsAhead", 3, 1, 366),
             archive.equals(Partitions.TABLE),
             source.integer("retention.partitionLockTimeoutMillis", 2000, 10, 60_000)));

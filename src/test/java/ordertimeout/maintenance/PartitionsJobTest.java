@@ -94,7 +94,7 @@ class PartitionsJobTest {
     Invariants.assertHold();
 
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    PartitionsVerticle job = new PartitionsVerticle(config(Map.of()), TestDatabase.connectOptions(),
+    PartitionsVerticle job = new PartitionsVerticle(config(Map.of("OT_RETENTION_PARTITION_DAYS", "1")), TestDatabase.connectOptions(),
         new NodeStats(registry, TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM);
     await(vertx.deployVerticle(job));
     OrderPartitions.Result result;
@@ -148,7 +148,8 @@ class PartitionsJobTest {
     Sql.execute("INSERT INTO inventory (sku, available, reserved) VALUES (?, 1000, 0)", SKU);
     seed(-40, 0, "PAID", 3);
     StockLedger.putIn(SKU, 1003);
-    PartitionsVerticle job = new PartitionsVerticle(config(Map.of("OT_RETENTION_ARCHIVE", "table")), TestDatabase.connectOptions(),
+    PartitionsVerticle job = new PartitionsVerticle(config(Map.of("OT_RETENTION_ARCHIVE", "table", "OT_RETENTION_PARTITION_DAYS", "1")),
+        TestDatabase.connectOptions(),
         new NodeStats(new SimpleMeterRegistry(), TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM);
     await(vertx.deployVerticle(job));
     assertThat(await(job.maintain()).droppedNames()).containsExactly(name(-40));
@@ -159,6 +160,33 @@ class PartitionsJobTest {
     assertThat(Sql.count("SELECT count(*) FROM orders")).isZero();
     Sql.execute("DROP SCHEMA orders_archive CASCADE");
     Sql.execute("CREATE SCHEMA orders_archive");
+  }
+
+  @Test
+  void createsWeekLongPartitionsAheadByDefault() throws Exception {
+    AppConfig config = config(Map.of("OT_RETENTION_PARTITIONS_AHEAD", "30"));
+    assertThat(config.retention().partitions().partitionDays()).as("the default width").isEqualTo(7);
+    List<OrderPartitions.Partition> before = await(partitions.list(OrderPartitions.ORDERS));
+    PartitionsVerticle job = new PartitionsVerticle(config, TestDatabase.connectOptions(),
+        new NodeStats(new SimpleMeterRegistry(), TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM);
+    await(vertx.deployVerticle(job));
+    await(job.maintain());
+
+    long week = OrderIds.firstIdAt(day(7)) - OrderIds.firstIdAt(day(0));
+    for (String table : List.of(OrderPartitions.ORDERS, OrderPartitions.ITEMS)) {
+      List<OrderPartitions.Partition> now = await(partitions.list(table));
+      long top = before.get(before.size() - 1).to();
+      List<OrderPartitions.Partition> created = now.stream().filter(p -> p.from() >= top).toList();
+      assertThat(created).as(table + ": partitions created ahead of " + before.get(before.size() - 1).name()).hasSizeGreaterThanOrEqualTo(3);
+      for (OrderPartitions.Partition p : created) {
+        assertThat(p.to() - p.from()).as(p.name() + " spans a week").isEqualTo(week);
+        assertThat(OrderPartitions.dayStart(OrderIds.millisOf(p.from()))).as(p.name() + " starts at 00:00 UTC").isEqualTo(OrderIds.millisOf(p.from()));
+      }
+      assertThat(now.get(now.size() - 1).to()).as("ids of 30 days ahead have a partition").isGreaterThan(OrderIds.firstIdAt(day(30)));
+      for (int i = 1; i < now.size(); i++) {
+        assertThat(now.get(i).from()).as("no gap below " + now.get(i).name()).isEqualTo(now.get(i - 1).to());
+      }
+    }
   }
 
   /** One order of {@code status} on day {@code d} ({@code n}: its place that day) with {@code qty} of the SKU, and its log and events. */
