@@ -104,7 +104,14 @@ public final class BenchReport {
     }
     html.append("</ul></nav>\n");
     for (String name : names) {
-      html.append(section(name, results.get(name)));
+      try {
+        html.append(section(name, results.get(name)));
+      } catch (RuntimeException e) {
+        // a shape this class did not foresee: the other sections still get drawn
+        html.append("<section class=\"benchmark\" id=\"").append(esc(anchor(name))).append("\">\n<h2>").append(esc(name))
+            .append("</h2>\n<p class=\"warn\">Could not draw this result: ").append(esc(String.valueOf(e))).append("</p>\n")
+            .append("<div class=\"charts\">").append(emptyChart("Nothing drawn")).append("</div>\n</section>\n");
+      }
     }
     return html.append("</body>\n</html>\n").toString();
   }
@@ -335,7 +342,7 @@ public final class BenchReport {
   /** A lateness histogram: {"edgesMs": [..], "counts": [..]}, one count more than edges. */
   private static boolean isHistogram(JsonObject object) {
     return object.getValue("edgesMs") instanceof JsonArray edges && object.getValue("counts") instanceof JsonArray counts
-        && counts.size() == edges.size() + 1;
+        && !edges.isEmpty() && counts.size() == edges.size() + 1;
   }
 
   private static List<Bar> bars(JsonObject result, Set<String> keys) {

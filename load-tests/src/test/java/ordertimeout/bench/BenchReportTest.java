@@ -34,14 +34,18 @@ class BenchReportTest {
         .put("service", new JsonObject().put("closesPerSecond", 62264.0).put("latenessP99Ms", 3200.0))
         .put("ceiling", new JsonObject().put("closesPerSecond", 72028.0)).encodePrettily());
     Files.writeString(results.resolve("empty.json"), "{}");
+    // shapes the report does not expect: skipped, not a crash
+    Files.writeString(results.resolve("odd.json"), "{\"benchmark\": \"odd\", \"date\": null, \"cpu\": {\"jvmCores\": \"x\"},"
+        + " \"h\": {\"edgesMs\": [], \"counts\": [1]}, \"s\": {\"counts\": {\"a\": [1, \"x\", null]}, \"p99Ms\": {\"a\": []}},"
+        + " \"l\": [[1, 2], {\"p50\": 1, \"p99\": \"slow\"}], \"perSecond\": \"fast\"}");
     Files.writeString(results.resolve("broken.json"), "{\"benchmark\": ");
     Path out = results.resolve("report.html");
 
     int sections = BenchReport.write(results, out);
 
     String html = Files.readString(out);
-    assertThat(sections).isEqualTo(5);
-    for (String name : new String[] {"steady-state", "webhook", "close-storm", "empty", "broken"}) {
+    assertThat(sections).isEqualTo(6);
+    for (String name : new String[] {"steady-state", "webhook", "close-storm", "empty", "odd", "broken"}) {
       String section = section(html, name);
       assertThat(section).as(name).contains("<svg");
     }
