@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark once, one after another (about 16-17 minutes on 2 cores), and prints their summary
-# lines at the end. Figures go to load-tests/results/*.json. Needs wrk (installed from Debian's packages
-# when missing). Run from the repository root: bash load-tests/run-all.sh
+# lines at the end. Figures go to load-tests/results/*.json; then BenchReport draws them all into
+# load-tests/results/report.html (also when a benchmark failed; open it from the file, it fetches nothing).
+# Needs wrk (installed from Debian's packages when missing). Run from the repository root: bash load-tests/run-all.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +44,14 @@ run OperatorBenchmark "1000000 20"
 echo
 echo "Summary:"
 grep -aE '^(wheel|reload|close-storm|steady-state|intake|operator): ' "$log" || true
+# every result in load-tests/results, those of benchmarks not run here (WebhookBenchmark...) included
+if mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class=ordertimeout.bench.BenchReport 2>&1 \
+    | sed -u 's/\x1b\[[0-9;]*m//g' | tee -a "$log" | grep -a '^report: '; then
+  echo "Open $(pwd)/load-tests/results/report.html in a browser"
+else
+  echo "BenchReport FAILED: see $log" | tee -a "$log"
+  failed="$failed BenchReport"
+fi
 if [ -n "$failed" ]; then
   echo "failed:$failed"
   exit 1

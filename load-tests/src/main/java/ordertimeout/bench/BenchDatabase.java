@@ -86,6 +86,93 @@ final class BenchDatabase implements AutoCloseable {
     }
   }
 
+  /** The lateness histogram's bucket edges in ms: below 0 (early), [0, 1), [1, 2), ..., [5000, 10000), 10000 and above. */
+  static final double[] LATENESS_EDGES_MS = {0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
+
+  /**
+   * How late the timeout closes of the orders {@code where} selects were (closed_at - close_at, the database's clock), for
+   * the report's chart: {@code {"edgesMs": [0, 1, 2, 5, ...], "counts": [early, [0, 1), ..., at or above the last edge]}}.
+   */
+  JsonObject latenessHistogram(String where, Object... params) {
+    long[] counts = new long[LATENESS_EDGES_MS.length + 1];
+    StringBuilder edges = new StringBuilder();
+    JsonArray edgesJson = new JsonArray();
+    for (double edge : LATENESS_EDGES_MS) {
+      edges.append(edges.length() == 0 ? "" : ",").append(edge);
+      edgesJson.add(edge);
+    }
+    String sql = """
+        SELECT width_bucket(extract(epoch FROM closed_at - close_at)::float8 * 1000, ARRAY[%s]::float8[]) AS bucket, count(*)
+        FROM orders WHERE %s GROUP BY 1""".formatted(edges, where);
+    try (Connection c = setup.openJdbc(); PreparedStatement s = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        s.setObject(i + 1, params[i]);
+      }
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          counts[r.getInt(1)] += r.getLong(2);
+        }
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+    JsonArray countsJson = new JsonArray();
+    for (long count : counts) {
+      countsJson.add(count);
+    }
+    return new JsonObject().put("edgesMs", edgesJson).put("counts", countsJson);
+  }
+
+  /**
+   * The timeout closes of the orders {@code where} selects, per second of their deadline from {@code fromEpochSeconds}:
+   * {@code {"axis", "fromEpochMillis", "seconds", "counts": {"closes": [...]}, "p50Ms": {"lateness": [...]}, "p99Ms": {...}}}
+   * (the shape of {@link PerSecond}'s JSON); deadlines before the start are left out, at most {@code maxSeconds} seconds.
+   */
+  JsonObject latenessPerSecond(double fromEpochSeconds, int maxSeconds, String where, Object... params) {
+    String sql = """
+        SELECT floor(extract(epoch FROM close_at) - ?)::int AS second, count(*),
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM closed_at - close_at) * 1000),
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM closed_at - close_at) * 1000)
+        FROM orders WHERE %s AND extract(epoch FROM close_at) >= ? GROUP BY 1 ORDER BY 1""".formatted(where);
+    long[] closes = new long[maxSeconds];
+    Double[] p50 = new Double[maxSeconds];
+    Double[] p99 = new Double[maxSeconds];
+    int seconds = 0;
+    try (Connection c = setup.openJdbc(); PreparedStatement s = c.prepareStatement(sql)) {
+      s.setObject(1, fromEpochSeconds);
+      for (int i = 0; i < params.length; i++) {
+        s.setObject(i + 2, params[i]);
+      }
+      s.setObject(params.length + 2, fromEpochSeconds);
+      try (ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          int second = r.getInt(1);
+          if (second < 0 || second >= maxSeconds) {
+            continue;
+          }
+          closes[second] = r.getLong(2);
+          p50[second] = Math.round(r.getDouble(3) * 10) / 10.0;
+          p99[second] = Math.round(r.getDouble(4) * 10) / 10.0;
+          seconds = second + 1;
+        }
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+    JsonArray closesJson = new JsonArray();
+    JsonArray p50Json = new JsonArray();
+    JsonArray p99Json = new JsonArray();
+    for (int i = 0; i < seconds; i++) {
+      closesJson.add(closes[i]);
+      p50Json.add(p50[i]);
+      p99Json.add(p99[i]);
+    }
+    return new JsonObject().put("axis", "second of the deadlines (closes and their lateness by the deadline's second)")
+        .put("fromEpochMillis", Math.round(fromEpochSeconds * 1000)).put("seconds", seconds)
+        .put("counts", new JsonObject().put("closes", closesJson))
+        .put("p50Ms", new JsonObject().put("lateness", p50Json)).put("p99Ms", new JsonObject().put("lateness", p99Json));
+  }
+
   /**
    * Starts counting every statement from now on in pg_stat_statements (which the embedded PostgreSQL preloads), the
    * statements that triggers run included, with their planning apart from their execution.

@@ -249,10 +249,40 @@ public final class CloseStormBenchmark {
         .put("latenessP50Ms", latenessPercentile(0.5))
         .put("latenessP99Ms", latenessPercentile(0.99))
         .put("latenessP999Ms", latenessPercentile(0.999))
-        .put("latenessMaxMs", latenessPercentile(1.0));
+        .put("latenessMaxMs", latenessPercentile(1.0))
+        .put("latenessHistogram", db.latenessHistogram("status = 'CLOSED'"))
+        // every deadline is the same instant: the closes per second of the drain, by their deadline's second, would all be in
+        // second 0; by when they closed instead
+        .put("closedPerSecond", closedPerSecond(deadline));
     verify(name, (long) closed);
     System.out.println(name + ": " + result.encode());
     return result;
+  }
+
+  /** Closes per second of the drain from the common deadline, by closed_at, in {@link PerSecond}'s JSON shape (counts only). */
+  private JsonObject closedPerSecond(Instant deadline) {
+    long[] counts = new long[600];
+    int seconds = 0;
+    try (java.sql.Connection c = db.setup.openJdbc(); java.sql.PreparedStatement s = c.prepareStatement("""
+        SELECT floor(extract(epoch FROM closed_at - ?::timestamptz))::int, count(*) FROM orders WHERE status = 'CLOSED' GROUP BY 1""")) {
+      s.setTimestamp(1, Timestamp.from(deadline));
+      try (java.sql.ResultSet r = s.executeQuery()) {
+        while (r.next()) {
+          int second = Math.max(0, Math.min(counts.length - 1, r.getInt(1)));
+          counts[second] += r.getLong(2);
+          seconds = Math.max(seconds, second + 1);
+        }
+      }
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException("closes per second", e);
+    }
+    io.vertx.core.json.JsonArray series = new io.vertx.core.json.JsonArray();
+    for (int i = 0; i < seconds; i++) {
+      series.add(counts[i]);
+    }
+    return new JsonObject().put("axis", "second after the common deadline (closes by when they closed)")
+        .put("fromEpochMillis", deadline.toEpochMilli()).put("seconds", seconds)
+        .put("counts", new JsonObject().put("closes", series));
   }
 
   private double latenessPercentile(double fraction) {

@@ -57,12 +57,16 @@ final class OpenLoad {
   /**
    * What the measured schedule saw (the warm-up is counted nowhere). Latencies in microseconds, from the
    * moment each request was due. {@code elapsedSeconds}: from the warm-up's start to the last answer.
+   * {@code perSecond}: from the measured schedule's start to the last answer, per second: creates and pays written
+   * ("create sent", "pay sent": when written, so a wait for a connection shows), answered ("create answered",
+   * "pay answered") and failed ("create errors", "pay errors"), and their latency p50/p99 ("create", "pay") by the
+   * second each request was due.
    */
   record Result(long planned, long sent, long created, long createErrors, Map<String, Long> createErrorsByKind,
                 long lateByScheduler, long lateSends,
                 long paysPlanned, long paid, long payRefusedClosed, long payErrors, Map<String, Long> payErrorsByKind,
                 Histogram createMicros, Histogram payMicros, Histogram sendDelayMicros,
-                double elapsedSeconds, double cpuSeconds, long measuredFromMillis) {
+                double elapsedSeconds, double cpuSeconds, long measuredFromMillis, PerSecond perSecond) {
 
     JsonObject toJson() {
       return new JsonObject()
@@ -77,7 +81,8 @@ final class OpenLoad {
           .put("elapsedSeconds", Results.round(elapsedSeconds))
           .put("measuredFromMillis", measuredFromMillis)
           .put("generatorCpuSeconds", Results.round(cpuSeconds))
-          .put("generatorCpuSecondsWhileScheduling", Results.round(cpuSeconds));
+          .put("generatorCpuSecondsWhileScheduling", Results.round(cpuSeconds))
+          .put("perSecond", perSecond.toJson());
     }
 
     static JsonObject percentiles(Histogram h) {
@@ -126,6 +131,7 @@ final class OpenLoad {
   private Runnable atScheduleEnd;
   private long cpuAtMeasuredStart = -1;
   private long cpuNanos;
+  private PerSecond perSecond;
 
   private OpenLoad(Settings settings) {
     this.settings = settings;
@@ -170,6 +176,9 @@ final class OpenLoad {
       warmupCount = (long) warmupRate() * settings.warmupSeconds();
       measuredFromMillis = System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(warmupNanos);
       planned = (long) settings.ratePerSecond() * settings.seconds();
+      perSecond = new PerSecond(startNanos + warmupNanos, settings.seconds() + 180,
+          "second of the measured schedule (sent and answered when they were; latency by the second a request was due)")
+          .counts("create sent", "create answered", "create errors", "pay sent", "pay answered", "pay errors");
       tick = vertx.setPeriodic(1, id -> sendDue());
     });
     started.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
@@ -178,7 +187,7 @@ final class OpenLoad {
     context.runOnContext(done -> result.complete(new Result(planned, sent, created, createErrors, createErrorsByKind,
         lateByScheduler, lateSends, paysPlanned, paid, payRefusedClosed, payErrors, payErrorsByKind,
         createMicros, payMicros, sendDelayMicros, (System.nanoTime() - startNanos) / 1e9,
-        cpuNanos / 1e9, measuredFromMillis)));
+        cpuNanos / 1e9, measuredFromMillis, perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
@@ -232,9 +241,12 @@ final class OpenLoad {
         .putHeader("Authorization", "Bearer dev-user-key")
         .putHeader("Content-Type", "application/json")
         .putHeader("Idempotency-Key", keyPrefix + n);
-    send(options, Buffer.buffer(body), dueAt, measured).onComplete(outcome -> {
+    send(options, Buffer.buffer(body), dueAt, measured ? "create" : null).onComplete(outcome -> {
       if (measured) {
-        createMicros.recordValue(Math.min(HIGHEST_MICROS, (System.nanoTime() - dueAt) / 1000));
+        long answeredAt = System.nanoTime();
+        createMicros.recordValue(Math.min(HIGHEST_MICROS, (answeredAt - dueAt) / 1000));
+        perSecond.count("create answered", answeredAt);
+        perSecond.latency("create", dueAt, (answeredAt - dueAt) / 1000);
       }
       if (outcome.succeeded() && outcome.result().status == 201) {
         created += measured ? 1 : 0;
@@ -245,6 +257,7 @@ final class OpenLoad {
           vertx.setTimer(Math.max(1, payAfterMillis), fire -> pay(id, measured));
         }
       } else if (measured) {
+        perSecond.count("create errors", System.nanoTime());
         createErrors++;
         createErrorsByKind.merge(kind(outcome), 1L, Long::sum);
       }
@@ -257,18 +270,22 @@ final class OpenLoad {
     long dueAt = System.nanoTime();
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders/" + id + "/pay")
         .putHeader("Authorization", "Bearer dev-user-key");
-    send(options, null, dueAt, false).onComplete(outcome -> {
+    send(options, null, dueAt, measured ? "pay" : null).onComplete(outcome -> {
       if (!measured) {
         outstanding--;
         finishIfIdle();
         return;
       }
-      payMicros.recordValue(Math.min(HIGHEST_MICROS, (System.nanoTime() - dueAt) / 1000));
+      long answeredAt = System.nanoTime();
+      payMicros.recordValue(Math.min(HIGHEST_MICROS, (answeredAt - dueAt) / 1000));
+      perSecond.count("pay answered", answeredAt);
+      perSecond.latency("pay", dueAt, (answeredAt - dueAt) / 1000);
       if (outcome.succeeded() && outcome.result().status == 200) {
         paid++;
       } else if (outcome.succeeded() && outcome.result().status == 409) {
         payRefusedClosed++;
       } else {
+        perSecond.count("pay errors", answeredAt);
         payErrors++;
         payErrorsByKind.merge(kind(outcome), 1L, Long::sum);
       }
@@ -279,11 +296,17 @@ final class OpenLoad {
 
   private record Answer(int status, Buffer body) {}
 
-  /** {@code measuredCreate}: a create of the measured schedule, whose delay before it was written is recorded. */
-  private Future<Answer> send(RequestOptions options, Buffer body, long dueAt, boolean measuredCreate) {
+  /**
+   * {@code measured}: "create" or "pay" for a request of the measured schedule (counted as sent when written; a create's
+   * delay before it was written is recorded too), null for the warm-up's.
+   */
+  private Future<Answer> send(RequestOptions options, Buffer body, long dueAt, String measured) {
     return client.request(options).compose(request -> {
       long now = System.nanoTime();
-      if (measuredCreate) {
+      if (measured != null) {
+        perSecond.count(measured + " sent", now);
+      }
+      if ("create".equals(measured)) {
         sendDelayMicros.recordValue(Math.min(HIGHEST_MICROS, (now - dueAt) / 1000));
         if (now - dueAt > LATE_NANOS) {
           lateSends++;

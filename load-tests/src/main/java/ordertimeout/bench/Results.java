@@ -16,13 +16,40 @@ import java.util.Map;
 final class Results {
   private Results() {}
 
-  /** {"benchmark", "date", "machine"}: the figures mean something only next to the day and the machine. */
+  /**
+   * {"benchmark", "date", "machine", "commit"}: the figures mean something only next to the day, the machine and the code
+   * ("commit": git's short hash of HEAD, with "+changes" when the work tree differs from it; left out where git is not
+   * at hand).
+   */
   static JsonObject header(String benchmark) {
-    return new JsonObject()
+    JsonObject header = new JsonObject()
         .put("benchmark", benchmark)
         .put("date", LocalDate.now().toString())
         .put("machine", Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.arch")
             + ", Java " + System.getProperty("java.version"));
+    String commit = git("rev-parse", "--short", "HEAD");
+    if (commit != null && !commit.isEmpty()) {
+      String changes = git("status", "--porcelain", "--untracked-files=no");
+      header.put("commit", commit + (changes == null || changes.isEmpty() ? "" : "+changes"));
+    }
+    return header;
+  }
+
+  /** git's output, trimmed; null when it could not run or failed. */
+  private static String git(String... args) {
+    try {
+      String[] command = new String[args.length + 1];
+      command[0] = "git";
+      System.arraycopy(args, 0, command, 1, args.length);
+      Process git = new ProcessBuilder(command).redirectErrorStream(true).start();
+      String out = new String(git.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+      return git.waitFor(10, java.util.concurrent.TimeUnit.SECONDS) && git.exitValue() == 0 ? out : null;
+    } catch (IOException e) {
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
   }
 
   /** Writes load-tests/results/{benchmark}.json. */

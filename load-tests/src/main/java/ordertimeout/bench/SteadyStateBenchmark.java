@@ -142,7 +142,13 @@ public final class SteadyStateBenchmark {
         .put("latenessP50Ms", lateness(db, 0.5, measuredFrom))
         .put("latenessP99Ms", lateness(db, 0.99, measuredFrom))
         .put("latenessP999Ms", lateness(db, 0.999, measuredFrom))
-        .put("latenessMaxMs", lateness(db, 1.0, measuredFrom));
+        .put("latenessMaxMs", lateness(db, 1.0, measuredFrom))
+        .put("latenessHistogram", db.latenessHistogram("close_reason = 'TIMEOUT' AND created_at >= to_timestamp(?)", measuredFrom));
+    if (open != null) {
+      // per second of the deadlines from the measured schedule's start: the closes and their lateness, for the report's chart
+      result.put("latenessPerSecond", db.latenessPerSecond(measuredFrom, seconds + 60,
+          "close_reason = 'TIMEOUT' AND created_at >= to_timestamp(?)", measuredFrom));
+    }
     Results.write("steady-state", result);
     String load = useGatling
         ? String.format("Gatling p99 %.0f ms, %d failed", gatling.p99Ms(), gatling.failed())

@@ -23,7 +23,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * API, so that the figure is the delivery's alone, not the intake's: each of its own order, every
  * {@value #WRITE_EVERY_MILLIS} ms a transaction of rate/{@value #WRITES_PER_SECOND} events, for a warm-up of
  * {@value #WARMUP_SECONDS} s and then the measured seconds; lag p50, p99 and max of the measured ones, and how many
- * of them arrived.
+ * of them arrived, and per second of the measured writes the events received and their lag p50/p99 (by arrival).
  *
  * <p>Arguments: events per second (1000), measured seconds (30).
  */
@@ -48,6 +48,8 @@ public final class WebhookBenchmark {
   private static void run(BenchDatabase db, int rate, int seconds) throws Exception {
     Histogram lagMicros = new Histogram(3_600_000_000L, 3);
     AtomicLong received = new AtomicLong();
+    // per second of the measured writes, guarded by lagMicros: events received, and their lag by the second they arrived
+    java.util.concurrent.atomic.AtomicReference<PerSecond> perSecond = new java.util.concurrent.atomic.AtomicReference<>();
     Vertx receiverVertx = Vertx.vertx();
     HttpServer receiver = receiverVertx.createHttpServer().requestHandler(request -> request.body().onSuccess(body -> {
       long arrivedMicros = nowMicros();
@@ -55,8 +57,15 @@ public final class WebhookBenchmark {
       long orderId = Long.parseLong(event.getJsonObject("data").getString("orderId"));
       if (orderId < WARMUP_ORDER_IDS) {
         Instant created = Instant.parse(event.getString("timestamp"));
+        long lag = Math.max(0, arrivedMicros - (created.getEpochSecond() * 1_000_000 + created.getNano() / 1000));
         synchronized (lagMicros) {
-          lagMicros.recordValue(Math.max(0, arrivedMicros - (created.getEpochSecond() * 1_000_000 + created.getNano() / 1000)));
+          lagMicros.recordValue(lag);
+          PerSecond series = perSecond.get();
+          if (series != null) {
+            long now = System.nanoTime();
+            series.count("received", now);
+            series.latency("lag", now, lag);
+          }
         }
         received.incrementAndGet();
       }
@@ -75,6 +84,8 @@ public final class WebhookBenchmark {
     try (Connection connection = db.setup.openJdbc()) {
       writeEvents(connection, rate, WARMUP_SECONDS, WARMUP_ORDER_IDS);
       db.countStatements();
+      perSecond.set(new PerSecond(System.nanoTime(), seconds + 120,
+          "second of the measured writes (events by the second they arrived, and their lag)").counts("received"));
       lateWrites = writeEvents(connection, rate, seconds, 1);
       statements = db.statementCosts(TOP_STATEMENTS);
       long waitUntil = System.currentTimeMillis() + 60_000;
@@ -100,6 +111,9 @@ public final class WebhookBenchmark {
         .put("lagP99Ms", OpenLoad.Result.ms(lagMicros.getValueAtPercentile(99)))
         .put("lagMaxMs", OpenLoad.Result.ms(lagMicros.getMaxValue()))
         .put("postgresStatements", statements);
+    synchronized (lagMicros) {
+      result.put("perSecond", perSecond.get().toJson());
+    }
     Results.write("webhook", result);
     System.out.printf("webhook: %d events/s for %d s after a %d s warm-up: %d of %d received; lag p50 %.1f ms, p99 %.1f ms, "
             + "max %.1f ms; %d writes late by more than a period; %d deliveries not delivered at the end%n",
