@@ -191,7 +191,7 @@ final class BenchDatabase implements AutoCloseable {
     JsonArray statements = new JsonArray();
     try (Connection c = setup.openJdbc(); Statement s = c.createStatement();
          ResultSet r = s.executeQuery("""
-             SELECT calls, total_exec_time, mean_plan_time, rows, wal_bytes, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
+             SELECT calls, plans, total_exec_time, total_plan_time, rows, wal_bytes, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
              FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT %d""".formatted(top))) {
       while (r.next()) {
         long calls = r.getLong("calls");
@@ -199,7 +199,9 @@ final class BenchDatabase implements AutoCloseable {
             .put("calls", calls)
             .put("totalMs", Math.round(r.getDouble("total_exec_time")))
             .put("meanMs", calls == 0 ? 0 : Math.round(r.getDouble("total_exec_time") / calls * 100) / 100.0)
-            .put("meanPlanMs", Math.round(r.getDouble("mean_plan_time") * 100) / 100.0)
+            // per call: a cached plan (a trigger's, a generic one) is made once for many calls
+            .put("planMsPerCall", calls == 0 ? 0 : Math.round(r.getDouble("total_plan_time") / calls * 100) / 100.0)
+            .put("plans", r.getLong("plans"))
             .put("rows", r.getLong("rows"))
             .put("walBytes", r.getLong("wal_bytes"))
             .put("fromTrigger", !r.getBoolean("toplevel"))

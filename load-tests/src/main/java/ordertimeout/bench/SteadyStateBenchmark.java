@@ -189,8 +189,9 @@ public final class SteadyStateBenchmark {
         statements.getLong("totalMs") / (double) creates, statements.getLong("walBytes") / creates);
     for (Object entry : statements.getJsonArray("top")) {
       JsonObject statement = (JsonObject) entry;
-      System.out.printf("  %7d ms %7d calls %7.2f ms each (+%.2f ms planning) %10d WAL bytes %s%s%n", statement.getLong("totalMs"),
-          statement.getLong("calls"), statement.getDouble("meanMs"), statement.getDouble("meanPlanMs"), statement.getLong("walBytes"),
+      System.out.printf("  %7d ms %7d calls %7.2f ms each (+%.2f ms planning, %d plans) %10d WAL bytes %s%s%n", statement.getLong("totalMs"),
+          statement.getLong("calls"), statement.getDouble("meanMs"), statement.getDouble("planMsPerCall"), statement.getLong("plans"),
+          statement.getLong("walBytes"),
           statement.getBoolean("fromTrigger") ? "(trigger) " : "", statement.getString("query"));
     }
   }
