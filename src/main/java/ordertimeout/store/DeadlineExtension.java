@@ -17,9 +17,9 @@ import ordertimeout.bus.Deadlines;
 public interface DeadlineExtension {
   Future<Deadlines> extend(SqlConnection conn, Long[] orderIds, int extendSeconds);
 
-  /** {@code close_at} (and {@code remind_at}) moved later by {@code extendSeconds}: {@link Sql#EXTEND_DEADLINES}. */
+  /** {@code close_at} (and {@code remind_at}) moved later by {@code extendSeconds}: {@link Sql#EXTEND_DEADLINES_BY_SECONDS}. */
   DeadlineExtension MOVE_CLOSE_AT = (conn, orderIds, extendSeconds) ->
-      conn.preparedQuery(Sql.EXTEND_DEADLINES).execute(Tuple.of(orderIds, extendSeconds)).map(rows -> {
+      conn.preparedQuery(Sql.EXTEND_DEADLINES_BY_SECONDS).execute(Tuple.of(orderIds, extendSeconds)).map(rows -> {
         long[] ids = new long[rows.size()];
         long[] closeAt = new long[rows.size()];
         long[] remindAt = new long[rows.size()];

@@ -192,7 +192,7 @@ public final class OrderStore {
         return Future.failedFuture(new OrderRejected(Reason.DEADLINE_BEYOND_CEILING, "the deadline may be at most "
             + ceilingSeconds + " s after the order's creation, " + ceiling + "; " + wanted + " is later"));
       }
-      return conn.preparedQuery(Sql.EXTEND_DEADLINE).execute(Tuple.of(id, wanted.atOffset(ZoneOffset.UTC), current))
+      return conn.preparedQuery(Sql.MOVE_DEADLINE_IF_UNCHANGED).execute(Tuple.of(id, wanted.atOffset(ZoneOffset.UTC), current))
           .compose(moved -> selectOrder(conn, id, client).map(order -> new StateChange(order, moved.size() == 1)));
     }));
   }

@@ -335,7 +335,7 @@ final class Sql {
    * reminder moves with the deadline, and is sent again when its new time is still to come. Log line and
    * ORDER_DEADLINE_EXTENDED event (the order's fields and {@code previousCloseAt}).
    */
-  static final String EXTEND_DEADLINE = """
+  static final String MOVE_DEADLINE_IF_UNCHANGED = """
       WITH moved AS (
         UPDATE orders SET close_at = $2, remind_at = remind_at + ($2 - close_at),
                reminded_at = CASE WHEN remind_at + ($2 - close_at) > now() THEN NULL ELSE reminded_at END
@@ -637,10 +637,10 @@ final class Sql {
 
   /**
    * Bulk-extend's per-order action ({@link DeadlineExtension}): moves the deadline of the orders {@code $1} that are
-   * UNPAID and not due yet by {@code $2} seconds, as {@link #EXTEND_DEADLINE} moves one: the reminder with it (sent
-   * again when its new time is still to come), a log line and an ORDER_DEADLINE_EXTENDED event each.
+   * UNPAID and not due yet by {@code $2} seconds, as {@link #MOVE_DEADLINE_IF_UNCHANGED} moves one: the reminder with
+   * it (sent again when its new time is still to come), a log line and an ORDER_DEADLINE_EXTENDED event each.
    */
-  static final String EXTEND_DEADLINES = """
+  static final String EXTEND_DEADLINES_BY_SECONDS = """
       WITH moved AS (
         UPDATE orders SET close_at = close_at + $2::int * interval '1 second',
                remind_at = remind_at + $2::int * interval '1 second',
