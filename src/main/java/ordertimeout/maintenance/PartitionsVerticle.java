@@ -34,7 +34,6 @@ public final class PartitionsVerticle extends VerticleBase {
   private OrderPartitions partitions;
   private SingletonJob periodic;
   private long timer = -1;
-  private boolean running;
 
   /** {@code redisHealth} is null when Redis is off: then every node runs the job. */
   public PartitionsVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, RedisHealth redisHealth,
@@ -71,13 +70,8 @@ public final class PartitionsVerticle extends VerticleBase {
   }
 
   private void runOnce() {
-    if (running) {
-      return;
-    }
-    running = true;
-    periodic.run(this::maintain)
-        .onFailure(failure -> log.warn("the partitions job failed, the next run tries again: {}", failure.toString()))
-        .onComplete(done -> running = false);
+    periodic.runUnlessRunning(this::maintain)
+        .onFailure(failure -> log.warn("the partitions job failed, the next run tries again: {}", failure.toString()));
   }
 
   /** One run: partitions ahead, then the old finished ones out. */

@@ -37,7 +37,6 @@ public final class RetentionVerticle extends VerticleBase {
   private MaintenanceStore store;
   private SingletonJob periodic;
   private long timer = -1;
-  private boolean running;
   private boolean stopped;
 
   /** {@code redisHealth} is null when Redis is off: then every node runs retention. */
@@ -69,17 +68,12 @@ public final class RetentionVerticle extends VerticleBase {
 
   /** A run still going when the next is due makes that one skip. */
   private void runOnce() {
-    if (running) {
-      return;
-    }
-    running = true;
     AppConfig.Retention retention = config.retention();
-    periodic.run(() -> purge(ORDER_LOG, retention.orderLogHours(), store::deleteOldOrderLog)
+    periodic.runUnlessRunning(() -> purge(ORDER_LOG, retention.orderLogHours(), store::deleteOldOrderLog)
             .compose(none -> purge(OUTBOX, retention.publishedOutboxHours(),
                 (hours, batchSize) -> store.deleteDeliveredEvents(hours, batchSize, config.kafka().enabled())))
             .compose(none -> purge(OUTBOX, retention.eventsMaxDays(), this::deleteExpiredEvents))
-            .compose(none -> purge(IDEMPOTENCY_KEYS, retention.idempotencyKeyHours(), store::deleteOldIdempotencyKeys)))
-        .onComplete(done -> running = false);
+            .compose(none -> purge(IDEMPOTENCY_KEYS, retention.idempotencyKeyHours(), store::deleteOldIdempotencyKeys)));
   }
 
   /** One batch of events past the maximum age; those some sink did not have are counted and logged. */

@@ -62,6 +62,7 @@ public final class SingletonJob {
   private long renewTimer = -1;
   private boolean holding;
   private boolean lostLogged;
+  private boolean running;
 
   private SingletonJob(Vertx vertx, String job, long intervalMillis, RedisHealth health, Redis redis, JobLock lock,
                        MeterRegistry registry) {
@@ -95,6 +96,18 @@ public final class SingletonJob {
     Redis redis = RedisClients.create(vertx, config);
     JobLock lock = new JobLock(redis, config, config.keyPrefix() + ":lock:" + job, "node-" + nodeId + "-" + UUID.randomUUID());
     return new SingletonJob(vertx, job, intervalMillis, health, redis, lock, registry);
+  }
+
+  /**
+   * A tick of a job whose runs may outlast its interval: skipped (empty) while this node's previous run of it is still
+   * going, else {@link #run}.
+   */
+  public <T> Future<Optional<T>> runUnlessRunning(Supplier<Future<T>> work) {
+    if (running) {
+      return Future.succeededFuture(Optional.empty());
+    }
+    running = true;
+    return run(work).onComplete(done -> running = false);
   }
 
   /** One tick: the job's result, or empty when another node has this interval's run. */
