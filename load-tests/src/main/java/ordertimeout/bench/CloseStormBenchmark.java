@@ -12,6 +12,7 @@ import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
 
 import java.sql.Timestamp;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -110,7 +111,7 @@ public final class CloseStormBenchmark {
 
   private JsonObject measure(String name, Driver driver) throws Exception {
     seed();
-    Instant deadline = armDeadline(6);
+    Instant deadline = armDeadline(leadSeconds(0));
     Pool pool = Pools.shared(vertx, "bench-driver", db.setup.connectOptions(), CLASSIC_CONNECTIONS, 1,
         BenchDatabase.config(Map.of()).database().deadlines());
     DeadlineStore store = new DeadlineStore(pool, WallClock.SYSTEM);
@@ -122,7 +123,7 @@ public final class CloseStormBenchmark {
 
   private JsonObject measureService() throws Exception {
     seed();
-    Instant deadline = armDeadline(20);
+    Instant deadline = armDeadline(leadSeconds(20));
     Map<String, String> environment = Map.of(
         "OT_HTTP_PORT", Integer.toString(Results.freePort()),
         "OT_TIMER_BATCH_SIZE", Integer.toString(batchSize));
@@ -227,6 +228,14 @@ public final class CloseStormBenchmark {
         FROM (SELECT sku, sum(qty) AS qty FROM order_items GROUP BY sku) d WHERE i.sku = d.sku""");
   }
 
+  /**
+   * Time to set every deadline (an UPDATE of every order with its status trigger, then VACUUM ANALYZE; 200,000 orders
+   * took more than 5 s on 2026-12-02), plus {@code startSeconds} for the service's start and reload.
+   */
+  private int leadSeconds(int startSeconds) {
+    return 6 + orders / 20_000 + startSeconds;
+  }
+
   /** Puts every order's deadline {@code leadSeconds} from now, the same instant for all. */
   private Instant armDeadline(int leadSeconds) {
     Instant deadline = Instant.now().plusSeconds(leadSeconds);
@@ -235,6 +244,8 @@ public final class CloseStormBenchmark {
     if (Instant.now().isAfter(deadline.minusSeconds(1))) {
       throw new IllegalStateException("setting the deadlines took longer than their lead of " + leadSeconds + " s");
     }
+    System.out.printf("close-storm setup: %d deadlines set in %d ms%n", orders,
+        Duration.between(deadline.minusSeconds(leadSeconds), Instant.now()).toMillis());
     return deadline;
   }
 
