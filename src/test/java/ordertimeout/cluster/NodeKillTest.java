@@ -25,6 +25,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -221,7 +222,7 @@ class NodeKillTest {
     Map<String, List<String>> arrivedByOrder = new HashMap<>();
     Set<String> arrived = new HashSet<>();
     List<WebhookReceiver.Received> requests = webhook.received("/shop").stream().filter(r -> r.status() / 100 == 2)
-        .sorted(java.util.Comparator.comparingLong(WebhookReceiver.Received::receivedNanos)).toList();
+        .sorted(Comparator.comparingLong(WebhookReceiver.Received::receivedNanos)).toList();
     for (WebhookReceiver.Received request : requests) {
       if (arrived.add(request.id())) {
         arrivedByOrder.computeIfAbsent(request.orderId(), order -> new ArrayList<>()).add(request.id());

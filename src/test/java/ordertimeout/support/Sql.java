@@ -52,6 +52,10 @@ public final class Sql {
     return ((Number) rows(sql, params).get(0).values().iterator().next()).longValue();
   }
 
+  public static long count(Connection connection, String sql, Object... params) {
+    return ((Number) rows(connection, sql, params).get(0).values().iterator().next()).longValue();
+  }
+
   public static void execute(String sql, Object... params) {
     rows(sql, params);
   }

@@ -2,6 +2,7 @@ package ordertimeout.bench;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
@@ -11,6 +12,10 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
@@ -274,20 +279,20 @@ public final class CloseStormBenchmark {
   private JsonObject closedPerSecond(Instant deadline) {
     long[] counts = new long[600];
     int seconds = 0;
-    try (java.sql.Connection c = db.setup.openJdbc(); java.sql.PreparedStatement s = c.prepareStatement("""
+    try (Connection c = db.setup.openJdbc(); PreparedStatement s = c.prepareStatement("""
         SELECT floor(extract(epoch FROM closed_at - ?::timestamptz))::int, count(*) FROM orders WHERE status = 'CLOSED' GROUP BY 1""")) {
       s.setTimestamp(1, Timestamp.from(deadline));
-      try (java.sql.ResultSet r = s.executeQuery()) {
+      try (ResultSet r = s.executeQuery()) {
         while (r.next()) {
           int second = Math.max(0, Math.min(counts.length - 1, r.getInt(1)));
           counts[second] += r.getLong(2);
           seconds = Math.max(seconds, second + 1);
         }
       }
-    } catch (java.sql.SQLException e) {
+    } catch (SQLException e) {
       throw new IllegalStateException("closes per second", e);
     }
-    io.vertx.core.json.JsonArray series = new io.vertx.core.json.JsonArray();
+    JsonArray series = new JsonArray();
     for (int i = 0; i < seconds; i++) {
       series.add(counts[i]);
     }

@@ -7,10 +7,12 @@ import ordertimeout.config.ConfigSource;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 /** What every benchmark shares: the head of its JSON result, where the result goes, and small helpers. */
 final class Results {
@@ -42,8 +44,8 @@ final class Results {
       command[0] = "git";
       System.arraycopy(args, 0, command, 1, args.length);
       Process git = new ProcessBuilder(command).redirectErrorStream(true).start();
-      String out = new String(git.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
-      return git.waitFor(10, java.util.concurrent.TimeUnit.SECONDS) && git.exitValue() == 0 ? out : null;
+      String out = new String(git.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+      return git.waitFor(10, TimeUnit.SECONDS) && git.exitValue() == 0 ? out : null;
     } catch (IOException e) {
       return null;
     } catch (InterruptedException e) {

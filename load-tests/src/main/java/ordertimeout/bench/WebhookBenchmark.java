@@ -14,6 +14,7 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Webhook delivery lag: events written into the outbox at a steady rate, as the service's own transactions write
@@ -49,7 +50,7 @@ public final class WebhookBenchmark {
     Histogram lagMicros = new Histogram(3_600_000_000L, 3);
     AtomicLong received = new AtomicLong();
     // per second of the measured writes, guarded by lagMicros: events received, and their lag by the second they arrived
-    java.util.concurrent.atomic.AtomicReference<PerSecond> perSecond = new java.util.concurrent.atomic.AtomicReference<>();
+    AtomicReference<PerSecond> perSecond = new AtomicReference<>();
     Vertx receiverVertx = Vertx.vertx();
     HttpServer receiver = receiverVertx.createHttpServer().requestHandler(request -> request.body().onSuccess(body -> {
       long arrivedMicros = nowMicros();
