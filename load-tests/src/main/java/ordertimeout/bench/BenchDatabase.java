@@ -21,9 +21,16 @@ import java.util.Map;
 /** A fresh embedded PostgreSQL for one benchmark run, under target/bench-db, and JDBC helpers for seeding and checking. */
 final class BenchDatabase implements AutoCloseable {
   final DatabaseSetup setup;
+  private final Path dir;
 
-  private BenchDatabase(DatabaseSetup setup) {
+  private BenchDatabase(DatabaseSetup setup, Path dir) {
     this.setup = setup;
+    this.dir = dir;
+  }
+
+  /** Where the embedded PostgreSQL keeps its data (its postmaster.pid names the postmaster, for {@link CpuWindow}). */
+  Path postgresDataDir() {
+    return dir.resolve("postgres");
   }
 
   static BenchDatabase fresh() {
@@ -43,7 +50,7 @@ final class BenchDatabase implements AutoCloseable {
       throw new UncheckedIOException(e);
     }
     return new BenchDatabase(DatabaseSetup.prepare(config(Map.of("OT_DATABASE_URL", "", "OT_DATABASE_DATA_DIR", dir.toString(),
-        "OT_DATABASE_POOL_SIZE", "16", "OT_DATABASE_SHARDS", "64")).database()));
+        "OT_DATABASE_POOL_SIZE", "16", "OT_DATABASE_SHARDS", "64")).database()), dir);
   }
 
   /** The configuration of conf/application.yaml with these OT_* overrides. */
@@ -213,7 +220,25 @@ final class BenchDatabase implements AutoCloseable {
     return new JsonObject()
         .put("top", statements)
         .put("totalMs", Math.round(number("SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements WHERE toplevel")))
+        .put("planMs", Math.round(number("SELECT coalesce(sum(total_plan_time), 0) FROM pg_stat_statements")))
         .put("walBytes", (long) number("SELECT coalesce(sum(wal_bytes), 0) FROM pg_stat_statements WHERE toplevel"));
+  }
+
+  /**
+   * {@link #statementCosts} as lines: per {@code unit} ({@code count} of them) over all statements, then the top ones.
+   * Execution time includes lock waits; planning is apart.
+   */
+  static void printStatements(String label, JsonObject statements, String unit, long count) {
+    System.out.printf("%s. PostgreSQL per %s: %.2f ms in statements (lock waits included), %.2f ms planning, %d bytes of WAL; "
+            + "the statements that took most:%n", label, unit, statements.getLong("totalMs") / (double) count,
+        statements.getLong("planMs") / (double) count, statements.getLong("walBytes") / count);
+    for (Object entry : statements.getJsonArray("top")) {
+      JsonObject statement = (JsonObject) entry;
+      System.out.printf("  %7d ms %7d calls %7.2f ms each (+%.2f ms planning, %d plans) %10d WAL bytes %s%s%n", statement.getLong("totalMs"),
+          statement.getLong("calls"), statement.getDouble("meanMs"), statement.getDouble("planMsPerCall"), statement.getLong("plans"),
+          statement.getLong("walBytes"),
+          statement.getBoolean("fromTrigger") ? "(trigger) " : "", statement.getString("query"));
+    }
   }
 
   /** SKUs whose reserved count is not the sum of their unpaid items: 0 when the stock invariant holds. */

@@ -66,7 +66,7 @@ public final class SteadyStateBenchmark {
     int warmupSeconds = useGatling ? 0 : Integer.getInteger("steady.warmupSeconds", 10);
     GatlingRun.Result gatling = null;
     OpenLoad.Result open = null;
-    Path postgresDir = Path.of("target", "bench-db-steady", "postgres");
+    Path postgresDir = db.postgresDataDir();
     AtomicReference<CpuWindow> cpu = new AtomicReference<>();
     AtomicReference<CpuWindow.Split> cpuSplit = new AtomicReference<>();
     AtomicReference<CompletableFuture<Void>> counting = new AtomicReference<>();
@@ -168,7 +168,7 @@ public final class SteadyStateBenchmark {
         result.getDouble("latenessMaxMs"), (long) early, (long) unpaid, wrongStock == 0 ? "consistent" : "BROKEN",
         split.jvmCores(), split.generatorCores(), split.postgresCores(), split.otherCores(), split.gcCount(), split.gcMillis());
     if (statements != null) {
-      printStatements(statements, open.sent());
+      BenchDatabase.printStatements("steady-state", statements, "create sent", open.sent());
     }
     if (split.otherCores() > 0.1) {
       System.out.printf("steady-state: WARNING: other processes used %.2f cores during the run%s; the figures are not the service's alone%n",
@@ -180,20 +180,6 @@ public final class SteadyStateBenchmark {
           (long) early, (long) unpaid, (long) endedTwice, wrongStock);
     }
     return holds;
-  }
-
-  /** Where PostgreSQL's time went over the measured schedule: per create sent, and the statements that took most. */
-  private static void printStatements(JsonObject statements, long creates) {
-    System.out.printf("steady-state: PostgreSQL per create sent: %.2f ms in statements (lock waits included), %d bytes of WAL; "
-            + "the statements that took most:%n",
-        statements.getLong("totalMs") / (double) creates, statements.getLong("walBytes") / creates);
-    for (Object entry : statements.getJsonArray("top")) {
-      JsonObject statement = (JsonObject) entry;
-      System.out.printf("  %7d ms %7d calls %7.2f ms each (+%.2f ms planning, %d plans) %10d WAL bytes %s%s%n", statement.getLong("totalMs"),
-          statement.getLong("calls"), statement.getDouble("meanMs"), statement.getDouble("planMsPerCall"), statement.getLong("plans"),
-          statement.getLong("walBytes"),
-          statement.getBoolean("fromTrigger") ? "(trigger) " : "", statement.getString("query"));
-    }
   }
 
   private static double lateness(BenchDatabase db, double fraction, double createdFromEpochSeconds) {
