@@ -78,8 +78,12 @@ final class Sql {
    */
   static final String LOCK_USERS = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k";
 
-  /** Each user's unpaid orders, for users {@code $1} (clients) and {@code $2} (user ids); a plan made once per session (V12). */
-  static final String COUNT_UNPAID_OF_USERS = "SELECT client, user_id, unpaid FROM unpaid_orders_of_users($1::text[], $2::text[])";
+  static final String COUNT_UNPAID_OF_USERS = """
+      SELECT o.client, o.user_id, count(*) AS unpaid
+      FROM orders o JOIN unnest($1::text[], $2::text[]) AS u (client, user_id)
+        ON o.client = u.client AND o.user_id = u.user_id
+      WHERE o.status = 'UNPAID'
+      GROUP BY o.client, o.user_id""";
 
   /** What each client in {@code $1} holds: the sums over its stripes (migration V3); no row for a client holding nothing yet. */
   static final String SELECT_CLIENT_HOLDINGS = """

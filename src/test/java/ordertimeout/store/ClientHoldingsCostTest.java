@@ -42,16 +42,16 @@ class ClientHoldingsCostTest {
       Sql.execute("ANALYZE order_items");
 
       connection.setAutoCommit(false);
-      long ordersScannedBefore = Sql.sequentialScans(connection, "orders");
-      long itemsScannedBefore = Sql.sequentialScans(connection, "order_items");
+      long ordersScannedBefore = sequentialScans(connection, "orders");
+      long itemsScannedBefore = sequentialScans(connection, "order_items");
       createTwentyAndPayTen(connection, 2_000_001L, "client-new");
       Map<String, Object> holdings = Sql.rows(connection,
           "SELECT sum(unpaid) AS unpaid, sum(units) AS units FROM client_holdings WHERE client = 'client-new'").get(0);
       assertThat(((Number) holdings.get("unpaid")).longValue()).as("unpaid orders counted").isEqualTo(10);
       assertThat(((Number) holdings.get("units")).longValue()).as("units counted").isEqualTo(30);
-      assertThat(Sql.sequentialScans(connection, "orders") - ordersScannedBefore).as("sequential scans of orders in this transaction")
+      assertThat(sequentialScans(connection, "orders") - ordersScannedBefore).as("sequential scans of orders in this transaction")
           .isZero();
-      assertThat(Sql.sequentialScans(connection, "order_items") - itemsScannedBefore)
+      assertThat(sequentialScans(connection, "order_items") - itemsScannedBefore)
           .as("sequential scans of order_items in this transaction").isZero();
       connection.rollback();
     }
@@ -66,5 +66,15 @@ class ClientHoldingsCostTest {
     Sql.rows(connection, "INSERT INTO order_items (order_id, sku, qty) SELECT n, 'SKU-1', 3 FROM generate_series(?::bigint, ?::bigint + 19) AS n",
         firstId, firstId);
     Sql.rows(connection, "UPDATE orders SET status = 'PAID', paid_at = now() WHERE id BETWEEN ? AND ?::bigint + 9", firstId, firstId);
+  }
+
+  /**
+   * Over the table's partitions (a partitioned table's own row counts none). The view also shows this session's counts
+   * of earlier transactions that PostgreSQL has not yet flushed to the shared statistics, hence the difference taken.
+   */
+  private static long sequentialScans(Connection connection, String table) {
+    return Sql.count(connection, """
+        SELECT coalesce(sum(s.seq_scan), 0) FROM pg_stat_xact_user_tables s
+        WHERE s.relid IN (SELECT relid FROM pg_partition_tree(?::regclass))""", table);
   }
 }

@@ -89,15 +89,4 @@ public final class Sql {
       throw new IllegalStateException(sql, e);
     }
   }
-
-  /**
-   * Sequential scans of {@code table}'s partitions (a partitioned table's own row counts none) as this session sees
-   * them. The view also holds this session's counts of earlier transactions that PostgreSQL has not flushed to the
-   * shared statistics yet: take the difference over one transaction.
-   */
-  public static long sequentialScans(Connection connection, String table) {
-    return count(connection, """
-        SELECT coalesce(sum(s.seq_scan), 0) FROM pg_stat_xact_user_tables s
-        WHERE s.relid IN (SELECT relid FROM pg_partition_tree(?::regclass))""", table);
-  }
 }
