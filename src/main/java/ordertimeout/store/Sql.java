@@ -10,8 +10,11 @@ final class Sql {
 
   static final String SELECT_ORDER = selectOrders("o.id = $1 AND ($2::text IS NULL OR o.client = $2)");
 
-  /** Orders by id ({@code $1}) of any client; the caller checks who may see them. */
-  static final String SELECT_ORDERS = selectOrders("o.id = ANY($1)");
+  /**
+   * Orders by id ({@code $1}) of any client; the caller checks who may see them. The ids are given for the items too,
+   * so that the planner keeps only their partitions of order_items ({@link #orderItemsJson}).
+   */
+  static final String SELECT_ORDERS = selectOrders("o.id = ANY($1) AND i.order_id = ANY($1)");
 
   private static String selectOrders(String condition) {
     return """
@@ -180,8 +183,18 @@ final class Sql {
   }
 
   /** The items of order {@code o.id} as a JSON array, by SKU (order_items' primary key). */
-  private static final String ORDER_ITEMS_JSON =
-      "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) FROM order_items i WHERE i.order_id = o.id)";
+  private static final String ORDER_ITEMS_JSON = orderItemsJson("");
+
+  /**
+   * {@link #ORDER_ITEMS_JSON} in a statement whose orders are {@code $1}: {@code idsCondition} (such as
+   * {@code "= ANY($1)"}) repeats them for order_items, so that the planner keeps only their partitions. With the
+   * correlation alone it planned every partition of order_items on every call (the pays and closes are planned
+   * each time, decision 0007).
+   */
+  private static String orderItemsJson(String idsCondition) {
+    return "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) FROM order_items i WHERE i.order_id = o.id"
+        + (idsCondition.isEmpty() ? "" : " AND i.order_id " + idsCondition) + ")";
+  }
 
   // ---- pay and close
 
@@ -194,7 +207,7 @@ final class Sql {
    * may be paid before its deadline or before the end of the hold a started payment got ({@code hold_until}): the
    * negation of {@link #CLOSE_DUE}'s condition.
    */
-  static final String PAY = pay("""
+  static final String PAY = pay("= $1", """
       paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
         WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID'
@@ -207,7 +220,7 @@ final class Sql {
    * id given twice is paid once. {@code o.id = ANY($1)} repeats the join's condition so that the planner keeps only the
    * partitions of those ids.
    */
-  static final String PAY_ORDERS = pay("""
+  static final String PAY_ORDERS = pay("= ANY($1)", """
       payable AS (
         SELECT o.id
         FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS requested(id, client)
@@ -221,8 +234,11 @@ final class Sql {
         RETURNING o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
                   o.hold_until, o.paid_at, o.closed_at)""");
 
-  /** A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns), which gets its log lines and events. */
-  private static String pay(String paidCtes) {
+  /**
+   * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns), which gets its log lines and
+   * events; {@code idsCondition} names the ids asked for ({@link #orderItemsJson}).
+   */
+  private static String pay(String idsCondition, String paidCtes) {
     return """
         WITH %s,
         logged AS (
@@ -230,7 +246,7 @@ final class Sql {
         evented AS (
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o)
-        SELECT id FROM paid""".formatted(paidCtes, eventPayload("o", ORDER_ITEMS_JSON));
+        SELECT id FROM paid""".formatted(paidCtes, eventPayload("o", orderItemsJson(idsCondition)));
   }
 
   /**
@@ -252,7 +268,7 @@ final class Sql {
         evented AS (
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o)
-        SELECT id, close_at, hold_until, closed_at FROM closed""".formatted(casCondition, eventPayload("o", ORDER_ITEMS_JSON));
+        SELECT id, close_at, hold_until, closed_at FROM closed""".formatted(casCondition, eventPayload("o", orderItemsJson("= ANY($1)")));
   }
 
   /** A parked order (close_failures.parked_at set): the wheel and the sweep leave it to an admin's retry. */
@@ -412,7 +428,7 @@ final class Sql {
       evented AS (
         INSERT INTO outbox (order_id, client, type, payload, created_at)
         SELECT o.id, o.client, 'ORDER_CLOSE_REMINDER', {payload}, o.reminded_at FROM reminded o)
-      SELECT id FROM reminded""".replace("{payload}", eventPayload("o", ORDER_ITEMS_JSON));
+      SELECT id FROM reminded""".replace("{payload}", eventPayload("o", orderItemsJson("= ANY($1)")));
 
   static final String SELECT_NOT_YET_REMINDED = """
       SELECT id, (extract(epoch FROM remind_at - now()) * 1000)::bigint AS due_in_millis FROM orders

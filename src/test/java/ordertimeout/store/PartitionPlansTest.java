@@ -11,12 +11,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
 
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -85,8 +90,29 @@ class PartitionPlansTest {
     });
   }
 
+  /**
+   * Pays, closes and the pays' read of their orders are planned on every call (decision 0007), so each partition they
+   * keep costs planning time: only the partitions of their ids, of orders and of order_items, are left in the plan.
+   */
   @Test
   @Order(2)
+  void paysClosesAndReadsByIdPlanOnlyTheirIdsPartitions() throws SQLException {
+    String ids = "'{" + (from + 4096) + "," + (from + 2 * 4096) + "}'::bigint[]";
+    Map<String, String> plans = new LinkedHashMap<>();
+    try (Connection connection = TestDatabase.jdbc()) {
+      Sql.rows(connection, "SET plan_cache_mode = force_custom_plan");
+      plans.put("pay group", customPlan(connection, ordertimeout.store.Sql.PAY_ORDERS, ids + ", '{client-1,client-2}'::text[]"));
+      plans.put("pay", customPlan(connection, ordertimeout.store.Sql.PAY, (from + 4096) + ", NULL"));
+      plans.put("timeout close", customPlan(connection, ordertimeout.store.Sql.CLOSE_DUE, ids + ", 'TIMEOUT'"));
+      plans.put("close on request", customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST, ids + ", 'USER_CANCELLED', NULL"));
+      plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, ids));
+      plans.put("pays' read of their orders", customPlan(connection, ordertimeout.store.Sql.SELECT_ORDERS, ids));
+    }
+    plans.forEach((what, plan) -> assertThat(partitionsIn(plan)).as(what + ":\n" + plan).containsExactlyInAnyOrder(orders, items));
+  }
+
+  @Test
+  @Order(3)
   void droppingADayOf200000OrdersTakesOnlyACatalogChange() {
     assertThat(Sql.count("SELECT count(*) FROM " + orders)).isEqualTo(ORDERS);
     long started = System.nanoTime();
@@ -98,6 +124,23 @@ class PartitionPlansTest {
     System.out.printf("PartitionPlansTest: DETACH and DROP of a partition of %,d orders (and their %,d items): %,d us%n",
         ORDERS, ORDERS, micros);
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE id >= ? AND id < ?", from, to)).isZero();
+  }
+
+  /** EXPLAIN of a service statement prepared as the service's sessions run it, planned for {@code arguments} (SQL). */
+  private static String customPlan(Connection connection, String statement, String arguments) {
+    Sql.rows(connection, "PREPARE planned AS " + statement);
+    try {
+      return Sql.rows(connection, "EXPLAIN EXECUTE planned(" + arguments + ")").stream()
+          .map(row -> row.values().iterator().next().toString()).collect(Collectors.joining("\n"));
+    } finally {
+      Sql.rows(connection, "DEALLOCATE planned");
+    }
+  }
+
+  /** The partitions of orders and order_items a plan reads. */
+  private static Set<String> partitionsIn(String plan) {
+    return Pattern.compile("(?<= on )(order_items_p\\w+|orders_p\\w+)").matcher(plan).results()
+        .map(match -> match.group(1)).collect(Collectors.toSet());
   }
 
   /** EXPLAIN of a service statement, its $n bound in order of appearance (a $n used twice is bound twice). */
