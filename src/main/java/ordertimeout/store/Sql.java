@@ -182,18 +182,15 @@ final class Sql {
     return "to_char(" + timestamp + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')";
   }
 
-  /** The items of order {@code o.id} as a JSON array, by SKU (order_items' primary key). */
-  private static final String ORDER_ITEMS_JSON = orderItemsJson("");
-
   /**
-   * {@link #ORDER_ITEMS_JSON} in a statement whose orders are {@code $1}: {@code idsCondition} (such as
-   * {@code "= ANY($1)"}) repeats them for order_items, so that the planner keeps only their partitions. With the
-   * correlation alone it planned every partition of order_items on every call (the pays and closes are planned
-   * each time, decision 0007).
+   * The items of order {@code o.id} as a JSON array, by SKU (order_items' primary key), in a statement whose orders are
+   * {@code $1}: {@code idsCondition} ({@code "= $1"} or {@code "= ANY($1)"}) repeats them for order_items, so that the
+   * planner keeps only their partitions. With the correlation alone it planned every partition of order_items on
+   * every call (statements are planned each time, decision 0007).
    */
   private static String orderItemsJson(String idsCondition) {
-    return "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) FROM order_items i WHERE i.order_id = o.id"
-        + (idsCondition.isEmpty() ? "" : " AND i.order_id " + idsCondition) + ")";
+    return "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) FROM order_items i "
+        + "WHERE i.order_id = o.id AND i.order_id " + idsCondition + ")";
   }
 
   // ---- pay and close
@@ -343,8 +340,8 @@ final class Sql {
         INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'PAYMENT_STARTED', 'hold until ' || hold_until, now() FROM held)
       SELECT id FROM held""";
 
-  /** An order's fields as events carry them, from the row aliased {@code o}. */
-  private static final String ORDER_FIELDS = eventPayload("o", ORDER_ITEMS_JSON);
+  /** An order's fields as events carry them, from the row aliased {@code o}, the order {@code $1}. */
+  private static final String ORDER_FIELDS = eventPayload("o", orderItemsJson("= $1"));
 
   /**
    * The compare-and-set of a deadline change: {@code $2} the new deadline, {@code $3} the deadline it replaces. The
@@ -670,7 +667,7 @@ final class Sql {
         SELECT o.id, o.client, 'ORDER_DEADLINE_EXTENDED', %s || jsonb_build_object('previousCloseAt', {previous}), now()
         FROM moved o)
       SELECT id, close_at, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_at FROM moved"""
-      .formatted(ORDER_FIELDS).replace("{previous}", utc("o.previous_close_at"));
+      .formatted(eventPayload("o", orderItemsJson("= ANY($1)"))).replace("{previous}", utc("o.previous_close_at"));
 
   // ---- inventory: stock levels and the admins' changes, each logged by the statement that makes it (InventoryStore)
 

@@ -91,12 +91,13 @@ class PartitionPlansTest {
   }
 
   /**
-   * Pays, closes and the pays' read of their orders are planned on every call (decision 0007), so each partition they
-   * keep costs planning time: only the partitions of their ids, of orders and of order_items, are left in the plan.
+   * The statements that change orders by id, and the pays' read of their orders, are planned on every call (decision
+   * 0007), so each partition they keep costs planning time: only the partitions of their ids, of orders and of
+   * order_items, are left in the plan.
    */
   @Test
   @Order(2)
-  void paysClosesAndReadsByIdPlanOnlyTheirIdsPartitions() throws SQLException {
+  void statementsByIdPlanOnlyTheirIdsPartitions() throws SQLException {
     String ids = "'{" + (from + 4096) + "," + (from + 2 * 4096) + "}'::bigint[]";
     Map<String, String> plans = new LinkedHashMap<>();
     try (Connection connection = TestDatabase.jdbc()) {
@@ -107,6 +108,12 @@ class PartitionPlansTest {
       plans.put("close on request", customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST, ids + ", 'USER_CANCELLED', NULL"));
       plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, ids));
       plans.put("pays' read of their orders", customPlan(connection, ordertimeout.store.Sql.SELECT_ORDERS, ids));
+      String one = Long.toString(from + 4096);
+      plans.put("deadline move", customPlan(connection, ordertimeout.store.Sql.MOVE_DEADLINE_IF_UNCHANGED,
+          one + ", now() + interval '1 hour', now()"));
+      plans.put("late payment", customPlan(connection, ordertimeout.store.Sql.NOTE_LATE_PAYMENT, one + ", 'closed'"));
+      plans.put("reopen", customPlan(connection, ordertimeout.store.Sql.REOPEN_PAID, one + ", 'TIMEOUT', now()"));
+      plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS, ids + ", 60"));
     }
     plans.forEach((what, plan) -> assertThat(partitionsIn(plan)).as(what + ":\n" + plan).containsExactlyInAnyOrder(orders, items));
   }
