@@ -75,12 +75,14 @@ public record AppConfig(
                        int answerWithinMillis) {}
 
   /**
-   * {@code url} is empty for the embedded PostgreSQL. {@code idleInTransactionTimeoutMillis} and
+   * {@code url} is empty for the embedded PostgreSQL; {@code embeddedFsync} has it flush each commit to disk, off only
+   * where a lost commit does not matter (the tests, the benchmarks). {@code idleInTransactionTimeoutMillis} and
    * {@code keepaliveSeconds} hold for every pool's sessions; {@code intake}, {@code deadlines} and {@code background}
    * (reconciliation, retention, the outbox relay) are the waits of those pools.
    */
-  public record Database(String url, String dataDir, int poolSize, int shards, int idleInTransactionTimeoutMillis,
-                         int keepaliveSeconds, PoolWaits intake, PoolWaits deadlines, PoolWaits background) {
+  public record Database(String url, String dataDir, boolean embeddedFsync, int poolSize, int shards,
+                         int idleInTransactionTimeoutMillis, int keepaliveSeconds, PoolWaits intake, PoolWaits deadlines,
+                         PoolWaits background) {
     public boolean embedded() {
       return url.isBlank();
     }
@@ -308,6 +310,7 @@ public record AppConfig(
         new Database(
             source.string("database.url", ""),
             source.string("database.dataDir", "./data"),
+            source.bool("database.embeddedFsync", true),
             source.integer("database.poolSize", 8, 1, 200),
             source.integer("database.shards", 64, 1, 4096),
             source.integer("database.idleInTransactionTimeoutMillis", 10_000, 100, 3_600_000),

@@ -60,7 +60,9 @@ public final class DatabaseSetup implements AutoCloseable {
   }
 
   public static DatabaseSetup prepare(AppConfig.Database config) {
-    DatabaseSetup setup = config.embedded() ? startEmbedded(Path.of(config.dataDir())) : external(config.url());
+    DatabaseSetup setup = config.embedded()
+        ? startEmbedded(Path.of(config.dataDir()), config.embeddedFsync())
+        : external(config.url());
     try {
       setup.migrate();
       setup.pinShardCount(config.shards());
@@ -79,7 +81,7 @@ public final class DatabaseSetup implements AutoCloseable {
     }
   }
 
-  private static DatabaseSetup startEmbedded(Path dataDir) {
+  private static DatabaseSetup startEmbedded(Path dataDir, boolean fsync) {
     Path pgData = dataDir.resolve("postgres").toAbsolutePath();
     try {
       Files.createDirectories(pgData);
@@ -91,6 +93,8 @@ public final class DatabaseSetup implements AutoCloseable {
           .setServerConfig("max_connections", "200")
           .setServerConfig("shared_buffers", "256MB")
           .setServerConfig("synchronous_commit", "on")
+          // the library starts PostgreSQL with -F (fsync off); a setting given after it wins
+          .setServerConfig("fsync", fsync ? "on" : "off")
           // loaded, not created: CREATE EXTENSION pg_stat_statements shows what each statement costs (the benchmarks do)
           .setServerConfig("shared_preload_libraries", "pg_stat_statements")
           .start();
