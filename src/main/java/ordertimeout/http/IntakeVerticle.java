@@ -77,7 +77,8 @@ public final class IntakeVerticle extends VerticleBase {
     Pool pool = Pools.shared(vertx, Pools.INTAKE, connectOptions, config.database().poolSize(), config.http().instances(),
         config.database().intake(), config.intake().requestDeadlineMillis(), silentConnectionsClosed(
         Math.max(config.intake().answerWithinMillis(), config.database().intake().statementTimeoutMillis() + 1000)));
-    OrderStore store = new OrderStore(pool, config.orders().reopenOnLatePayment());
+    OrderStore store = new OrderStore(pool, config.orders().reopenOnLatePayment(),
+        Duration.ofMillis(config.database().intake().lockTimeoutMillis()));
     AppConfig.Intake groups = config.intake();
     int shards = config.database().shards();
     OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus,

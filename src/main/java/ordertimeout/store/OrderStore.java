@@ -15,6 +15,7 @@ import ordertimeout.order.OrderStatus;
 import ordertimeout.order.PayRequest;
 import ordertimeout.order.StateChange;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
@@ -33,15 +34,21 @@ public final class OrderStore {
 
   private final Pool pool;
   private final boolean reopenOnLatePayment;
+  /** A stock row's holder idle in its transaction this long holds it; a shorter pause is a transaction passing through. */
+  private final int idleHolderMillis;
 
   public OrderStore(Pool pool) {
-    this(pool, false);
+    this(pool, false, Duration.ofSeconds(1));
   }
 
-  /** {@code reopenOnLatePayment}: a pay after a timeout close pays the order after all when its stock is still there. */
-  public OrderStore(Pool pool, boolean reopenOnLatePayment) {
+  /**
+   * {@code reopenOnLatePayment}: a pay after a timeout close pays the order after all when its stock is still there;
+   * {@code lockWait}: the pool's {@code lock_timeout}.
+   */
+  public OrderStore(Pool pool, boolean reopenOnLatePayment, Duration lockWait) {
     this.pool = pool;
     this.reopenOnLatePayment = reopenOnLatePayment;
+    this.idleHolderMillis = (int) lockWait.dividedBy(2).toMillis();
   }
 
   /**
@@ -64,7 +71,8 @@ public final class OrderStore {
    * so that only the pays of that stock wait for it. A single pay that runs out of its lock wait is tried again, up to
    * {@link #LOCK_ATTEMPTS} times in all and only until the request's {@code retryUntilNanos}, before it answers the lock
    * timeout: on a hot SKU the single pays queue for its row behind one another, and a queue over the lock wait is not a
-   * held row; after that a held row answers {@code row_locked} rather than wait on past the answer deadline. A pay that finds its order closed
+   * held row; after that, or at once when an idle transaction holds the row ({@link #stockRowHeld}), a held row answers
+   * {@code row_locked} rather than wait on past the answer deadline. A pay that finds its order closed
    * is a late payment ({@link #latePay}), each in a transaction of its own.
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
@@ -213,8 +221,23 @@ public final class OrderStore {
   private Future<StateChange> payOne(PayRequest request, int attempts) {
     return payOnce(request).recover(failure -> attempts > 1 && !request.pastRetries()
         && SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)
-        ? payOne(request, attempts - 1)
+        ? stockRowHeld(request.id()).compose(held -> held ? Future.failedFuture(failure) : payOne(request, attempts - 1))
         : Future.failedFuture(failure));
+  }
+
+  /**
+   * Whether a stock row of order {@code id} is held by a transaction that sits idle ({@link Sql#LOCKED_SKUS}): a pay
+   * that waited for it answers {@code row_locked} at once instead of waiting again, which kept the pool's connections
+   * for seconds from the pays of every other SKU.
+   */
+  private Future<Boolean> stockRowHeld(long id) {
+    return pool.withTransaction(conn -> conn.preparedQuery(Sql.SKUS_OF_ORDER).execute(Tuple.of(id))
+        .compose(skus -> {
+          List<String> held = new ArrayList<>();
+          skus.forEach(row -> held.add(row.getString("sku")));
+          return conn.preparedQuery(Sql.LOCKED_SKUS).execute(Tuple.of(held.toArray(String[]::new), idleHolderMillis));
+        })
+        .map(rows -> rows.size() > 0));
   }
 
   private Future<StateChange> payOnce(PayRequest request) {

@@ -96,6 +96,9 @@ final class Sql {
   static final String LOCK_STOCK_BY_SKU = """
       SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
 
+  /** The SKUs of order {@code $1}. */
+  static final String SKUS_OF_ORDER = "SELECT sku FROM order_items WHERE order_id = $1";
+
   /**
    * Of the SKUs {@code $1}, those whose inventory row is held now by a transaction that sits idle, waiting for its
    * client, for more than {@code $2} milliseconds (an admin's open transaction, a paused node), or by one this
