@@ -16,7 +16,9 @@ import org.HdrHistogram.Histogram;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -51,21 +53,26 @@ final class OpenLoad {
   private static final long LATE_NANOS = TimeUnit.MILLISECONDS.toNanos(LATE_MILLIS);
   private static final long HIGHEST_MICROS = TimeUnit.MINUTES.toMicros(10);
 
-  /** Rate, duration, pool size and pipelining; the shape of the orders is fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs). */
+  /**
+   * Rate, duration, pool size and pipelining; the shape of the orders is fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs,
+   * and one status read of each order at a random moment of its life: a buyer's page polling it).
+   */
   record Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining) {}
 
   /**
    * What the measured schedule saw (the warm-up is counted nowhere). Latencies in microseconds, from the
    * moment each request was due. {@code elapsedSeconds}: from the warm-up's start to the last answer.
    * {@code perSecond}: from the measured schedule's start to the last answer, per second: creates and pays written
-   * ("create sent", "pay sent": when written, so a wait for a connection shows), answered ("create answered",
-   * "pay answered") and failed ("create errors", "pay errors"), and their latency p50/p99 ("create", "pay") by the
-   * second each request was due.
+   * ("create sent", "pay sent", "read sent": when written, so a wait for a connection shows), answered ("create
+   * answered", ...) and failed ("create errors", ...), and their latency p50/p99 ("create", "pay", "read") by the
+   * second each request was due. {@code staleReads}: reads sent after their order's pay was answered 200 that did not
+   * say PAID (must be 0).
    */
   record Result(long planned, long sent, long created, long createErrors, Map<String, Long> createErrorsByKind,
                 long lateByScheduler, long lateSends,
                 long paysPlanned, long paid, long payRefusedClosed, long payErrors, Map<String, Long> payErrorsByKind,
-                Histogram createMicros, Histogram payMicros, Histogram sendDelayMicros,
+                long readsPlanned, long reads, long readErrors, long staleReads,
+                Histogram createMicros, Histogram payMicros, Histogram readMicros, Histogram sendDelayMicros,
                 double elapsedSeconds, double cpuSeconds, long measuredFromMillis, PerSecond perSecond) {
 
     JsonObject toJson() {
@@ -75,8 +82,10 @@ final class OpenLoad {
           .put("lateByScheduler", lateByScheduler).put("lateSends", lateSends)
           .put("paysPlanned", paysPlanned).put("paid", paid).put("payRefusedClosed", payRefusedClosed)
           .put("payErrors", payErrors).put("payErrorsByKind", new JsonObject(Map.copyOf(payErrorsByKind)))
+          .put("readsPlanned", readsPlanned).put("reads", reads).put("readErrors", readErrors).put("staleReads", staleReads)
           .put("createLatencyMs", percentiles(createMicros))
           .put("payLatencyMs", percentiles(payMicros))
+          .put("readLatencyMs", percentiles(readMicros))
           .put("sendDelayMs", percentiles(sendDelayMicros))
           .put("elapsedSeconds", Results.round(elapsedSeconds))
           .put("measuredFromMillis", measuredFromMillis)
@@ -103,6 +112,9 @@ final class OpenLoad {
   private final String keyPrefix = "ss-" + Long.toHexString(System.nanoTime()) + "-";
   private final Histogram createMicros = new Histogram(HIGHEST_MICROS, 3);
   private final Histogram payMicros = new Histogram(HIGHEST_MICROS, 3);
+  private final Histogram readMicros = new Histogram(HIGHEST_MICROS, 3);
+  /** Measured orders whose pay was answered 200: a read sent after that must say PAID. */
+  private final Set<String> paidIds = new HashSet<>();
   private final Histogram sendDelayMicros = new Histogram(HIGHEST_MICROS, 3);
   private final Map<String, Long> createErrorsByKind = new TreeMap<>();
   private final Map<String, Long> payErrorsByKind = new TreeMap<>();
@@ -121,6 +133,10 @@ final class OpenLoad {
   private long paid;
   private long payRefusedClosed;
   private long payErrors;
+  private long readsPlanned;
+  private long reads;
+  private long readErrors;
+  private long staleReads;
   private long outstanding;
   private long startNanos;
   private long tick = -1;
@@ -178,7 +194,8 @@ final class OpenLoad {
       planned = (long) settings.ratePerSecond() * settings.seconds();
       perSecond = new PerSecond(startNanos + warmupNanos, settings.seconds() + 180,
           "second of the measured schedule (sent and answered when they were; latency by the second a request was due)")
-          .counts("create sent", "create answered", "create errors", "pay sent", "pay answered", "pay errors");
+          .counts("create sent", "create answered", "create errors", "pay sent", "pay answered", "pay errors",
+              "read sent", "read answered", "read errors");
       tick = vertx.setPeriodic(1, id -> sendDue());
     });
     started.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
@@ -186,7 +203,7 @@ final class OpenLoad {
     Promise<Result> result = Promise.promise();
     context.runOnContext(done -> result.complete(new Result(planned, sent, created, createErrors, createErrorsByKind,
         lateByScheduler, lateSends, paysPlanned, paid, payRefusedClosed, payErrors, payErrorsByKind,
-        createMicros, payMicros, sendDelayMicros, (System.nanoTime() - startNanos) / 1e9,
+        readsPlanned, reads, readErrors, staleReads, createMicros, payMicros, readMicros, sendDelayMicros, (System.nanoTime() - startNanos) / 1e9,
         cpuNanos / 1e9, measuredFromMillis, perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
@@ -234,6 +251,7 @@ final class OpenLoad {
     int timeoutSeconds = 5 + random.nextInt(11);
     boolean pays = random.nextInt(100) < 60;
     long payAfterMillis = random.nextInt((timeoutSeconds - 1) * 1000);
+    long readAfterMillis = random.nextInt(timeoutSeconds * 1000);
     String body = "{\"userId\":\"u-" + random.nextInt(100_000) + "\",\"timeoutSeconds\":" + timeoutSeconds
         + ",\"items\":[{\"sku\":\"SKU-" + random.nextInt(1000) + "\",\"qty\":1}]}";
     outstanding++;
@@ -250,8 +268,11 @@ final class OpenLoad {
       }
       if (outcome.succeeded() && outcome.result().status == 201) {
         created += measured ? 1 : 0;
+        String id = new JsonObject(outcome.result().body).getString("id");
+        readsPlanned += measured ? 1 : 0;
+        outstanding++;
+        vertx.setTimer(Math.max(1, readAfterMillis), fire -> read(id, measured));
         if (pays) {
-          String id = new JsonObject(outcome.result().body).getString("id");
           paysPlanned += measured ? 1 : 0;
           outstanding++;
           vertx.setTimer(Math.max(1, payAfterMillis), fire -> pay(id, measured));
@@ -282,6 +303,7 @@ final class OpenLoad {
       perSecond.latency("pay", dueAt, (answeredAt - dueAt) / 1000);
       if (outcome.succeeded() && outcome.result().status == 200) {
         paid++;
+        paidIds.add(id);
       } else if (outcome.succeeded() && outcome.result().status == 409) {
         payRefusedClosed++;
       } else {
@@ -294,10 +316,37 @@ final class OpenLoad {
     });
   }
 
+  /** A buyer's page reading its order's status; after a pay answered 200 it must say PAID. */
+  private void read(String id, boolean measured) {
+    long dueAt = System.nanoTime();
+    boolean paidBefore = paidIds.contains(id);
+    RequestOptions options = new RequestOptions().setMethod(HttpMethod.GET).setURI("/v1/orders/" + id)
+        .putHeader("Authorization", "Bearer dev-user-key");
+    send(options, null, dueAt, measured ? "read" : null).onComplete(outcome -> {
+      if (measured) {
+        long answeredAt = System.nanoTime();
+        readMicros.recordValue(Math.min(HIGHEST_MICROS, (answeredAt - dueAt) / 1000));
+        perSecond.count("read answered", answeredAt);
+        perSecond.latency("read", dueAt, (answeredAt - dueAt) / 1000);
+        if (outcome.succeeded() && outcome.result().status == 200) {
+          reads++;
+          if (paidBefore && !"PAID".equals(new JsonObject(outcome.result().body).getString("status"))) {
+            staleReads++;
+          }
+        } else {
+          perSecond.count("read errors", answeredAt);
+          readErrors++;
+        }
+      }
+      outstanding--;
+      finishIfIdle();
+    });
+  }
+
   private record Answer(int status, Buffer body) {}
 
   /**
-   * {@code measured}: "create" or "pay" for a request of the measured schedule (counted as sent when written; a create's
+   * {@code measured}: "create", "pay" or "read" for a request of the measured schedule (counted as sent when written; a create's
    * delay before it was written is recorded too), null for the warm-up's.
    */
   private Future<Answer> send(RequestOptions options, Buffer body, long dueAt, String measured) {

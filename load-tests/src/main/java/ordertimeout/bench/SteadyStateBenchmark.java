@@ -14,9 +14,10 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Steady state: orders created at a constant rate (open model) with timeouts of 5-15 s, 60% paid
- * before their deadline; then the lateness of every timeout close (closed_at - close_at, both from the
- * database clock), p50/p99/p99.9/max, and the number closed early, which must be 0; every order must end
- * closed or paid (none left unpaid) and the stock invariant must hold.
+ * before their deadline, each order's status read once during its life; then the lateness of every timeout close
+ * (closed_at - close_at, both from the database clock), p50/p99/p99.9/max, and the number closed early, which must
+ * be 0; every order must end closed or paid (none left unpaid), the stock invariant must hold, and no read sent
+ * after its order's pay was answered may say anything but PAID.
  *
  * <p>The load comes from {@link OpenLoad} by default: a clock-scheduled Vert.x HTTP client on one event
  * loop in this JVM. Not Gatling, because on this project's 2-core machine Gatling's own JVM competed with
@@ -153,12 +154,17 @@ public final class SteadyStateBenchmark {
     String load = useGatling
         ? String.format("Gatling p99 %.0f ms, %d failed", gatling.p99Ms(), gatling.failed())
         : String.format("open model: %d of %d sent on time, create p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d create errors, "
-                + "%d pays refused (closed), %d pay errors",
+                + "%d pays refused (closed), pay p50 %.1f ms, p99 %.1f ms, %d pay errors; %d status reads p50 %.1f ms, "
+                + "p99 %.1f ms, %d read errors, %d stale",
             open.sent() - open.lateSends(), open.planned(),
             OpenLoad.Result.ms(open.createMicros().getValueAtPercentile(50)),
             OpenLoad.Result.ms(open.createMicros().getValueAtPercentile(99)),
             OpenLoad.Result.ms(open.createMicros().getMaxValue()),
-            open.createErrors(), open.payRefusedClosed(), open.payErrors());
+            open.createErrors(), open.payRefusedClosed(),
+            OpenLoad.Result.ms(open.payMicros().getValueAtPercentile(50)),
+            OpenLoad.Result.ms(open.payMicros().getValueAtPercentile(99)), open.payErrors(), open.reads(),
+            OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(50)),
+            OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(99)), open.readErrors(), open.staleReads());
     System.out.printf("steady-state: %d creates/s for %d s after a %d s warm-up (%s); %d created of %d planned; all orders: %d paid, "
             + "%d closed on timeout; lateness (%d closes) "
             + "p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; closed early %d; left unpaid %d; stock %s; "
@@ -174,10 +180,11 @@ public final class SteadyStateBenchmark {
       System.out.printf("steady-state: WARNING: other processes used %.2f cores during the run%s; the figures are not the service's alone%n",
           split.otherCores(), useGatling ? " (Gatling's JVM among them)" : "");
     }
-    boolean holds = early == 0 && unpaid == 0 && endedTwice == 0 && wrongStock == 0;
+    long staleReads = open == null ? 0 : open.staleReads();
+    boolean holds = early == 0 && unpaid == 0 && endedTwice == 0 && wrongStock == 0 && staleReads == 0;
     if (!holds) {
-      System.out.printf("steady-state: FAILED: %d closed early, %d left unpaid, %d ended more than once, %d SKUs with wrong stock%n",
-          (long) early, (long) unpaid, (long) endedTwice, wrongStock);
+      System.out.printf("steady-state: FAILED: %d closed early, %d left unpaid, %d ended more than once, %d SKUs with wrong stock, "
+          + "%d reads not PAID after their pay was answered%n", (long) early, (long) unpaid, (long) endedTwice, wrongStock, staleReads);
     }
     return holds;
   }
