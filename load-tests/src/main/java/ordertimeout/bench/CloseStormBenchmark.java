@@ -121,9 +121,31 @@ public final class CloseStormBenchmark {
         BenchDatabase.config(Map.of()).database().deadlines());
     DeadlineStore store = new DeadlineStore(pool, WallClock.SYSTEM);
     sleepUntil(deadline);
+    Costs costs = Costs.start(db);
     driver.drive(store, pool).toCompletionStage().toCompletableFuture().get(10, TimeUnit.MINUTES);
+    JsonObject cost = costs.stop(name, (long) db.number("SELECT count(*) FROM orders WHERE status = 'CLOSED'"));
     pool.close().toCompletionStage().toCompletableFuture().get();
-    return report(name, deadline);
+    return report(name, deadline).put("cost", cost);
+  }
+
+  /** What PostgreSQL and this JVM spent from the deadline to the end of a drain, per order closed. */
+  private record Costs(BenchDatabase db, CpuWindow cpu) {
+    static Costs start(BenchDatabase db) {
+      db.countStatements();
+      return new Costs(db, CpuWindow.start(db.postgresDataDir()));
+    }
+
+    JsonObject stop(String name, long closes) {
+      CpuWindow.Split split = cpu.stop(0);
+      JsonObject statements = db.statementCosts(6);
+      JsonObject cost = new JsonObject()
+          .put("postgresCpuMicrosPerClose", Math.round(split.postgresCores() * split.seconds() * 1e6 / closes))
+          .put("jvmCpuMicrosPerClose", Math.round(split.jvmCores() * split.seconds() * 1e6 / closes))
+          .put("cpu", split.toJson()).put("postgresStatements", statements);
+      BenchDatabase.printStatements("close-storm " + name + ": PostgreSQL CPU " + cost.getLong("postgresCpuMicrosPerClose")
+          + " us, this JVM " + cost.getLong("jvmCpuMicrosPerClose") + " us per close", statements, "close", closes);
+      return cost;
+    }
   }
 
   private JsonObject measureService() throws Exception {
@@ -140,12 +162,15 @@ public final class CloseStormBenchmark {
     if (Instant.now().isAfter(deadline)) {
       throw new IllegalStateException("the reload took past the deadline; raise the lead time");
     }
+    sleepUntil(deadline);
+    Costs costs = Costs.start(db);
     long stopAt = System.currentTimeMillis() + 10 * 60_000;
     while (db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'") > 0 && System.currentTimeMillis() < stopAt) {
       Thread.sleep(100);
     }
+    JsonObject cost = costs.stop("service", orders);
     service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
-    return report("service", deadline).put("reloadMillis", reloadMillis);
+    return report("service", deadline).put("reloadMillis", reloadMillis).put("cost", cost);
   }
 
   /**
