@@ -261,10 +261,7 @@ final class OpenLoad {
         .putHeader("Idempotency-Key", keyPrefix + n);
     send(options, Buffer.buffer(body), dueAt, measured ? "create" : null).onComplete(outcome -> {
       if (measured) {
-        long answeredAt = System.nanoTime();
-        createMicros.recordValue(Math.min(HIGHEST_MICROS, (answeredAt - dueAt) / 1000));
-        perSecond.count("create answered", answeredAt);
-        perSecond.latency("create", dueAt, (answeredAt - dueAt) / 1000);
+        recordAnswer("create", createMicros, dueAt);
       }
       if (outcome.succeeded() && outcome.result().status == 201) {
         created += measured ? 1 : 0;
@@ -297,10 +294,7 @@ final class OpenLoad {
         finishIfIdle();
         return;
       }
-      long answeredAt = System.nanoTime();
-      payMicros.recordValue(Math.min(HIGHEST_MICROS, (answeredAt - dueAt) / 1000));
-      perSecond.count("pay answered", answeredAt);
-      perSecond.latency("pay", dueAt, (answeredAt - dueAt) / 1000);
+      long answeredAt = recordAnswer("pay", payMicros, dueAt);
       if (outcome.succeeded() && outcome.result().status == 200) {
         paid++;
         paidIds.add(id);
@@ -324,10 +318,7 @@ final class OpenLoad {
         .putHeader("Authorization", "Bearer dev-user-key");
     send(options, null, dueAt, measured ? "read" : null).onComplete(outcome -> {
       if (measured) {
-        long answeredAt = System.nanoTime();
-        readMicros.recordValue(Math.min(HIGHEST_MICROS, (answeredAt - dueAt) / 1000));
-        perSecond.count("read answered", answeredAt);
-        perSecond.latency("read", dueAt, (answeredAt - dueAt) / 1000);
+        long answeredAt = recordAnswer("read", readMicros, dueAt);
         if (outcome.succeeded() && outcome.result().status == 200) {
           reads++;
           if (paidBefore && !"PAID".equals(new JsonObject(outcome.result().body).getString("status"))) {
@@ -341,6 +332,15 @@ final class OpenLoad {
       outstanding--;
       finishIfIdle();
     });
+  }
+
+  /** An answer of a measured {@code type} ("create", "pay", "read") now: its latency from {@code dueAt}; returns now. */
+  private long recordAnswer(String type, Histogram micros, long dueAt) {
+    long answeredAt = System.nanoTime();
+    micros.recordValue(Math.min(HIGHEST_MICROS, (answeredAt - dueAt) / 1000));
+    perSecond.count(type + " answered", answeredAt);
+    perSecond.latency(type, dueAt, (answeredAt - dueAt) / 1000);
+    return answeredAt;
   }
 
   private record Answer(int status, Buffer body) {}
