@@ -43,7 +43,8 @@ public final class MonitorVerticle extends VerticleBase {
   public Future<?> start() {
     store = OpsStore.shared(vertx, connectOptions, config.health().databaseTimeoutMillis());
     Gauge.builder(Meters.OUTBOX_BACKLOG, this, monitor -> monitor.outboxBacklog)
-        .description("Outbox rows not published yet (the relay publishes them to Kafka; with Kafka off nothing does, so this grows)")
+        .description("Outbox rows not published yet, counted up to " + OpsStore.OUTBOX_BACKLOG_COUNTED_UP_TO
+            + " (the relay publishes them to Kafka; with Kafka off nothing does, so this grows to that)")
         .strongReference(true)
         .register(registry);
     Gauge.builder(Meters.OUTBOX_OLDEST_AGE, this, monitor -> monitor.outboxOldestAgeSeconds)

@@ -1,0 +1,66 @@
+package ordertimeout.store;
+
+import io.vertx.core.Vertx;
+import ordertimeout.store.OpsStore.OutboxBacklog;
+import ordertimeout.support.Sql;
+import ordertimeout.support.TestDatabase;
+import ordertimeout.support.TestService;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The outbox backlog that the monitor reads every {@code metrics.outboxRefreshSeconds} is counted up to
+ * {@link OpsStore#OUTBOX_BACKLOG_COUNTED_UP_TO} rows: with Kafka off nothing publishes the events, and a count of every
+ * row ran past the read's statement timeout in a storm of a million closes, every 5 s, on a PostgreSQL core the closes
+ * needed. Below the bound the count is exact; the age is always the oldest unpublished row's.
+ */
+class OutboxBacklogTest {
+  private Vertx vertx;
+  private OpsStore store;
+
+  @BeforeEach
+  void start() {
+    TestDatabase.reset();
+    vertx = Vertx.vertx();
+    store = OpsStore.shared(vertx, TestDatabase.connectOptions(), 30_000);
+  }
+
+  @AfterEach
+  void stop() {
+    TestService.await(vertx.close());
+    TestDatabase.reset();
+  }
+
+  @Test
+  void aSmallBacklogIsCountedExactlyAndPublishedRowsNeitherCountNorAge() {
+    insertEvents(3, "now() - interval '10 minutes'", null);
+    insertEvents(1, "now() - interval '2 hours'", "now()");
+
+    OutboxBacklog backlog = TestService.await(store.outboxBacklog());
+
+    assertThat(backlog.rows()).isEqualTo(3);
+    assertThat(backlog.oldestAgeSeconds()).as("the oldest unpublished row's age, not the published one's")
+        .isBetween(600.0, 660.0);
+  }
+
+  @Test
+  void aBacklogPastTheBoundReadsAsTheBound() {
+    insertEvents(OpsStore.OUTBOX_BACKLOG_COUNTED_UP_TO + 500, "now()", null);
+    insertEvents(1, "now() - interval '1 hour'", null);
+
+    OutboxBacklog backlog = TestService.await(store.outboxBacklog());
+
+    assertThat(backlog.rows()).isEqualTo(OpsStore.OUTBOX_BACKLOG_COUNTED_UP_TO);
+    assertThat(backlog.oldestAgeSeconds()).isBetween(3600.0, 3660.0);
+  }
+
+  private static void insertEvents(int count, String createdAt, String publishedAt) {
+    Sql.execute("""
+        INSERT INTO outbox (order_id, client, type, payload, created_at, published_at)
+        SELECT n, 'client-a', 'ORDER_CREATED', '{}', %s, %s FROM generate_series(1, ?) AS n"""
+        .formatted(createdAt, publishedAt == null ? "NULL::timestamptz" : publishedAt), count);
+  }
+}
