@@ -54,10 +54,12 @@ final class OpenLoad {
   private static final long HIGHEST_MICROS = TimeUnit.MINUTES.toMicros(10);
 
   /**
-   * Rate, duration, pool size and pipelining; the shape of the orders is fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs,
-   * and one status read of each order at a random moment of its life: a buyer's page polling it).
+   * Rate, duration, pool size and pipelining, and the SKUs' names ({@code skuPrefix} and 0-999); the shape of the orders is
+   * fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs, and one status read of each order at a random moment of its life: a
+   * buyer's page polling it).
    */
-  record Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining) {}
+  record Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining,
+                  String skuPrefix) {}
 
   /**
    * What the measured schedule saw (the warm-up is counted nowhere). Latencies in microseconds, from the
@@ -253,7 +255,7 @@ final class OpenLoad {
     long payAfterMillis = random.nextInt((timeoutSeconds - 1) * 1000);
     long readAfterMillis = random.nextInt(timeoutSeconds * 1000);
     String body = "{\"userId\":\"u-" + random.nextInt(100_000) + "\",\"timeoutSeconds\":" + timeoutSeconds
-        + ",\"items\":[{\"sku\":\"SKU-" + random.nextInt(1000) + "\",\"qty\":1}]}";
+        + ",\"items\":[{\"sku\":\"" + settings.skuPrefix() + random.nextInt(1000) + "\",\"qty\":1}]}";
     outstanding++;
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders")
         .putHeader("Authorization", "Bearer dev-user-key")

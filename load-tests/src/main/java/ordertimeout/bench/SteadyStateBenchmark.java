@@ -81,7 +81,8 @@ public final class SteadyStateBenchmark {
       } else {
         // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent.
         // So do PostgreSQL's statement costs, read off the generator's event loop.
-        open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", port, rate, seconds, warmupSeconds, connections, pipelining),
+        open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", port, rate, seconds, warmupSeconds, connections, pipelining,
+                "SKU-"),
             () -> {
               cpu.set(CpuWindow.start(postgresDir));
               counting.set(CompletableFuture.runAsync(db::countStatements));
