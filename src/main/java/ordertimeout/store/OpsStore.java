@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
 public final class OpsStore {
   public static final String POOL = "order-timeout-ops";
   /** The backlog gauge counts this many unpublished rows at most: a count is a read of every row it counts. */
-  public static final int OUTBOX_BACKLOG_COUNTED_UP_TO = 100_000;
+  public static final int OUTBOX_BACKLOG_COUNTED_UP_TO = 10_000;
   private static final int POOL_SIZE = 2;
   private static final int MAX_WAITING = 16;
   /** Of the readiness bound: how long a connection may hear nothing, or take to connect, before it is dropped. */
