@@ -52,6 +52,7 @@ public final class CloseStormBenchmark {
   private static final int SKUS = 1000;
   private static final long STOCK_PER_SKU = 1_000_000;
   private static final int IN_FLIGHT = 4;
+  private static final int TOP_STATEMENTS = 6;
   private static final int CLASSIC_CONNECTIONS = 8;
   private static final long CLASSIC_TIME_CAP_MILLIS = 20_000;
   private static final Instant FAR_AWAY = Instant.parse("2099-01-01T00:00:00Z");
@@ -157,31 +158,12 @@ public final class CloseStormBenchmark {
         BenchDatabase.config(Map.of()).database().deadlines());
     DeadlineStore store = new DeadlineStore(pool, WallClock.SYSTEM);
     sleepUntil(deadline);
-    Costs costs = Costs.start(db);
+    PostgresCosts costs = PostgresCosts.start(db);
     driver.drive(store, pool).toCompletionStage().toCompletableFuture().get(10, TimeUnit.MINUTES);
-    JsonObject cost = costs.stop(name, (long) db.number("SELECT count(*) FROM orders WHERE status = 'CLOSED'"));
+    JsonObject cost = costs.stop("close-storm " + name, "close", (long) db.number("SELECT count(*) FROM orders WHERE status = 'CLOSED'"),
+        TOP_STATEMENTS);
     pool.close().toCompletionStage().toCompletableFuture().get();
     return report(name, deadline).put("cost", cost);
-  }
-
-  /** What PostgreSQL and this JVM spent from the deadline to the end of a drain, per order closed. */
-  private record Costs(BenchDatabase db, CpuWindow cpu) {
-    static Costs start(BenchDatabase db) {
-      db.countStatements();
-      return new Costs(db, CpuWindow.start(db.postgresDataDir()));
-    }
-
-    JsonObject stop(String name, long closes) {
-      CpuWindow.Split split = cpu.stop(0);
-      JsonObject statements = db.statementCosts(6);
-      JsonObject cost = new JsonObject()
-          .put("postgresCpuMicrosPerClose", Math.round(split.postgresCores() * split.seconds() * 1e6 / closes))
-          .put("jvmCpuMicrosPerClose", Math.round(split.jvmCores() * split.seconds() * 1e6 / closes))
-          .put("cpu", split.toJson()).put("postgresStatements", statements);
-      BenchDatabase.printStatements("close-storm " + name + ": PostgreSQL CPU " + cost.getLong("postgresCpuMicrosPerClose")
-          + " us, this JVM " + cost.getLong("jvmCpuMicrosPerClose") + " us per close", statements, "close", closes);
-      return cost;
-    }
   }
 
   /** {@code ceilingDrainSeconds}: how long the ceiling took to drain the same storm; the live load's measured schedule lasts that long. */
@@ -208,7 +190,7 @@ public final class CloseStormBenchmark {
     int liveSeconds = (int) Math.max(5, Math.round(ceilingDrainSeconds));
     CompletableFuture<OpenLoad.Result> live = startLiveLoad(port, deadline, liveSeconds);
     sleepUntil(deadline);
-    Costs costs = Costs.start(db);
+    PostgresCosts costs = PostgresCosts.start(db);
     long heapPeak = 0;
     long stopAt = System.currentTimeMillis() + 10 * 60_000;
     // The service's own count of its timeout closes first: a count of the unpaid orders every 100 ms took 2.4 s of a
@@ -223,7 +205,7 @@ public final class CloseStormBenchmark {
       heapPeak = Math.max(heapPeak, memory.getHeapMemoryUsage().getUsed());
       Thread.sleep(200);
     }
-    JsonObject cost = costs.stop("service", orders);
+    JsonObject cost = costs.stop("close-storm service", "close", orders, TOP_STATEMENTS);
     OpenLoad.Result liveResult = live == null ? null : live.get(liveSeconds + 180L, TimeUnit.SECONDS);
     service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
     JsonObject result = report("service", deadline).put("reloadMillis", reloadMillis).put("cost", cost)

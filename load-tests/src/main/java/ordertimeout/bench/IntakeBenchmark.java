@@ -157,7 +157,6 @@ public final class IntakeBenchmark {
         100 * flash.getDouble("wrkVsGroupCommitDirect"));
   }
 
-  /** One order per transaction, straight into PostgreSQL through the service's own create code, 8 at once. */
   /** Creates driven directly against PostgreSQL: {@code connections} lanes, each one transaction of {@code group} orders at a time. */
   static JsonObject direct(Vertx vertx, BenchDatabase db, int skus, int connections, int group, int nodeId, int seconds) {
     OrderCreates creates = new OrderCreates(Pools.shared(vertx, "bench-direct-" + group, db.setup.connectOptions(), connections, 1,
@@ -166,8 +165,7 @@ public final class IntakeBenchmark {
     OrderIds ids = new OrderIds(nodeId, WallClock.SYSTEM);
     long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
     List<Long> latenciesMicros = java.util.Collections.synchronizedList(new ArrayList<>());
-    db.countStatements();
-    CpuWindow cpu = CpuWindow.start(db.postgresDataDir());
+    PostgresCosts costs = PostgresCosts.start(db);
     List<Future<Integer>> lanes = new ArrayList<>();
     for (int lane = 0; lane < connections; lane++) {
       lanes.add(directLane(creates, ids, skus, group, stopAt, latenciesMicros, 0));
@@ -175,19 +173,13 @@ public final class IntakeBenchmark {
     long started = System.nanoTime();
     int created = await(Future.all(lanes)).list().stream().mapToInt(count -> (Integer) count).sum();
     double elapsedSeconds = (System.nanoTime() - started) / 1e9;
-    CpuWindow.Split split = cpu.stop(0);
-    JsonObject statements = db.statementCosts(10);
+    String heading = "intake, " + (skus == 1 ? "flash sale" : "realistic") + ", " + connections + " connections, groups of " + group
+        + ", " + Results.round(created / elapsedSeconds) + " orders/s";
+    JsonObject cost = costs.stop(heading, "order", created, 10);
     long[] sorted = latenciesMicros.stream().mapToLong(Long::longValue).sorted().toArray();
     JsonObject result = new JsonObject().put("perSecond", Results.round(created / elapsedSeconds)).put("orders", created)
         .put("p99Ms", Results.round(sorted[(int) (sorted.length * 0.99)] / 1000.0))
-        .put("postgresCpuMicrosPerOrder", Math.round(split.postgresCores() * split.seconds() * 1e6 / created))
-        .put("jvmCpuMicrosPerOrder", Math.round(split.jvmCores() * split.seconds() * 1e6 / created))
-        .put("cpu", split.toJson())
-        .put("postgresStatements", statements);
-    BenchDatabase.printStatements("intake, " + (skus == 1 ? "flash sale" : "realistic") + ", " + connections
-        + " connections, groups of " + group + ", " + result.getDouble("perSecond") + " orders/s: PostgreSQL CPU "
-        + result.getLong("postgresCpuMicrosPerOrder") + " us, this JVM " + result.getLong("jvmCpuMicrosPerOrder") + " us", statements,
-        "order", created);
+        .mergeIn(cost);
     return result;
   }
 
