@@ -38,6 +38,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -63,6 +64,8 @@ class NodeKillTest {
   private static final long BEYOND_COMMITTED_OFFSET_MILLIS = 5_000;
   /** Generous: what the lateness bound adds when the machine is loaded; the path check above it is the real one. */
   private static final long LATENESS_SAFETY_NET_MILLIS = 20_000;
+  /** How often one request answered 503 is sent again (100 ms apart) before the load fails with that answer. */
+  private static final int UNSERVED_RETRIES = 300;
   private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @Test
@@ -99,8 +102,13 @@ class NodeKillTest {
       Thread loadThread = new Thread(load, "node-kill-test-load");
       loadThread.start();
       // Kill once the load is well under way and deadlines are falling due; the load goes on through the survivors.
-      Await.until("orders going in and deadlines passing", Duration.ofSeconds(300), () -> load.created.get() >= ORDERS * 2 / 5
-          && Sql.count("SELECT count(*) FROM orders WHERE close_at <= now()") >= 500);
+      try {
+        Await.until("orders going in and deadlines passing", Duration.ofSeconds(300), () -> load.stillRunning()
+            && load.created.get() >= ORDERS * 2 / 5 && Sql.count("SELECT count(*) FROM orders WHERE close_at <= now()") >= 500);
+      } catch (AssertionError slow) {
+        throw new AssertionError(slow.getMessage() + String.format(" (%d created, %d requests answered 503 and sent again)",
+            load.created.get(), load.unserved.get()), slow.getCause());
+      }
       Set<Integer> victimShards = owned(victim);
       long dueBeforeKill = Sql.count("SELECT count(*) FROM orders WHERE close_at <= now()");
       Map<NodeProcess, Double> reloadsBeforeKill = new HashMap<>();
@@ -131,10 +139,11 @@ class NodeKillTest {
         }
       }
       loadThread.join(Duration.ofSeconds(600).toMillis());
-      assertThat(load.failure).as("the load").isNull();
+      assertThat(load.failure.get()).as("the load").isNull();
       assertThat(load.created.get()).isEqualTo(ORDERS);
       System.out.printf("NodeKillTest: %d orders created through 3 nodes, then 2, in %d ms (%d requests retried on another node "
-              + "after the kill); %d paid, %d cancelled%n", ORDERS, load.millis, load.retried.get(), load.paid.size(), load.cancelled.size());
+              + "after the kill, %d after a 503); %d paid, %d cancelled%n", ORDERS, load.millis, load.retried.get(), load.unserved.get(),
+          load.paid.size(), load.cancelled.size());
       Set<String> paid = load.paid;
       Set<String> cancelled = load.cancelled;
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE close_at > ?", java.sql.Timestamp.from(killedAt)))
@@ -253,11 +262,14 @@ class NodeKillTest {
   private static final class Load implements Runnable {
     final AtomicInteger created = new AtomicInteger();
     final AtomicInteger retried = new AtomicInteger();
+    /** Requests answered 503 (not served, nothing stored) and sent again, as a client does when the nodes are loaded. */
+    final AtomicInteger unserved = new AtomicInteger();
     final Set<String> paid = ConcurrentHashMap.newKeySet();
     final Set<String> cancelled = ConcurrentHashMap.newKeySet();
     /** Orders a pay or a cancel was sent for: a pay that finds its order due closes it as a timeout itself. */
     final Set<String> asked = ConcurrentHashMap.newKeySet();
-    volatile Throwable failure;
+    /** The first worker's failure, at once: waiting for the load must not outlast a load that stopped. */
+    final AtomicReference<Throwable> failure = new AtomicReference<>();
     volatile long millis;
     private final List<NodeProcess> nodes;
     private final AtomicInteger next = new AtomicInteger();
@@ -273,8 +285,12 @@ class NodeKillTest {
       List<Future<?>> done = new ArrayList<>();
       for (int worker = 0; worker < 32; worker++) {
         done.add(workers.submit(() -> {
-          for (int i = next.getAndIncrement(); i < ORDERS; i = next.getAndIncrement()) {
-            orderLifecycle(i);
+          try {
+            for (int i = next.getAndIncrement(); i < ORDERS && failure.get() == null; i = next.getAndIncrement()) {
+              orderLifecycle(i);
+            }
+          } catch (Throwable e) {
+            failure.compareAndSet(null, e);
           }
           return null;
         }));
@@ -284,11 +300,20 @@ class NodeKillTest {
           worker.get();
         }
       } catch (Exception e) {
-        failure = e;
+        failure.compareAndSet(null, e);
       } finally {
         workers.shutdownNow();
         millis = (System.nanoTime() - started) / 1_000_000;
       }
+    }
+
+    /** True while no worker has failed; a failed one fails the caller with its cause. */
+    boolean stillRunning() {
+      Throwable failed = failure.get();
+      if (failed != null) {
+        throw new AssertionError("the load stopped: " + failed, failed);
+      }
+      return true;
     }
 
     private void orderLifecycle(int i) throws Exception {
@@ -323,6 +348,8 @@ class NodeKillTest {
 
     /** POSTs to node {@code nodeIndex} (modulo the live ones), moving on to the next live node when one is unreachable. */
     private HttpResponse<String> send(int nodeIndex, String path, String json, String idempotencyKey) throws Exception {
+      int unreachable = 0;
+      int answered503 = 0;
       for (int attempt = 0; ; attempt++) {
         List<NodeProcess> live = nodes.stream().filter(NodeProcess::isAlive).toList();
         NodeProcess node = live.get(Math.floorMod(nodeIndex + attempt, live.size()));
@@ -343,9 +370,14 @@ class NodeKillTest {
             Thread.sleep(100);
             continue;
           }
+          if (response.statusCode() == 503 && answered503++ < UNSERVED_RETRIES) {
+            unserved.incrementAndGet(); // overloaded, row_locked, transaction_conflict...: not served, nothing stored
+            Thread.sleep(100);
+            continue;
+          }
           return response;
-        } catch (IOException unreachable) {
-          assertThat(attempt).as("attempts for %s", path).isLessThan(10);
+        } catch (IOException nodeDown) {
+          assertThat(++unreachable).as("attempts for %s on a node that did not answer", path).isLessThan(10);
           retried.incrementAndGet();
           Thread.sleep(50);
         }
