@@ -22,6 +22,7 @@ import ordertimeout.store.Pools;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -32,7 +33,7 @@ import java.util.function.Function;
 
 /**
  * Closes due orders and sends due reminders, one transaction per batch, at most
- * {@code close.maxInFlight} transactions at once. A failed batch is retried with exponential
+ * {@code close.maxInFlight} transactions at once, fewer while creates are slow ({@code close.yieldToCreatesAboveMillis}). A failed batch is retried with exponential
  * backoff; a batch that the database keeps refusing for its data (a constraint, a trigger) is split
  * in halves down to single orders, so that one bad order cannot hold back a thousand good ones.
  * What still fails is counted and left to the sweep (closes) or put back into the wheel (reminders). A single
@@ -56,6 +57,9 @@ public final class CloseVerticle extends VerticleBase {
   private DeadlineStore store;
   private CloseFailures failures;
   private int inFlight;
+  /** close.maxInFlight, or fewer while creates are slow. */
+  private int allowedInFlight;
+  private long yieldTimer = -1;
   private boolean stopped;
 
   public CloseVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats) {
@@ -69,10 +73,38 @@ public final class CloseVerticle extends VerticleBase {
     Pool pool = Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1, config.database().deadlines());
     store = new DeadlineStore(pool, config.node().wallClock());
     failures = new CloseFailures(pool);
+    allowedInFlight = config.close().maxInFlight();
+    stats.closeConcurrency(allowedInFlight);
+    if (config.close().yieldToCreatesAboveMillis() > 0) {
+      stats.countCreatesSlowerThan(Duration.ofMillis(config.close().yieldToCreatesAboveMillis()));
+      yieldTimer = vertx.setPeriodic(1000, id -> yieldToCreates());
+    }
     EventBus bus = vertx.eventBus();
     return Future.join(
         bus.<DueOrders>consumer(Addresses.CLOSE_DUE, message -> enqueue(Kind.CLOSE, message)).completion(),
         bus.<DueOrders>consumer(Addresses.REMIND_DUE, message -> enqueue(Kind.REMIND, message)).completion());
+  }
+
+  @Override
+  public Future<?> stop() {
+    vertx.cancelTimer(yieldTimer);
+    return Future.succeededFuture();
+  }
+
+  /**
+   * Once a second: closes and creates share the database's cores, and a storm's drain of thousands of orders a batch
+   * slows checkout. While more than 1% of the last second's creates were slow, the closes allowed at once halve (down
+   * to one: the drain never stops); once creates are fast again they grow back by one a second.
+   */
+  private void yieldToCreates() {
+    NodeStats.RecentCreates creates = stats.takeRecentCreates();
+    if (creates.slow() > creates.answered() / 100) {
+      allowedInFlight = Math.max(1, allowedInFlight / 2);
+    } else if (allowedInFlight < config.close().maxInFlight()) {
+      allowedInFlight++;
+      runWaiting();
+    }
+    stats.closeConcurrency(allowedInFlight);
   }
 
   private void enqueue(Kind kind, Message<DueOrders> message) {
@@ -81,7 +113,7 @@ public final class CloseVerticle extends VerticleBase {
   }
 
   private void runWaiting() {
-    while (!stopped && inFlight < config.close().maxInFlight() && !waiting.isEmpty()) {
+    while (!stopped && inFlight < allowedInFlight && !waiting.isEmpty()) {
       List<Job> jobs = takeNext();
       Job job = jobs.get(0);
       inFlight++;

@@ -122,9 +122,11 @@ public record AppConfig(
   /**
    * A close batch is tried {@code maxAttempts} times with {@code backoffMillis} doubling; at most {@code maxInFlight}
    * at once. An order whose close the database refused {@code parkAfterFailures} times (counted in PostgreSQL, across
-   * restarts and nodes) is parked: no longer tried until an admin retries it.
+   * restarts and nodes) is parked: no longer tried until an admin retries it. While more than 1% of a second's creates
+   * take longer than {@code yieldToCreatesAboveMillis}, the close transactions allowed at once halve each second, down
+   * to one, and grow back by one a second once creates are fast again (0: always {@code maxInFlight}).
    */
-  public record Close(int maxAttempts, int backoffMillis, int maxInFlight, int parkAfterFailures) {}
+  public record Close(int maxAttempts, int backoffMillis, int maxInFlight, int parkAfterFailures, int yieldToCreatesAboveMillis) {}
 
   public record Sweep(int intervalSeconds, int graceSeconds, int pageSize) {}
 
@@ -328,7 +330,8 @@ public record AppConfig(
             source.integer("close.maxAttempts", 3, 1, 100),
             source.integer("close.backoffMillis", 50, 1, 60_000),
             source.integer("close.maxInFlight", 4, 1, 256),
-            source.integer("close.parkAfterFailures", 10, 1, 1000)),
+            source.integer("close.parkAfterFailures", 10, 1, 1000),
+            source.integer("close.yieldToCreatesAboveMillis", 50, 0, 60_000)),
         new Sweep(
             source.integer("sweep.intervalSeconds", 5, 1, 3600),
             source.integer("sweep.graceSeconds", 2, 0, 3600),

@@ -38,6 +38,8 @@ public final class Meters {
   /** closed_at - hold_until of the closes that waited for a started payment (POST .../payment-started), apart from the above. */
   public static final String CLOSE_HELD_LATENESS = "ordertimeout.close.held.lateness";
   public static final String CLOSE_RETRIES = "ordertimeout.close.retries";
+  /** Close transactions allowed at once now: close.maxInFlight, less while creates are slow (close.yieldToCreatesAboveMillis). */
+  public static final String CLOSE_CONCURRENCY = "ordertimeout.close.concurrency";
   public static final String CLOSE_BATCHES_GIVEN_UP = "ordertimeout.close.batches.given.up";
   /** Orders this node parked after close.parkAfterFailures failed closes. */
   public static final String CLOSE_PARKINGS = "ordertimeout.close.parkings";

@@ -18,7 +18,9 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * What one node has done since it started, shared by its verticles (all thread-safe), kept as
@@ -69,6 +71,13 @@ public final class NodeStats {
   private final Counter outboxRelayFailures;
   private final Counter eventsDroppedUndelivered;
   private final Map<String, Counter> webhookAttempts = new ConcurrentHashMap<>();
+  private final LongAdder recentCreates = new LongAdder();
+  private final LongAdder recentSlowCreates = new LongAdder();
+  private volatile long slowCreateNanos = Long.MAX_VALUE;
+  private final AtomicInteger closeConcurrency = new AtomicInteger();
+
+  /** The creates answered since the last {@link #takeRecentCreates()}, and how many of them were slow. */
+  public record RecentCreates(long answered, long slow) {}
 
   /**
    * Registers the node's meters in {@code registry}; the lateness percentiles (p50, p99, p99.9) are
@@ -144,6 +153,10 @@ public final class NodeStats {
     for (String outcome : new String[] {"delivered", "retried", "failed"}) {
       webhookAttempt(outcome, 0);
     }
+    Gauge.builder(Meters.CLOSE_CONCURRENCY, closeConcurrency, AtomicInteger::get)
+        .description("Close transactions allowed at once now: close.maxInFlight, fewer while creates are slow")
+        .strongReference(true)
+        .register(registry);
     reconciliationRepaired = counter(Meters.RECONCILIATION_REPAIRED, "SKUs whose reserved count a reconciliation with repair set right");
   }
 
@@ -282,6 +295,24 @@ public final class NodeStats {
             .serviceLevelObjectives(CREATE_BUCKETS)
             .register(registry))
         .record(nanos, TimeUnit.NANOSECONDS);
+    recentCreates.increment();
+    if (nanos > slowCreateNanos) {
+      recentSlowCreates.increment();
+    }
+  }
+
+  /** From now on, {@link #takeRecentCreates()} counts as slow the creates answered after more than {@code bound}. */
+  public void countCreatesSlowerThan(Duration bound) {
+    slowCreateNanos = bound.toNanos();
+  }
+
+  /** The creates answered since the last call, and the slow ones among them; the counts start again from zero. */
+  public RecentCreates takeRecentCreates() {
+    return new RecentCreates(recentCreates.sumThenReset(), recentSlowCreates.sumThenReset());
+  }
+
+  public void closeConcurrency(int allowed) {
+    closeConcurrency.set(allowed);
   }
 
   public void idempotentReplay() {
