@@ -93,12 +93,14 @@ public final class CloseVerticle extends VerticleBase {
 
   /**
    * Once a second: closes and creates share the database's cores, and a storm's drain of thousands of orders a batch
-   * slows checkout. While more than 1% of the last second's creates were slow, the closes allowed at once halve (down
-   * to one: the drain never stops); once creates are fast again they grow back by one a second.
+   * slows checkout. While batches wait here and more than 1% of the last second's creates were slow, the closes allowed
+   * at once halve (down to one: the drain never stops); otherwise they grow back by one a second. Without a backlog
+   * the closes do not yield: small batches do not slow creates, and holding them back only made them late (lateness
+   * p99 77-98 ms against 49-52 ms at 450 creates/s in the steady-state benchmark).
    */
   private void yieldToCreates() {
     NodeStats.RecentCreates creates = stats.takeRecentCreates();
-    if (creates.slow() > creates.answered() / 100) {
+    if (!waiting.isEmpty() && creates.slow() > creates.answered() / 100) {
       allowedInFlight = Math.max(1, allowedInFlight / 2);
     } else if (allowedInFlight < config.close().maxInFlight()) {
       allowedInFlight++;

@@ -9,7 +9,7 @@ import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
-import java.sql.Statement;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -17,49 +17,62 @@ import java.util.concurrent.TimeUnit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * While creates are slow, closes yield (close.yieldToCreatesAboveMillis): the close transactions allowed at once fall
- * to one, never to none, and grow back once creates are fast again. Two closes are held on locked stock rows, so the
- * closes running at once can be counted as the database's lock waiters.
+ * While close batches queue and creates are slow, closes yield (close.yieldToCreatesAboveMillis): the close
+ * transactions allowed at once fall to one, never to none, and grow back once creates are fast again. Three closes, one
+ * batch each, are held on locked stock rows, so the closes running at once can be counted as the database's lock waiters.
  */
 class CloseYieldTest extends ServiceTestBase {
-  private static final int MAX_IN_FLIGHT = 4;
+  private static final int MAX_IN_FLIGHT = 2;
 
-  /** The sweep stays out of the way (grace far beyond the test). */
+  /** The sweep stays out of the way (grace far beyond the test); a held close waits for its row as long as the test. */
   @Override
   protected Map<String, String> overrides() {
     return Map.of("OT_CLOSE_MAX_IN_FLIGHT", Integer.toString(MAX_IN_FLIGHT), "OT_CLOSE_YIELD_TO_CREATES_ABOVE_MILLIS", "50",
-        "OT_SWEEP_GRACE_SECONDS", "120");
+        "OT_SWEEP_GRACE_SECONDS", "120", "OT_DATABASE_DEADLINES_LOCK_TIMEOUT_MILLIS", "60000");
   }
 
   @Test
-  void whileCreatesAreSlowOneCloseRunsAtATimeAndTheOthersStartOnceCreatesAreFast() throws Exception {
-    api.setStock("HELD-A", 10);
-    api.setStock("HELD-B", 10);
-    assertThat(allowedCloses()).as("closes allowed at once before any create").isEqualTo(MAX_IN_FLIGHT);
+  void closesQueuedWhileCreatesAreSlowRunOneAtATimeAndTheRestStartOnceCreatesAreFast() throws Exception {
+    String[] skus = {"HELD-A", "HELD-B", "HELD-C"};
+    String[] ids = new String[skus.length];
+    for (int i = 0; i < skus.length; i++) {
+      api.setStock(skus[i], 10);
+      ids[i] = create("u-" + i, 3, skus[i], 1).getString("id");
+      Await.sleep(50); // due a few wheel ticks apart: a batch each
+    }
     SlowCreates slowCreates = new SlowCreates(service.service().stats());
-    slowCreates.start();
-    try (Connection blocker = TestDatabase.jdbc(); Statement statement = blocker.createStatement()) {
+    try (Connection holdsA = lockedRow("HELD-A"); Connection holdsB = lockedRow("HELD-B"); Connection holdsC = lockedRow("HELD-C")) {
+      assertThat(allowedCloses()).as("closes allowed at once before the backlog").isEqualTo(MAX_IN_FLIGHT);
+      slowCreates.start();
+      Await.until("every order overdue", Duration.ofSeconds(10), () -> Sql.count(
+          "SELECT count(*) FROM orders WHERE close_at < now() - interval '200 milliseconds'") == skus.length);
+      // A and B hold both places, C queues: a backlog while creates are slow.
       Await.until("closes allowed at once down to one", Duration.ofSeconds(10), () -> allowedCloses() == 1);
-      String first = create("u-a", 2, "HELD-A", 1).getString("id");
-      Await.sleep(50); // due a few wheel ticks later: a batch of its own
-      String second = create("u-b", 2, "HELD-B", 1).getString("id");
-      blocker.setAutoCommit(false);
-      statement.execute("SELECT * FROM inventory WHERE sku IN ('HELD-A', 'HELD-B') FOR UPDATE"); // before they are due
-      Await.until("both orders overdue", Duration.ofSeconds(10), () -> Sql.count(
-          "SELECT count(*) FROM orders WHERE close_at < now() - interval '500 milliseconds'") == 2);
-      assertThat(closesWaitingForStock()).as("closes running at once while creates are slow").isEqualTo(1);
+      assertThat(closesWaitingForStock()).as("A and B started before the backlog").isEqualTo(2);
+
+      holdsA.rollback();
+      Await.until("A closed", Duration.ofSeconds(10), () -> "CLOSED".equals(statusOf(ids[0])));
+      Await.sleep(1500);
+      assertThat(closesWaitingForStock()).as("closes running while creates are slow: B alone, C still queued").isEqualTo(1);
 
       slowCreates.interrupt();
       slowCreates.join();
-      Await.until("the second close started once creates were fast", Duration.ofSeconds(10), () -> closesWaitingForStock() == 2);
-      assertThat(allowedCloses()).as("closes allowed at once after fast creates").isGreaterThan(1);
-      blocker.rollback();
-
-      Await.until("both orders closed", Duration.ofSeconds(10), () -> "CLOSED".equals(statusOf(first)) && "CLOSED".equals(statusOf(second)));
+      Await.until("C started once creates were fast", Duration.ofSeconds(10), () -> closesWaitingForStock() == 2);
+      holdsB.rollback();
+      holdsC.rollback();
+      Await.until("B and C closed", Duration.ofSeconds(10), () -> "CLOSED".equals(statusOf(ids[1])) && "CLOSED".equals(statusOf(ids[2])));
       Await.until("closes allowed at once back to close.maxInFlight", Duration.ofSeconds(10), () -> allowedCloses() == MAX_IN_FLIGHT);
     } finally {
       slowCreates.interrupt();
     }
+  }
+
+  /** A connection whose open transaction holds {@code sku}'s inventory row; rollback (or close) lets it go. */
+  private static Connection lockedRow(String sku) throws SQLException {
+    Connection connection = TestDatabase.jdbc();
+    connection.setAutoCommit(false);
+    Sql.rows(connection, "SELECT * FROM inventory WHERE sku = ? FOR UPDATE", sku);
+    return connection;
   }
 
   private double allowedCloses() {
