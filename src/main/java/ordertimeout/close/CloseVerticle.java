@@ -128,6 +128,7 @@ public final class CloseVerticle extends VerticleBase {
             completeIdleWaiters();
           });
     }
+    stats.closeQueued(waiting.size());
   }
 
   /**

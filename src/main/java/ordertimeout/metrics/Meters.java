@@ -49,6 +49,10 @@ public final class Meters {
   public static final String SWEEP_RUNS = "ordertimeout.sweep.runs";
   /** Overdue orders (kind close) and late reminders (kind remind) the sweep's passes found and handed on. */
   public static final String SWEEP_FOUND = "ordertimeout.sweep.found";
+  /** Sweep passes left out because close batches were queued on the node (their pages would only wait behind them). */
+  public static final String SWEEP_SKIPPED = "ordertimeout.sweep.skipped";
+  /** Close and reminder batches waiting for a place on the node (every close.maxInFlight place taken). */
+  public static final String CLOSE_QUEUED = "ordertimeout.close.queued";
   public static final String REMINDERS_SENT = "ordertimeout.reminders.sent";
 
   // ---- events out

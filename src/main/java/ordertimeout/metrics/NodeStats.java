@@ -75,6 +75,8 @@ public final class NodeStats {
   private final LongAdder recentSlowCreates = new LongAdder();
   private volatile long slowCreateNanos = Long.MAX_VALUE;
   private final AtomicInteger closeConcurrency = new AtomicInteger();
+  private final AtomicInteger closeQueued = new AtomicInteger();
+  private final Counter sweepSkipped;
 
   /** The creates answered since the last {@link #takeRecentCreates()}, and how many of them were slow. */
   public record RecentCreates(long answered, long slow) {}
@@ -157,6 +159,11 @@ public final class NodeStats {
         .description("Close transactions allowed at once now: close.maxInFlight, fewer while creates are slow")
         .strongReference(true)
         .register(registry);
+    Gauge.builder(Meters.CLOSE_QUEUED, closeQueued, AtomicInteger::get)
+        .description("Close and reminder batches waiting for a place on this node (every close.maxInFlight place taken)")
+        .strongReference(true)
+        .register(registry);
+    sweepSkipped = counter(Meters.SWEEP_SKIPPED, "Sweep passes left out because close batches were queued (their pages would only wait behind them)");
     reconciliationRepaired = counter(Meters.RECONCILIATION_REPAIRED, "SKUs whose reserved count a reconciliation with repair set right");
   }
 
@@ -277,6 +284,19 @@ public final class NodeStats {
     sweepRuns.record(nanos, TimeUnit.NANOSECONDS);
     sweepFoundCloses.increment(closesFound);
     sweepFoundReminders.increment(remindersFound);
+  }
+
+  public void sweepSkipped() {
+    sweepSkipped.increment();
+  }
+
+  public void closeQueued(int batches) {
+    closeQueued.set(batches);
+  }
+
+  /** Close and reminder batches waiting for a place now. */
+  public int closeQueued() {
+    return closeQueued.get();
   }
 
   public void remindersSent(int count) {

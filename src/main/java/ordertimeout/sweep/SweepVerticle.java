@@ -29,6 +29,8 @@ import org.slf4j.LoggerFactory;
 public final class SweepVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(SweepVerticle.class);
   private static final DeliveryOptions CLOSE_REQUEST = new DeliveryOptions().setSendTimeout(120_000);
+  /** A backlog that lasts is no reason to stop looking for lost deadlines: a pass runs after this many skipped. */
+  private static final int MAX_PASSES_SKIPPED_IN_A_ROW = 12;
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
@@ -37,6 +39,7 @@ public final class SweepVerticle extends VerticleBase {
   private DeadlineStore store;
   private long sweepTimer = -1;
   private boolean sweeping;
+  private int skippedInARow;
   private boolean stopped;
 
   public SweepVerticle(AppConfig config, PgConnectOptions connectOptions, OwnedShards owned, NodeStats stats) {
@@ -67,11 +70,21 @@ public final class SweepVerticle extends VerticleBase {
     return Future.succeededFuture();
   }
 
-  /** One pass over every owned shard; a pass still running when the next is due makes that one skip. */
+  /**
+   * One pass over every owned shard; a pass still running when the next is due makes that one skip. So do close batches
+   * queued on this node (a deadline storm): a page handed now would wait behind them, and the orders it holds are
+   * mostly in them already. In a million-order storm such a page waited past its 120 s request timeout.
+   */
   private void sweepOnce() {
     if (sweeping) {
       return;
     }
+    if (stats.closeQueued() > 0 && skippedInARow < MAX_PASSES_SKIPPED_IN_A_ROW) {
+      skippedInARow++;
+      stats.sweepSkipped();
+      return;
+    }
+    skippedInARow = 0;
     sweeping = true;
     long started = System.nanoTime();
     Found found = new Found();
