@@ -32,10 +32,11 @@ import java.util.Queue;
 import java.util.function.Function;
 
 /**
- * Closes due orders and sends due reminders, one transaction per batch, at most
- * {@code close.maxInFlight} transactions at once, fewer while creates are slow ({@code close.yieldToCreatesAboveMillis}). A failed batch is retried with exponential
- * backoff; a batch that the database keeps refusing for its data (a constraint, a trigger) is split
- * in halves down to single orders, so that one bad order cannot hold back a thousand good ones.
+ * Closes due orders and sends due reminders, one transaction per batch, at most {@code close.maxInFlight}
+ * transactions at once, fewer while batches queue and creates are slow ({@code close.yieldToCreatesAboveMillis}).
+ * A failed batch is retried with exponential backoff; a batch that the database keeps refusing for its data (a
+ * constraint, a trigger) is split in halves down to single orders, so that one bad order cannot hold back a thousand
+ * good ones.
  * What still fails is counted and left to the sweep (closes) or put back into the wheel (reminders). A single
  * order whose close the database refused for its data is counted against that order in PostgreSQL
  * ({@link CloseFailures}); at {@code close.parkAfterFailures} it is parked: the wheel and the sweep leave it alone

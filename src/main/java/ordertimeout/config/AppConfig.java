@@ -122,9 +122,9 @@ public record AppConfig(
   /**
    * A close batch is tried {@code maxAttempts} times with {@code backoffMillis} doubling; at most {@code maxInFlight}
    * at once. An order whose close the database refused {@code parkAfterFailures} times (counted in PostgreSQL, across
-   * restarts and nodes) is parked: no longer tried until an admin retries it. While close batches queue and more than 1% of
-   * a second's creates take longer than {@code yieldToCreatesAboveMillis}, the close transactions allowed at once halve
-   * each second, down to one, and grow back by one a second once creates are fast again (0: always {@code maxInFlight}).
+   * restarts and nodes) is parked: no longer tried until an admin retries it. While close batches queue and more than
+   * 1% of a second's creates take longer than {@code yieldToCreatesAboveMillis}, the close transactions allowed at once
+   * halve each second, down to one, and grow back by one a second otherwise (0: always {@code maxInFlight}).
    */
   public record Close(int maxAttempts, int backoffMillis, int maxInFlight, int parkAfterFailures, int yieldToCreatesAboveMillis) {}
 

@@ -163,7 +163,8 @@ public final class NodeStats {
         .description("Close and reminder batches waiting for a place on this node (every close.maxInFlight place taken)")
         .strongReference(true)
         .register(registry);
-    sweepSkipped = counter(Meters.SWEEP_SKIPPED, "Sweep passes left out because close batches were queued (their pages would only wait behind them)");
+    sweepSkipped = counter(Meters.SWEEP_SKIPPED,
+        "Sweep passes left out because close batches were queued (their pages would only wait behind them)");
     reconciliationRepaired = counter(Meters.RECONCILIATION_REPAIRED, "SKUs whose reserved count a reconciliation with repair set right");
   }
 

@@ -2,10 +2,10 @@
 -- client changed. Since V11 it keeps one plan per session, made on the session's first call for that call's sizes:
 -- after a first pay of a few orders, every later close batch of 4,000 joined the two tables by a nested loop, in time
 -- growing with the square of the batch (709 ms against 100-111 ms). Forcing a hash join instead (tried as V12 before,
--- reverted) made the steady state queue. No join is needed: each side is counted by itself, the order as it was
--- taking its count and units from its client when it was unpaid and the order as it is giving them when it is
--- unpaid, so an order that stays unpaid with the same client adds nothing. Clients whose sums are zero are left out,
--- as the join left out the orders that did not change. Each side is one pass over its table, whatever the plan.
+-- reverted) made the steady state queue. No join is needed: each side is counted by itself. An order that was unpaid
+-- takes its count and units off the client it had, an order that is unpaid adds them to the client it has, so an
+-- order that stays unpaid with the same client adds nothing. Clients whose sums are zero are left out, as the join
+-- left out the orders that did not change. Each side is one pass over its table, whatever the plan.
 CREATE OR REPLACE FUNCTION count_status_changes() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO client_holdings AS h (client, stripe, unpaid, units)

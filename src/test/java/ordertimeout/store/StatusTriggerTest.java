@@ -76,8 +76,8 @@ class StatusTriggerTest {
           close_at = close_at + interval '1 minute'""");
 
     List<Map<String, Object>> holdings = Sql.rows("""
-        SELECT client, sum(unpaid)::bigint AS unpaid, sum(units)::bigint AS units FROM client_holdings GROUP BY client HAVING sum(unpaid) <> 0
-        ORDER BY client""");
+        SELECT client, sum(unpaid)::bigint AS unpaid, sum(units)::bigint AS units FROM client_holdings
+        GROUP BY client HAVING sum(unpaid) <> 0 ORDER BY client""");
     assertThat(holdings).as("a: 50 - 10 closed - 10 paid - 10 moved; b: 5 + 10 moved in - 2 moved out + 5 back; c: 2 moved in")
         .containsExactly(
             Map.of("client", "client-a", "unpaid", 20L, "units", 60L),
