@@ -236,7 +236,7 @@ public final class CloseStormBenchmark {
     long untilDeadline = Math.max(0, deadline.toEpochMilli() - System.currentTimeMillis());
     int warmupSeconds = (int) (untilDeadline / 1000);
     Thread.sleep(untilDeadline - warmupSeconds * 1000L);
-    OpenLoad.Settings settings = new OpenLoad.Settings("127.0.0.1", port, liveRate, seconds, warmupSeconds, 64, 1, LIVE_SKU_PREFIX);
+    OpenLoad.Settings settings = new OpenLoad.Settings("127.0.0.1", port, liveRate, seconds, warmupSeconds, 64, 1, LIVE_SKU_PREFIX, 1);
     return CompletableFuture.supplyAsync(() -> {
       try {
         return OpenLoad.run(settings);

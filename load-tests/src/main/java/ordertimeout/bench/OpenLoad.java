@@ -54,12 +54,12 @@ final class OpenLoad {
   private static final long HIGHEST_MICROS = TimeUnit.MINUTES.toMicros(10);
 
   /**
-   * Rate, duration, pool size and pipelining, and the SKUs' names ({@code skuPrefix} and 0-999); the shape of the orders is
-   * fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs, and one status read of each order at a random moment of its life: a
-   * buyer's page polling it).
+   * Rate, duration, pool size and pipelining, the SKUs' names ({@code skuPrefix} and 0-999), and how many status reads
+   * each order gets, each at a random moment of its life (a buyer's page polling it); the rest of the orders' shape is
+   * fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs).
    */
   record Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining,
-                  String skuPrefix) {}
+                  String skuPrefix, int readsPerOrder) {}
 
   /**
    * What the measured schedule saw (the warm-up is counted nowhere). Latencies in microseconds, from the
@@ -253,7 +253,6 @@ final class OpenLoad {
     int timeoutSeconds = 5 + random.nextInt(11);
     boolean pays = random.nextInt(100) < 60;
     long payAfterMillis = random.nextInt((timeoutSeconds - 1) * 1000);
-    long readAfterMillis = random.nextInt(timeoutSeconds * 1000);
     String body = "{\"userId\":\"u-" + random.nextInt(100_000) + "\",\"timeoutSeconds\":" + timeoutSeconds
         + ",\"items\":[{\"sku\":\"" + settings.skuPrefix() + random.nextInt(1000) + "\",\"qty\":1}]}";
     outstanding++;
@@ -268,9 +267,11 @@ final class OpenLoad {
       if (outcome.succeeded() && outcome.result().status == 201) {
         created += measured ? 1 : 0;
         String id = new JsonObject(outcome.result().body).getString("id");
-        readsPlanned += measured ? 1 : 0;
-        outstanding++;
-        vertx.setTimer(Math.max(1, readAfterMillis), fire -> read(id, measured));
+        for (int read = 0; read < settings.readsPerOrder(); read++) {
+          readsPlanned += measured ? 1 : 0;
+          outstanding++;
+          vertx.setTimer(Math.max(1, random.nextInt(timeoutSeconds * 1000)), fire -> read(id, measured));
+        }
         if (pays) {
           paysPlanned += measured ? 1 : 0;
           outstanding++;

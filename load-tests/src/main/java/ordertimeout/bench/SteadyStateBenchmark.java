@@ -14,9 +14,9 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Steady state: orders created at a constant rate (open model) with timeouts of 5-15 s, 60% paid
- * before their deadline, each order's status read once during its life; then the lateness of every timeout close
- * (closed_at - close_at, both from the database clock), p50/p99/p99.9/max, and the number closed early, which must
- * be 0; every order must end closed or paid (none left unpaid), the stock invariant must hold, and no read sent
+ * before their deadline, each order's status read during its life (once, or {@code steady.readsPerOrder} times); then
+ * the lateness of every timeout close (closed_at - close_at, both from the database clock), p50/p99/p99.9/max, and the
+ * number closed early, which must be 0; every order must end closed or paid (none left unpaid), the stock invariant must hold, and no read sent
  * after its order's pay was answered may say anything but PAID.
  *
  * <p>The load comes from {@link OpenLoad} by default: a clock-scheduled Vert.x HTTP client on one event
@@ -39,7 +39,7 @@ public final class SteadyStateBenchmark {
 
   /**
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
-   * steady.connections (64) and steady.pipelining (1 = none) for the open-model generator.
+   * steady.connections (64), steady.pipelining (1 = none) and steady.readsPerOrder (1) for the open-model generator.
    */
   public static void main(String[] args) throws Exception {
     int rate = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
@@ -64,6 +64,7 @@ public final class SteadyStateBenchmark {
     boolean useGatling = "gatling".equals(System.getProperty("steady.load", "open"));
     int connections = Integer.getInteger("steady.connections", 64);
     int pipelining = Integer.getInteger("steady.pipelining", 1);
+    int readsPerOrder = Integer.getInteger("steady.readsPerOrder", 1);
     int warmupSeconds = useGatling ? 0 : Integer.getInteger("steady.warmupSeconds", 10);
     GatlingRun.Result gatling = null;
     OpenLoad.Result open = null;
@@ -82,7 +83,7 @@ public final class SteadyStateBenchmark {
         // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent.
         // So do PostgreSQL's statement costs, read off the generator's event loop.
         open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", port, rate, seconds, warmupSeconds, connections, pipelining,
-                "SKU-"),
+                "SKU-", readsPerOrder),
             () -> {
               cpu.set(CpuWindow.start(postgresDir));
               counting.set(CompletableFuture.runAsync(db::countStatements));
@@ -117,6 +118,7 @@ public final class SteadyStateBenchmark {
                               GROUP BY order_id HAVING count(*) > 1) twice""");
     JsonObject result = Results.header("steady-state")
         .put("ratePerSecond", rate)
+        .put("readsPerOrder", readsPerOrder)
         .put("seconds", seconds)
         .put("load", useGatling ? "gatling" : "open")
         .put("planned", (long) rate * seconds)
