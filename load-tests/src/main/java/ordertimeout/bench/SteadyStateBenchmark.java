@@ -5,8 +5,11 @@ import io.vertx.core.json.JsonObject;
 import ordertimeout.Service;
 import ordertimeout.bus.DueOrders;
 import ordertimeout.config.AppConfig;
+import ordertimeout.support.ClusterSettings;
+import ordertimeout.support.KafkaBroker;
 
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -39,28 +42,47 @@ public final class SteadyStateBenchmark {
 
   /**
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
-   * steady.connections (64), steady.pipelining (1 = none) and steady.readsPerOrder (1) for the open-model generator.
+   * steady.connections (64), steady.pipelining (1 = none) and steady.readsPerOrder (1) for the open-model generator;
+   * steady.kafka (false): true starts a broker of its own and runs the node in cluster mode on it.
    */
   public static void main(String[] args) throws Exception {
     int rate = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
     int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 60;
     boolean holds;
-    try (BenchDatabase db = BenchDatabase.fresh("bench-db-steady")) {
-      holds = run(db, rate, seconds);
+    if (Boolean.getBoolean("steady.kafka")) {
+      try (KafkaBroker broker = KafkaBroker.startNew(); BenchDatabase db = BenchDatabase.fresh("bench-db-steady")) {
+        holds = run(db, rate, seconds, broker.bootstrapServers());
+      }
+    } else {
+      try (BenchDatabase db = BenchDatabase.fresh("bench-db-steady")) {
+        holds = run(db, rate, seconds, null);
+      }
     }
     System.exit(holds ? 0 : 1);
   }
 
-  /** True when every order ended once, none early, none left unpaid, and the stock adds up. */
-  private static boolean run(BenchDatabase db, int rate, int seconds) throws Exception {
+  /**
+   * True when every order ended once, none early, none left unpaid, and the stock adds up. With {@code kafkaBootstrap},
+   * the node runs in cluster mode on that broker (timers through Kafka, shard ownership by its group, the outbox relay),
+   * alone in its group, so it owns every shard: what cluster mode costs one node.
+   */
+  private static boolean run(BenchDatabase db, int rate, int seconds, String kafkaBootstrap) throws Exception {
     db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, 999) s");
     int port = Results.freePort();
-    Map<String, String> environment = Map.of("OT_HTTP_PORT", Integer.toString(port), "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000",
-        "OT_CLIENTS_OVERRIDES", Results.UNCAPPED_DEV_USER);
+    Map<String, String> environment = new HashMap<>(Map.of("OT_HTTP_PORT", Integer.toString(port),
+        "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000", "OT_CLIENTS_OVERRIDES", Results.UNCAPPED_DEV_USER));
+    if (kafkaBootstrap != null) {
+      environment.putAll(new ClusterSettings(kafkaBootstrap).forNode(1));
+      environment.remove("OT_KAFKA_RELAY_INTERVAL_MILLIS"); // the tests' quicker relay; the shipped default here
+    }
     AppConfig config = Results.serviceConfig(environment);
     Vertx vertx = Vertx.vertx();
     Service service = Service.start(vertx, config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
         .get(1, TimeUnit.MINUTES);
+    long ownsAllBy = System.currentTimeMillis() + 120_000;
+    while (service.ownedShards().list().length < config.database().shards() && System.currentTimeMillis() < ownsAllBy) {
+      Thread.sleep(100);
+    }
     boolean useGatling = "gatling".equals(System.getProperty("steady.load", "open"));
     int connections = Integer.getInteger("steady.connections", 64);
     int pipelining = Integer.getInteger("steady.pipelining", 1);
@@ -119,6 +141,7 @@ public final class SteadyStateBenchmark {
     JsonObject result = Results.header("steady-state")
         .put("ratePerSecond", rate)
         .put("readsPerOrder", readsPerOrder)
+        .put("kafka", kafkaBootstrap != null)
         .put("seconds", seconds)
         .put("load", useGatling ? "gatling" : "open")
         .put("planned", (long) rate * seconds)
@@ -168,18 +191,19 @@ public final class SteadyStateBenchmark {
             OpenLoad.Result.ms(open.payMicros().getValueAtPercentile(99)), open.payErrors(), open.reads(),
             OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(50)),
             OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(99)), open.readErrors(), open.staleReads());
-    System.out.printf("steady-state: %d creates/s for %d s after a %d s warm-up (%s); %d created of %d planned; all orders: %d paid, "
+    System.out.printf("steady-state%s: %d creates/s for %d s after a %d s warm-up (%s); %d created of %d planned; all orders: %d paid, "
             + "%d closed on timeout; lateness (%d closes) "
             + "p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; closed early %d; left unpaid %d; stock %s; "
             + "CPU (cores) JVM %.2f (generator %.2f), PostgreSQL %.2f, other processes %.2f; GC %d pauses, %d ms%n",
-        rate, seconds, warmupSeconds, load, (long) created, (long) rate * seconds, (long) paid, (long) closed, measuredClosed,
+        kafkaBootstrap == null ? "" : " (cluster mode, the broker's JVM among the other processes)", rate, seconds, warmupSeconds,
+        load, (long) created, (long) rate * seconds, (long) paid, (long) closed, measuredClosed,
         result.getDouble("latenessP50Ms"), result.getDouble("latenessP99Ms"), result.getDouble("latenessP999Ms"),
         result.getDouble("latenessMaxMs"), (long) early, (long) unpaid, wrongStock == 0 ? "consistent" : "BROKEN",
         split.jvmCores(), split.generatorCores(), split.postgresCores(), split.otherCores(), split.gcCount(), split.gcMillis());
     if (statements != null) {
       BenchDatabase.printStatements("steady-state", statements, "create sent", open.sent());
     }
-    if (split.otherCores() > 0.1) {
+    if (split.otherCores() > 0.1 && kafkaBootstrap == null) {
       System.out.printf("steady-state: WARNING: other processes used %.2f cores during the run%s; the figures are not the service's alone%n",
           split.otherCores(), useGatling ? " (Gatling's JVM among them)" : "");
     }
