@@ -8,7 +8,8 @@ package ordertimeout.store;
 final class Sql {
   private Sql() {}
 
-  static final String SELECT_ORDER = selectOrders("o.id = $1 AND ($2::text IS NULL OR o.client = $2)");
+  /** One order ({@code $1}) with its items, if of client {@code $2} (null: any client); planned once per session (V13). */
+  static final String SELECT_ORDER = "SELECT * FROM order_view($1, $2)";
 
   /** Orders by id ({@code $1}) of any client; the caller checks who may see them. */
   static final String SELECT_ORDERS = selectOrders("o.id = ANY($1)");
