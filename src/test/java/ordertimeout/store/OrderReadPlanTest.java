@@ -1,5 +1,6 @@
 package ordertimeout.store;
 
+import ordertimeout.support.AutoExplain;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
@@ -8,7 +9,6 @@ import org.junit.jupiter.api.Test;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLWarning;
 import java.sql.Statement;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -41,31 +41,15 @@ class OrderReadPlanTest {
       Sql.execute("INSERT INTO order_items (order_id, sku, qty) SELECT ?::bigint + n, 'SKU-1', 2 FROM generate_series(1, ?) AS n",
           firstId, ORDERS);
       long wanted = firstId + ORDERS;
-      statement.execute("LOAD 'auto_explain'");
-      statement.execute("SET auto_explain.log_min_duration = 0");
-      statement.execute("SET auto_explain.log_nested_statements = on");
-      statement.execute("SET auto_explain.log_level = notice");
-      statement.execute("SET client_min_messages = notice");
-      statement.clearWarnings();
+      AutoExplain.sendPlansAsNotices(statement);
       try (ResultSet read = statement.executeQuery("SELECT * FROM order_view(" + wanted + ", 'client-a')")) {
         assertThat(read.next()).as("the order read").isTrue();
         assertThat(read.getString("status")).isEqualTo("UNPAID");
         assertThat((Integer[]) read.getArray("qtys").getArray()).containsExactly(2);
       }
-      String plan = nestedPlans(statement.getWarnings());
+      String plan = AutoExplain.plansMentioning(statement.getWarnings(), "JOIN order_items");
       assertThat(plan).as("the read's plan, as auto_explain sent it").contains("FROM orders o JOIN order_items i");
       assertThat(plan).as("orders and items found by key in every partition").contains("Index Scan").doesNotContain("Seq Scan");
     }
-  }
-
-  /** The auto_explain notices of the statement inside order_view. */
-  private static String nestedPlans(SQLWarning warnings) {
-    StringBuilder plans = new StringBuilder();
-    for (SQLWarning warning = warnings; warning != null; warning = warning.getNextWarning()) {
-      if (warning.getMessage().contains("JOIN order_items")) {
-        plans.append(warning.getMessage()).append('\n');
-      }
-    }
-    return plans.toString();
   }
 }

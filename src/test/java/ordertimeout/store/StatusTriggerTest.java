@@ -1,5 +1,6 @@
 package ordertimeout.store;
 
+import ordertimeout.support.AutoExplain;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
@@ -7,7 +8,6 @@ import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLWarning;
 import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
@@ -38,14 +38,9 @@ class StatusTriggerTest {
 
     try (Connection session = TestDatabase.jdbc(); Statement statement = session.createStatement()) {
       statement.execute("UPDATE orders SET status = 'PAID', paid_at = now() WHERE id > " + BATCH); // the session's first: 3 rows
-      statement.execute("LOAD 'auto_explain'");
-      statement.execute("SET auto_explain.log_min_duration = 0");
-      statement.execute("SET auto_explain.log_nested_statements = on");
-      statement.execute("SET auto_explain.log_level = notice");
-      statement.execute("SET client_min_messages = notice");
-      statement.clearWarnings();
+      AutoExplain.sendPlansAsNotices(statement);
       statement.execute("UPDATE orders SET status = 'CLOSED', close_reason = 'TIMEOUT', closed_at = now() WHERE id <= " + BATCH);
-      String triggerPlan = plans(statement.getWarnings());
+      String triggerPlan = AutoExplain.plansMentioning(statement.getWarnings(), "client_holdings");
 
       assertThat(triggerPlan).as("the trigger's plan, as auto_explain sent it").contains("INSERT INTO client_holdings");
       assertThat(triggerPlan).as("the trigger's plan: each transition table read once, joined to nothing")
@@ -93,16 +88,5 @@ class StatusTriggerTest {
         FROM generate_series(?::bigint, ?::bigint) AS n""", client, first, last);
     Sql.execute("INSERT INTO order_items (order_id, sku, qty) SELECT n, 'SKU-1', 3 FROM generate_series(?::bigint, ?::bigint) AS n",
         first, last);
-  }
-
-  /** The auto_explain notices that carry the trigger's statement. */
-  private static String plans(SQLWarning warnings) {
-    StringBuilder plans = new StringBuilder();
-    for (SQLWarning warning = warnings; warning != null; warning = warning.getNextWarning()) {
-      if (warning.getMessage().contains("client_holdings")) {
-        plans.append(warning.getMessage()).append('\n');
-      }
-    }
-    return plans.toString();
   }
 }
