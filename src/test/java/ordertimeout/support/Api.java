@@ -19,7 +19,11 @@ import java.util.concurrent.TimeoutException;
 
 /** A blocking (or async) HTTP client for the service's API, as a shop's backend would call it. */
 public final class Api {
-  private static final int OVERLOADED_RETRIES = 3;
+  /**
+   * How often a create answered 503 is sent again before it counts as failed. The retries come Retry-After apart, and
+   * a SKU found held by a stalled transaction is refused at once for intake.lockedSkuMillis (3 s by default).
+   */
+  private static final int UNSERVED_RETRIES = 10;
 
   public static final String USER_KEY = "dev-user-key";
   public static final String ADMIN_KEY = "dev-admin-key";
@@ -75,8 +79,8 @@ public final class Api {
   /**
    * Creates {@code count} orders of one unit of {@code sku} each (40 users, fresh idempotency keys), 50
    * requests in flight at a time; returns their ids, failing unless every one answers 201. A create answered 503
-   * {@code overloaded} (not decided in time on a loaded machine; nothing stored) is sent again with its key, as a
-   * client would, up to {@value #OVERLOADED_RETRIES} times.
+   * (not served, nothing stored: {@code overloaded} or {@code row_locked} on a loaded machine) is sent again with its
+   * key after its Retry-After, as a client would, up to {@value #UNSERVED_RETRIES} times.
    */
   public List<String> createOrders(int count, int timeoutSeconds, String sku) {
     List<String> ids = new ArrayList<>();
@@ -94,7 +98,8 @@ public final class Api {
       }
       for (int c = 0; c < creates.size(); c++) {
         Response response = creates.get(c).join();
-        for (int retry = 0; retry < OVERLOADED_RETRIES && response.status() == 503 && "overloaded".equals(response.code()); retry++) {
+        for (int retry = 0; retry < UNSERVED_RETRIES && response.status() == 503; retry++) {
+          sleepRetryAfter(response);
           response = createOrder(keys.get(c), bodies.get(c));
         }
         if (response.status() != 201) {
@@ -104,6 +109,16 @@ public final class Api {
       }
     }
     return ids;
+  }
+
+  private static void sleepRetryAfter(Response unserved) {
+    long seconds = unserved.raw().headers().firstValue("Retry-After").map(Long::parseLong).orElse(1L);
+    try {
+      Thread.sleep(Duration.ofSeconds(seconds).toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError("interrupted while waiting to send a create again", e);
+    }
   }
 
   public Response get(String path, String key) {
