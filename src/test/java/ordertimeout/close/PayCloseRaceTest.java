@@ -164,8 +164,8 @@ class PayCloseRaceTest extends ServiceTestBase {
 
   /**
    * How long before its aim a pay is sent: the median of the last three probes' times to the database's clock (one
-   * probe that waited behind a close is an outlier, a rise that lasts is not), made shorter by a step after each pay
-   * that won and longer after each that lost. Answers come on the HTTP client's threads.
+   * slow probe is an outlier, a rise that lasts is not), made shorter by a step after each pay that won and longer
+   * after each that lost. Answers come on the HTTP client's threads.
    */
   private static final class Aim {
     private final Deque<Duration> lastProbes = new ArrayDeque<>();
