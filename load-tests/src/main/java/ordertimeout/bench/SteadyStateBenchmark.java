@@ -43,7 +43,9 @@ public final class SteadyStateBenchmark {
   /**
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
    * steady.connections (64), steady.pipelining (1 = none) and steady.readsPerOrder (1) for the open-model generator;
-   * steady.kafka (false): true starts a broker of its own and runs the node in cluster mode on it.
+   * steady.kafka (false): true starts a broker of its own and runs the node in cluster mode on it;
+   * steady.kafkaRelayIntervalMillis (the shipped default) sets how often its outbox relay runs, a run's length or more
+   * to leave the relay out of what cluster mode costs.
    */
   public static void main(String[] args) throws Exception {
     int rate = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
@@ -74,6 +76,10 @@ public final class SteadyStateBenchmark {
     if (kafkaBootstrap != null) {
       environment.putAll(new ClusterSettings(kafkaBootstrap).forNode(1));
       environment.remove("OT_KAFKA_RELAY_INTERVAL_MILLIS"); // the tests' quicker relay; the shipped default here
+      String relayInterval = System.getProperty("steady.kafkaRelayIntervalMillis");
+      if (relayInterval != null) {
+        environment.put("OT_KAFKA_RELAY_INTERVAL_MILLIS", relayInterval);
+      }
     }
     AppConfig config = Results.serviceConfig(environment);
     Vertx vertx = Vertx.vertx();
@@ -82,6 +88,11 @@ public final class SteadyStateBenchmark {
     long ownsAllBy = System.currentTimeMillis() + 120_000;
     while (service.ownedShards().list().length < config.database().shards() && System.currentTimeMillis() < ownsAllBy) {
       Thread.sleep(100);
+    }
+    if (service.ownedShards().list().length < config.database().shards()) {
+      service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
+      throw new IllegalStateException("the node owned " + service.ownedShards().list().length + " of "
+          + config.database().shards() + " shards after 120 s: its timers would not all reach its wheel");
     }
     boolean useGatling = "gatling".equals(System.getProperty("steady.load", "open"));
     int connections = Integer.getInteger("steady.connections", 64);
