@@ -18,15 +18,14 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A storm's first full batch from the wheel, while creates come in, starts the drain one close at a time, growing by
- * one a second while creates stay fast (close.yieldToCreatesAboveMillis); without creates it starts at full width.
- * Four orders share one deadline, so the wheel hands them over as two full batches (timer.batchSize 2); their stock
- * rows are locked, so the closes running at once can be counted as the database's lock waiters.
+ * A storm's first full batch from the wheel, while creates come in, starts the drain one close at a time; it grows by
+ * one a second once creates are fast (close.yieldToCreatesAboveMillis). Without creates it starts at full width. Four
+ * orders share one deadline, so the wheel hands them over as two full batches (timer.batchSize 2); their stock rows
+ * are locked, so the closes running at once can be counted as the database's lock waiters.
  */
 class CloseSlowStartTest extends ServiceTestBase {
   private static final int MAX_IN_FLIGHT = 2;
@@ -39,25 +38,37 @@ class CloseSlowStartTest extends ServiceTestBase {
         "OT_DATABASE_DEADLINES_LOCK_TIMEOUT_MILLIS", "60000");
   }
 
+  /**
+   * The creates coming in are slow, so the closes stay at one however long the test takes to look; without the slow
+   * start both batches would have started at once, before the first check could yield.
+   */
   @Test
-  void whileCreatesComeInAStormStartsWithOneCloseAndGrowsWhileTheyStayFast() throws Exception {
-    FastCreates creates = new FastCreates(service.service().stats());
+  void whileCreatesComeInAStormStartsWithOneCloseAndGrowsOnceTheyAreFast() throws Exception {
+    ReportedCreates slow = new ReportedCreates(service.service().stats(), Duration.ofMillis(200));
     try (HeldStorm storm = new HeldStorm("LIVE")) {
-      creates.start();
+      slow.start();
       storm.awaitDue();
-      Await.sleep(300);
-      assertThat(closesWaitingForStock()).as("closes started when the storm's batches arrived, creates coming in").isEqualTo(1);
-      Await.until("a second close started while creates stayed fast", Duration.ofSeconds(10), () -> closesWaitingForStock() == 2);
-      assertThat(allowedCloses()).isEqualTo(MAX_IN_FLIGHT);
+      Await.sleep(1500);
+      assertThat(closesWaitingForStock()).as("closes started since the storm's batches arrived, creates coming in").isEqualTo(1);
+      assertThat(allowedCloses()).isEqualTo(1);
+
+      slow.stopReporting();
+      ReportedCreates fast = new ReportedCreates(service.service().stats(), Duration.ofMillis(5));
+      fast.start();
+      try {
+        Await.until("a second close started once creates were fast", Duration.ofSeconds(10), () -> closesWaitingForStock() == 2);
+        assertThat(allowedCloses()).isEqualTo(MAX_IN_FLIGHT);
+      } finally {
+        fast.stopReporting();
+      }
     } finally {
-      creates.interrupt();
-      creates.join();
+      slow.stopReporting();
     }
   }
 
+  /** The storm's own creates were answered seconds before its deadline. */
   @Test
   void withoutCreatesAStormStartsAtFullWidth() throws Exception {
-    Await.sleep(1500); // no create answered in the last second
     try (HeldStorm storm = new HeldStorm("QUIET")) {
       storm.awaitDue();
       Await.until("both closes started", Duration.ofSeconds(10), () -> closesWaitingForStock() == 2);
@@ -122,26 +133,33 @@ class CloseSlowStartTest extends ServiceTestBase {
     return new Prometheus(api.get("/metrics", null).body()).sum("ordertimeout_close_concurrency");
   }
 
-  /** Creates answered in 5 ms, one every 20 ms, reported to the node's stats as the intake would. */
-  private static final class FastCreates extends Thread {
+  /** Creates answered in {@code latency}, one every 20 ms, reported to the node's stats as the intake would. */
+  private static final class ReportedCreates extends Thread {
     private final NodeStats stats;
+    private final long latencyNanos;
 
-    FastCreates(NodeStats stats) {
-      super("fast-creates");
+    ReportedCreates(NodeStats stats, Duration latency) {
+      super("reported-creates");
       this.stats = stats;
+      this.latencyNanos = latency.toNanos();
       setDaemon(true);
     }
 
     @Override
     public void run() {
       while (!isInterrupted()) {
-        stats.createAnswered(201, TimeUnit.MILLISECONDS.toNanos(5));
+        stats.createAnswered(201, latencyNanos);
         try {
           Thread.sleep(20);
         } catch (InterruptedException stop) {
           return;
         }
       }
+    }
+
+    void stopReporting() throws InterruptedException {
+      interrupt();
+      join();
     }
   }
 }
