@@ -1,13 +1,10 @@
 package ordertimeout.close;
 
 import io.vertx.core.json.JsonObject;
-import ordertimeout.metrics.NodeStats;
+import ordertimeout.close.HeldCloses.ReportedCreates;
 import ordertimeout.support.Api;
 import ordertimeout.support.Await;
-import ordertimeout.support.Prometheus;
 import ordertimeout.support.ServiceTestBase;
-import ordertimeout.support.Sql;
-import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
@@ -19,6 +16,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import static ordertimeout.close.HeldCloses.allowedCloses;
+import static ordertimeout.close.HeldCloses.closesWaitingForStock;
+import static ordertimeout.close.HeldCloses.lockedRow;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -50,14 +50,14 @@ class CloseSlowStartTest extends ServiceTestBase {
       storm.awaitDue();
       Await.sleep(1500);
       assertThat(closesWaitingForStock()).as("closes started since the storm's batches arrived, creates coming in").isEqualTo(1);
-      assertThat(allowedCloses()).isEqualTo(1);
+      assertThat(allowedCloses(api)).isEqualTo(1);
 
       slow.stopReporting();
       ReportedCreates fast = new ReportedCreates(service.service().stats(), Duration.ofMillis(5));
       fast.start();
       try {
         Await.until("a second close started once creates were fast", Duration.ofSeconds(10), () -> closesWaitingForStock() == 2);
-        assertThat(allowedCloses()).isEqualTo(MAX_IN_FLIGHT);
+        assertThat(allowedCloses(api)).isEqualTo(MAX_IN_FLIGHT);
       } finally {
         fast.stopReporting();
       }
@@ -72,7 +72,7 @@ class CloseSlowStartTest extends ServiceTestBase {
     try (HeldStorm storm = new HeldStorm("QUIET")) {
       storm.awaitDue();
       Await.until("both closes started", Duration.ofSeconds(10), () -> closesWaitingForStock() == 2);
-      assertThat(allowedCloses()).isEqualTo(MAX_IN_FLIGHT);
+      assertThat(allowedCloses(api)).isEqualTo(MAX_IN_FLIGHT);
     }
   }
 
@@ -114,52 +114,6 @@ class CloseSlowStartTest extends ServiceTestBase {
         lock.close();
       }
       Await.until("the storm's orders closed", Duration.ofSeconds(10), () -> ids.stream().allMatch(id -> "CLOSED".equals(statusOf(id))));
-    }
-  }
-
-  /** A connection whose open transaction holds {@code sku}'s inventory row. */
-  private static Connection lockedRow(String sku) throws SQLException {
-    Connection connection = TestDatabase.jdbc();
-    connection.setAutoCommit(false);
-    Sql.rows(connection, "SELECT * FROM inventory WHERE sku = ? FOR UPDATE", sku);
-    return connection;
-  }
-
-  private static long closesWaitingForStock() {
-    return Sql.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
-  }
-
-  private double allowedCloses() {
-    return new Prometheus(api.get("/metrics", null).body()).sum("ordertimeout_close_concurrency");
-  }
-
-  /** Creates answered in {@code latency}, one every 20 ms, reported to the node's stats as the intake would. */
-  private static final class ReportedCreates extends Thread {
-    private final NodeStats stats;
-    private final long latencyNanos;
-
-    ReportedCreates(NodeStats stats, Duration latency) {
-      super("reported-creates");
-      this.stats = stats;
-      this.latencyNanos = latency.toNanos();
-      setDaemon(true);
-    }
-
-    @Override
-    public void run() {
-      while (!isInterrupted()) {
-        stats.createAnswered(201, latencyNanos);
-        try {
-          Thread.sleep(20);
-        } catch (InterruptedException stop) {
-          return;
-        }
-      }
-    }
-
-    void stopReporting() throws InterruptedException {
-      interrupt();
-      join();
     }
   }
 }

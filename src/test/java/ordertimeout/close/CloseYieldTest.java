@@ -1,19 +1,18 @@
 package ordertimeout.close;
 
-import ordertimeout.metrics.NodeStats;
+import ordertimeout.close.HeldCloses.ReportedCreates;
 import ordertimeout.support.Await;
-import ordertimeout.support.Prometheus;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
-import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
+import static ordertimeout.close.HeldCloses.allowedCloses;
+import static ordertimeout.close.HeldCloses.closesWaitingForStock;
+import static ordertimeout.close.HeldCloses.lockedRow;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -40,14 +39,14 @@ class CloseYieldTest extends ServiceTestBase {
       ids[i] = create("u-" + i, 3, skus[i], 1).getString("id");
       Await.sleep(50); // due a few wheel ticks apart: a batch each
     }
-    SlowCreates slowCreates = new SlowCreates(service.service().stats());
+    ReportedCreates slowCreates = new ReportedCreates(service.service().stats(), Duration.ofMillis(200));
     try (Connection holdsA = lockedRow("HELD-A"); Connection holdsB = lockedRow("HELD-B"); Connection holdsC = lockedRow("HELD-C")) {
-      assertThat(allowedCloses()).as("closes allowed at once before the backlog").isEqualTo(MAX_IN_FLIGHT);
+      assertThat(allowedCloses(api)).as("closes allowed at once before the backlog").isEqualTo(MAX_IN_FLIGHT);
       slowCreates.start();
       Await.until("every order overdue", Duration.ofSeconds(10), () -> Sql.count(
           "SELECT count(*) FROM orders WHERE close_at < now() - interval '200 milliseconds'") == skus.length);
       // A and B hold both places, C queues: a backlog while creates are slow.
-      Await.until("closes allowed at once down to one", Duration.ofSeconds(10), () -> allowedCloses() == 1);
+      Await.until("closes allowed at once down to one", Duration.ofSeconds(10), () -> allowedCloses(api) == 1);
       assertThat(closesWaitingForStock()).as("A and B started before the backlog").isEqualTo(2);
 
       holdsA.rollback();
@@ -55,55 +54,14 @@ class CloseYieldTest extends ServiceTestBase {
       Await.sleep(1500);
       assertThat(closesWaitingForStock()).as("closes running while creates are slow: B alone, C still queued").isEqualTo(1);
 
-      slowCreates.interrupt();
-      slowCreates.join();
+      slowCreates.stopReporting();
       Await.until("C started once creates were fast", Duration.ofSeconds(10), () -> closesWaitingForStock() == 2);
       holdsB.rollback();
       holdsC.rollback();
       Await.until("B and C closed", Duration.ofSeconds(10), () -> "CLOSED".equals(statusOf(ids[1])) && "CLOSED".equals(statusOf(ids[2])));
-      Await.until("closes allowed at once back to close.maxInFlight", Duration.ofSeconds(10), () -> allowedCloses() == MAX_IN_FLIGHT);
+      Await.until("closes allowed at once back to close.maxInFlight", Duration.ofSeconds(10), () -> allowedCloses(api) == MAX_IN_FLIGHT);
     } finally {
-      slowCreates.interrupt();
-    }
-  }
-
-  /** A connection whose open transaction holds {@code sku}'s inventory row; rollback (or close) lets it go. */
-  private static Connection lockedRow(String sku) throws SQLException {
-    Connection connection = TestDatabase.jdbc();
-    connection.setAutoCommit(false);
-    Sql.rows(connection, "SELECT * FROM inventory WHERE sku = ? FOR UPDATE", sku);
-    return connection;
-  }
-
-  private double allowedCloses() {
-    return new Prometheus(api.get("/metrics", null).body()).sum("ordertimeout_close_concurrency");
-  }
-
-  /** Sessions waiting on a lock: here, only the closes held by the locked stock rows. */
-  private static long closesWaitingForStock() {
-    return Sql.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
-  }
-
-  /** Reports a create answered after 200 ms every 20 ms, as intake would while the database is busy. */
-  private static final class SlowCreates extends Thread {
-    private final NodeStats stats;
-
-    SlowCreates(NodeStats stats) {
-      super("slow-creates");
-      this.stats = stats;
-      setDaemon(true);
-    }
-
-    @Override
-    public void run() {
-      while (!isInterrupted()) {
-        stats.createAnswered(201, TimeUnit.MILLISECONDS.toNanos(200));
-        try {
-          Thread.sleep(20);
-        } catch (InterruptedException stop) {
-          return;
-        }
-      }
+      slowCreates.stopReporting();
     }
   }
 }
