@@ -23,6 +23,11 @@ public final class Addresses {
   public static final String SHARDS_ASSIGNED = "timer.shards.assigned";
   /** {@link ShardChange}: this node lost these shards; the timer drops their timers and replies. */
   public static final String SHARDS_REVOKED = "timer.shards.revoked";
+  /**
+   * {@link ShardChange}: this node lost these shards; the timer fan-out sends to Kafka the timers of theirs it lately gave
+   * only to this node's wheel, for a new owner that loaded the shard before this node heard of the loss.
+   */
+  public static final String SHARDS_HANDED_OVER = "timer.shards.handed-over";
   /** {@link DueOrders}: close these orders if still unpaid and due; replies with the number closed. */
   public static final String CLOSE_DUE = "close.due";
   /** {@link DueOrders}: send these orders' reminders if still unpaid and not yet reminded. */

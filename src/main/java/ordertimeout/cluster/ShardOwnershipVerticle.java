@@ -31,8 +31,10 @@ import java.util.concurrent.TimeUnit;
  * owner committed (every second, and when the partition is revoked), or from its end when nobody did,
  * settled before the load starts. A timer after that offset is delivered; one before it was polled by
  * the previous owner, or published before the end was fixed, so its order was committed to the
- * database before the load, which reads it. Records fetched after the last commit are delivered
- * again to the new owner; the timer takes a repeated timer as a replacement, not a second one.
+ * database before the load, which reads it. A timer the previous owner kept for its own wheel (it had
+ * not heard of the loss yet) reaches Kafka when it does hear, after that position was settled (see
+ * {@link TimerFanoutVerticle}). Records fetched after the last commit are delivered again to the new
+ * owner; the timer takes a repeated timer as a replacement, not a second one.
  */
 public final class ShardOwnershipVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(ShardOwnershipVerticle.class);
@@ -122,6 +124,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     }
     int[] shards = shardsOf(partitions);
     owned.remove(shards);
+    vertx.eventBus().send(Addresses.SHARDS_HANDED_OVER, new ShardChange(shards));
     vertx.eventBus().request(Addresses.SHARDS_REVOKED, new ShardChange(shards))
         .onSuccess(dropped -> log.info("gave up shards {}; this node owns {} shards now", Arrays.toString(shards),
             owned.list().length))

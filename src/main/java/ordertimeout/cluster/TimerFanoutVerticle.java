@@ -8,6 +8,7 @@ import io.vertx.kafka.client.producer.KafkaProducerRecord;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.bus.Deadlines;
+import ordertimeout.bus.ShardChange;
 import ordertimeout.config.AppConfig;
 import ordertimeout.kafka.KafkaClients;
 import ordertimeout.metrics.Meters;
@@ -18,16 +19,25 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.Deque;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
  * In a cluster, takes the timers this node's intake and close verticles hand out (which any node may
- * own) and publishes them to the timer topic, on the partition numbered like the order's shard: its
- * owner's consumer puts them into that node's wheel (this node's own shards' timers go into its wheel at once too). They leave after the database commit, so a
- * message that is lost costs only speed: the sweep of the owner (or the next owner's reload) finds
- * the order in the database.
+ * own): those of shards this node owns go straight into its wheel, the others to the timer topic, on
+ * the partition numbered like the order's shard, where their owner's consumer takes them. They leave
+ * after the database commit, so a message that is lost costs only speed: the sweep of the owner (or
+ * the next owner's reload) finds the order in the database.
+ *
+ * <p>A node learns that it lost a shard a little after the group decided it (the consumer's callback
+ * runs on this node's event loop; a node paused past its session learns at its next heartbeat). A
+ * timer it kept local meanwhile may have come after the new owner's load; so the local timers of the
+ * last session timeout are kept, and on a loss those of the lost shards go to Kafka, where the new
+ * owner reads them (its position on the partition was settled before its load).
  */
 public final class TimerFanoutVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(TimerFanoutVerticle.class);
@@ -40,6 +50,11 @@ public final class TimerFanoutVerticle extends VerticleBase {
   private KafkaProducer<String, String> producer;
   private long lastWarning = System.nanoTime() - WARN_EVERY_NANOS;
   private int sendsInFlight;
+  /** Batches that held timers of owned shards, oldest first; each went to this node's wheel and not to Kafka. */
+  private final Deque<LocalBatch> recentLocal = new ArrayDeque<>();
+
+  /** A schedule or a cancel, as handed out. */
+  private record LocalBatch(long atNanos, Deadlines schedule, CancelTimers cancel) {}
 
   public TimerFanoutVerticle(AppConfig config, NodeStats stats, OwnedShards owned) {
     this.config = config;
@@ -61,7 +76,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
         bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> publishSchedule(message.body())).completion(),
         // moved timers travel as schedules: every copy from Kafka, and the local one, replaces the order's timer
         bus.<Deadlines>consumer(Addresses.TIMER_MOVE, message -> publishSchedule(message.body())).completion(),
-        bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> publishCancel(message.body())).completion());
+        bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> publishCancel(message.body())).completion(),
+        bus.<ShardChange>consumer(Addresses.SHARDS_HANDED_OVER, message -> handOver(message.body().shards())).completion());
   }
 
   /**
@@ -82,10 +98,7 @@ public final class TimerFanoutVerticle extends VerticleBase {
   }
 
   /**
-   * Every timer goes to Kafka; those of shards this node owns also go straight into its wheel, so that
-   * they do not wait for (or on) the broker. The Kafka copy still matters for them: this node may have
-   * lost the shard in a rebalance it has not heard of yet, and the copy reaches the new owner. The
-   * wheel takes the second copy as a replacement, not a second timer. The timer ignores the timers of
+   * Timers of owned shards go to this node's wheel, the others to Kafka. The timer ignores the timers of
    * shards it does not own, so a batch with any local timer goes to it whole.
    */
   private void publishSchedule(Deadlines deadlines) {
@@ -95,12 +108,16 @@ public final class TimerFanoutVerticle extends VerticleBase {
     for (int i = 0; i < deadlines.size(); i++) {
       long id = deadlines.orderIds()[i];
       int shard = OrderIds.shardOf(id, shards);
-      anyLocal |= owned.owns(shard);
-      TimerMessages.appendSchedule(byShard.computeIfAbsent(shard, s -> new StringBuilder()),
-          id, deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]);
+      if (owned.owns(shard)) {
+        anyLocal = true;
+      } else {
+        TimerMessages.appendSchedule(byShard.computeIfAbsent(shard, s -> new StringBuilder()),
+            id, deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]);
+      }
     }
     if (anyLocal) {
       vertx.eventBus().send(Addresses.TIMER_OWNED_SCHEDULE, deadlines);
+      remember(new LocalBatch(System.nanoTime(), deadlines, null));
     }
     byShard.forEach(this::send);
   }
@@ -111,13 +128,68 @@ public final class TimerFanoutVerticle extends VerticleBase {
     boolean anyLocal = false;
     for (long id : cancel.orderIds()) {
       int shard = OrderIds.shardOf(id, shards);
-      anyLocal |= owned.owns(shard);
-      TimerMessages.appendCancel(byShard.computeIfAbsent(shard, s -> new StringBuilder()), id);
+      if (owned.owns(shard)) {
+        anyLocal = true;
+      } else {
+        TimerMessages.appendCancel(byShard.computeIfAbsent(shard, s -> new StringBuilder()), id);
+      }
     }
     if (anyLocal) {
       vertx.eventBus().send(Addresses.TIMER_OWNED_CANCEL, cancel);
+      remember(new LocalBatch(System.nanoTime(), null, cancel));
     }
     byShard.forEach(this::send);
+  }
+
+  /** Keeps the batch for a session timeout: at 1,000 orders a second and 10 s, about 10,000 timers. */
+  private void remember(LocalBatch batch) {
+    recentLocal.addLast(batch);
+    long keepNanos = TimeUnit.MILLISECONDS.toNanos(config.kafka().sessionTimeoutMillis());
+    while (batch.atNanos() - recentLocal.peekFirst().atNanos() > keepNanos) {
+      recentLocal.removeFirst();
+    }
+  }
+
+  /**
+   * Sends the remembered timers of the lost shards to Kafka, in the order they were handed out. Runs after
+   * {@link OwnedShards} dropped the shards, so a timer handed out later goes to Kafka by itself. A record
+   * decodes its schedules before its cancels, so a shard's record ends where a schedule follows a cancel.
+   * The new owner takes a timer it also loaded as a replacement, and a cancel of a timer it does not hold
+   * as nothing.
+   */
+  private void handOver(int[] lostShards) {
+    int shards = config.database().shards();
+    boolean[] lost = new boolean[shards];
+    Arrays.stream(lostShards).forEach(shard -> lost[shard] = true);
+    Map<Integer, StringBuilder> byShard = new TreeMap<>();
+    Map<Integer, Boolean> endsWithCancel = new TreeMap<>();
+    int timers = 0;
+    for (LocalBatch batch : recentLocal) {
+      long[] ids = batch.schedule() != null ? batch.schedule().orderIds() : batch.cancel().orderIds();
+      for (int i = 0; i < ids.length; i++) {
+        int shard = OrderIds.shardOf(ids[i], shards);
+        if (!lost[shard]) {
+          continue;
+        }
+        timers++;
+        if (batch.schedule() != null) {
+          if (endsWithCancel.getOrDefault(shard, false)) {
+            send(shard, byShard.remove(shard));
+          }
+          TimerMessages.appendSchedule(byShard.computeIfAbsent(shard, s -> new StringBuilder()), ids[i],
+              batch.schedule().closeAtMillis()[i], batch.schedule().remindAtMillis()[i]);
+          endsWithCancel.put(shard, false);
+        } else {
+          TimerMessages.appendCancel(byShard.computeIfAbsent(shard, s -> new StringBuilder()), ids[i]);
+          endsWithCancel.put(shard, true);
+        }
+      }
+    }
+    byShard.forEach(this::send);
+    if (timers > 0) {
+      log.info("sent {} timers of the lost shards {} handed out here in the last {} ms to Kafka, for their new owner",
+          timers, Arrays.toString(lostShards), config.kafka().sessionTimeoutMillis());
+    }
   }
 
   /**
@@ -141,8 +213,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
     long now = System.nanoTime();
     if (now - lastWarning >= WARN_EVERY_NANOS) {
       lastWarning = now;
-      log.warn("a timer message for shard {} did not reach Kafka ({}); unless this node owns the shard, its orders "
-          + "are closed by the sweep of the shard's owner instead (this warning repeats at most every 30 s; see {})",
+      log.warn("a timer message for shard {} did not reach Kafka ({}); its orders are closed by the sweep of the "
+          + "shard's owner instead (this warning repeats at most every 30 s; see {})",
           shard, failure.toString(), Meters.TIMER_PUBLISH_FAILURES);
     }
   }

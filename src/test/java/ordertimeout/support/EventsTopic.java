@@ -13,7 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-/** Reads a whole events topic from the beginning, as a downstream consumer would. */
+/** Reads a whole topic from the beginning, as a downstream consumer would. */
 public final class EventsTopic {
   private EventsTopic() {}
 
@@ -21,6 +21,14 @@ public final class EventsTopic {
   public record Event(String orderId, long eventId, String type, String payload, int partition, long offset) {}
 
   public static List<Event> readAll(String bootstrapServers, String topic) {
+    return records(bootstrapServers, topic).stream()
+        .map(record -> new Event(record.key(), Long.parseLong(header(record, "event-id")), header(record, "event-type"),
+            record.value(), record.partition(), record.offset()))
+        .toList();
+  }
+
+  /** Every record of {@code topic}, each partition's in order. */
+  public static List<ConsumerRecord<String, String>> records(String bootstrapServers, String topic) {
     Map<String, Object> settings = Map.of(
         ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
         ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName(),
@@ -34,18 +42,15 @@ public final class EventsTopic {
       consumer.assign(partitions);
       consumer.seekToBeginning(partitions);
       Map<TopicPartition, Long> ends = consumer.endOffsets(partitions, Duration.ofSeconds(20));
-      List<Event> events = new ArrayList<>();
+      List<ConsumerRecord<String, String>> records = new ArrayList<>();
       long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
       while (partitions.stream().anyMatch(partition -> consumer.position(partition) < ends.get(partition))) {
         if (System.nanoTime() > deadline) {
           throw new IllegalStateException("could not read " + topic + " to its end within 60 s");
         }
-        for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(500))) {
-          events.add(new Event(record.key(), Long.parseLong(header(record, "event-id")), header(record, "event-type"),
-              record.value(), record.partition(), record.offset()));
-        }
+        consumer.poll(Duration.ofMillis(500)).forEach(records::add);
       }
-      return events;
+      return records;
     }
   }
 
