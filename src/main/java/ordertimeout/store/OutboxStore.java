@@ -31,26 +31,35 @@ public final class OutboxStore {
   public record OutboxEvent(long eventId, long orderId, String type, String payload) {}
 
   /**
-   * In one transaction: locks up to {@code limit} of the oldest unpublished events, hands them to
-   * {@code publish}, and marks them published only when its future succeeds; when it fails, the
-   * transaction rolls back and the rows wait for the next try. Returns how many were published.
+   * In one transaction: locks the relay's mark (or returns 0 at once while another relay holds it), reads up to
+   * {@code limit} events past it in feed order, hands them to {@code publish}, and moves the mark past them only when
+   * its future succeeds; when it fails, the transaction rolls back and the events wait for the next try. Returns how
+   * many were published.
    */
   public Future<Integer> publishOldest(int limit, Function<List<OutboxEvent>, Future<Void>> publish) {
-    return pool.withTransaction(connection -> connection.preparedQuery(Sql.LOCK_UNPUBLISHED_OUTBOX)
-        .execute(Tuple.of(limit))
-        .compose(rows -> {
-          List<OutboxEvent> events = new ArrayList<>(rows.size());
-          for (Row row : rows) {
-            events.add(new OutboxEvent(row.getLong("event_id"), row.getLong("order_id"), row.getString("type"),
-                row.getString("payload")));
-          }
-          if (events.isEmpty()) {
+    return pool.withTransaction(connection -> connection.preparedQuery(Sql.LOCK_RELAY_MARK).execute()
+        .compose(mark -> {
+          if (mark.size() == 0) {
             return Future.succeededFuture(0);
           }
-          Long[] ids = events.stream().map(OutboxEvent::eventId).toArray(Long[]::new);
-          return publish.apply(events)
-              .compose(sent -> connection.preparedQuery(Sql.MARK_OUTBOX_PUBLISHED).execute(Tuple.tuple().addArrayOfLong(ids)))
-              .map(marked -> events.size());
+          long relayedUpTo = mark.iterator().next().getLong("last_position");
+          return connection.preparedQuery(Sql.EVENTS_AFTER_POSITION).execute(Tuple.of(relayedUpTo, limit))
+              .compose(rows -> {
+                List<OutboxEvent> events = new ArrayList<>(rows.size());
+                long lastPosition = relayedUpTo;
+                for (Row row : rows) {
+                  events.add(new OutboxEvent(row.getLong("event_id"), row.getLong("order_id"), row.getString("type"),
+                      row.getString("payload")));
+                  lastPosition = row.getLong("position");
+                }
+                if (events.isEmpty()) {
+                  return Future.succeededFuture(0);
+                }
+                long movedTo = lastPosition;
+                return publish.apply(events)
+                    .compose(sent -> connection.preparedQuery(Sql.MOVE_RELAY_MARK).execute(Tuple.of(movedTo)))
+                    .map(moved -> events.size());
+              });
         }));
   }
 }

@@ -862,7 +862,7 @@ final class Sql {
       DELETE FROM outbox WHERE event_id IN (
         SELECT o.event_id FROM outbox o
         WHERE o.created_at < now() - $1::int * interval '1 hour' AND o.position IS NOT NULL
-          AND (NOT $3::boolean OR o.published_at IS NOT NULL)
+          AND (NOT $3::boolean OR o.position <= (SELECT last_position FROM outbox_relayed))
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED')
         ORDER BY o.event_id LIMIT $2)""";
 
@@ -873,7 +873,7 @@ final class Sql {
   static final String DELETE_EXPIRED_EVENTS = """
       WITH doomed AS (
         SELECT o.event_id,
-               (o.position IS NULL OR ($3::boolean AND o.published_at IS NULL)
+               (o.position IS NULL OR ($3::boolean AND o.position > (SELECT last_position FROM outbox_relayed))
                 OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED'))
                  AS undelivered
         FROM outbox o WHERE o.created_at < now() - $1::int * interval '1 day' ORDER BY o.event_id LIMIT $2),
@@ -889,17 +889,20 @@ final class Sql {
   // ---- outbox relay
 
   /**
-   * The first unpublished events in feed order (commit order, see {@link #DISPATCH_EVENTS}), locked for this relay's
-   * transaction; rows another relay holds are skipped, not waited for, so several nodes relay at once without sending
-   * the same rows twice. Only events the dispatcher has positioned: it updates rows without a position, the relay
-   * locks rows with one, so neither waits for the other nor skips a row the other holds (which would send an order's
-   * later event before its earlier one).
+   * How far the relay has published, locked for this relay's transaction; while another relay holds it, no row: one
+   * relay at a time, so events go out in feed order and none is sent by two relays.
    */
-  static final String LOCK_UNPUBLISHED_OUTBOX = """
-      SELECT event_id, order_id, type, payload::text AS payload FROM outbox
-      WHERE published_at IS NULL AND position IS NOT NULL ORDER BY position LIMIT $1 FOR UPDATE SKIP LOCKED""";
+  static final String LOCK_RELAY_MARK = "SELECT last_position FROM outbox_relayed FOR UPDATE SKIP LOCKED";
 
-  static final String MARK_OUTBOX_PUBLISHED = "UPDATE outbox SET published_at = now() WHERE event_id = ANY($1)";
+  /**
+   * The next events to publish, in feed order (commit order, see {@link #DISPATCH_EVENTS}): only events the dispatcher
+   * has positioned, so that an order's later event never goes before its earlier one.
+   */
+  static final String EVENTS_AFTER_POSITION = """
+      SELECT event_id, order_id, type, payload::text AS payload, position FROM outbox
+      WHERE position > $1 ORDER BY position LIMIT $2""";
+
+  static final String MOVE_RELAY_MARK = "UPDATE outbox_relayed SET last_position = $1";
 
   // ---- events out without Kafka: feed positions, webhook deliveries, the pull feed (EventStore)
 
@@ -1005,14 +1008,21 @@ final class Sql {
   static final String APPLIED_MIGRATIONS = "SELECT version, success FROM flyway_schema_history WHERE version IS NOT NULL";
 
   /**
-   * The outbox rows no relay has published yet, up to {@link OpsStore#OUTBOX_BACKLOG_COUNTED_UP_TO}, and the age in seconds of the
-   * oldest (null when none), the first entry of the unpublished rows' index. Counting every row took longer than the
+   * The outbox rows no relay has published yet (not positioned, or past the relay's mark), up to
+   * {@link OpsStore#OUTBOX_BACKLOG_COUNTED_UP_TO}, and the age in seconds of the oldest (null when none): the older of the
+   * first unpositioned row and the first row past the mark, each the first entry of its index. Counting every row took longer than the
    * health pool's statement timeout in a storm of a million closes with Kafka off (nothing publishes then): the read failed
    * every 5 s, each time after seconds of a PostgreSQL core the closes needed.
    */
   static final String OUTBOX_BACKLOG = """
-      SELECT (SELECT count(*) FROM (SELECT FROM outbox WHERE published_at IS NULL LIMIT %d) counted),
-             (SELECT extract(epoch from now() - created_at) FROM outbox WHERE published_at IS NULL ORDER BY created_at LIMIT 1)"""
+      WITH mark AS (SELECT last_position FROM outbox_relayed)
+      SELECT least(%1$d,
+               (SELECT count(*) FROM (SELECT FROM outbox WHERE position IS NULL LIMIT %1$d) unpositioned)
+               + (SELECT count(*) FROM (SELECT FROM outbox, mark WHERE position > mark.last_position LIMIT %1$d) positioned)),
+             (SELECT extract(epoch from now() - min(created_at)) FROM (
+                (SELECT created_at FROM outbox WHERE position IS NULL ORDER BY event_id LIMIT 1)
+                UNION ALL
+                (SELECT created_at FROM outbox, mark WHERE position > mark.last_position ORDER BY position LIMIT 1)) firsts)"""
       .formatted(OpsStore.OUTBOX_BACKLOG_COUNTED_UP_TO);
 
   // ---- partitions of orders and order_items (OrderPartitions; identifiers arrive quoted)

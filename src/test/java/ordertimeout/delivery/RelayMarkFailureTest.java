@@ -21,8 +21,8 @@ import java.util.stream.Collectors;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The relay fails between the broker's acknowledgement and marking the rows published (the mark's
- * UPDATE raises, once): its transaction rolls back, the rows stay unpublished and go out again on the
+ * The relay fails between the broker's acknowledgement and moving its mark past the events (the mark's
+ * UPDATE raises, once): its transaction rolls back, the events stay unpublished and go out again on the
  * next try. At least once: every outbox event reaches the topic, those of the failed try twice, and
  * every row ends published.
  */
@@ -32,7 +32,7 @@ class RelayMarkFailureTest {
 
   @AfterEach
   void dropInjectedFailure() {
-    Sql.executeDdl("DROP TRIGGER IF EXISTS inject_mark_failure ON outbox");
+    Sql.executeDdl("DROP TRIGGER IF EXISTS inject_mark_failure ON outbox_relayed");
     Sql.execute("DROP FUNCTION IF EXISTS inject_mark_failure()");
     Sql.execute("DROP SEQUENCE IF EXISTS inject_mark_failure_rows");
   }
@@ -40,17 +40,17 @@ class RelayMarkFailureTest {
   @Test
   void eventsAcknowledgedButNotMarkedPublishedArePublishedAgainAndNoneIsLost() {
     TestDatabase.reset();
-    // A sequence is not rolled back with the transaction: the first row marked published raises, no other.
+    // A sequence is not rolled back with the transaction: the first move of the mark raises, no other.
     Sql.execute("CREATE SEQUENCE inject_mark_failure_rows");
     Sql.execute("""
         CREATE FUNCTION inject_mark_failure() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-          IF OLD.published_at IS NULL AND NEW.published_at IS NOT NULL AND nextval('inject_mark_failure_rows') = 1 THEN
-            RAISE EXCEPTION 'injected failure marking outbox rows published';
+          IF NEW.last_position > OLD.last_position AND nextval('inject_mark_failure_rows') = 1 THEN
+            RAISE EXCEPTION 'injected failure moving the relay mark';
           END IF;
           RETURN NEW;
         END $$""");
-    Sql.executeDdl("CREATE TRIGGER inject_mark_failure BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION inject_mark_failure()");
+    Sql.executeDdl("CREATE TRIGGER inject_mark_failure BEFORE UPDATE ON outbox_relayed FOR EACH ROW EXECUTE FUNCTION inject_mark_failure()");
 
     ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
     try (TestService node = TestService.start(cluster.forNode(51))) {
@@ -61,7 +61,7 @@ class RelayMarkFailureTest {
         assertThat(node.api().pay(id).status()).isEqualTo(200);
       }
       Await.until("every outbox row published", SAFETY,
-          () -> Sql.count("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0);
+          () -> Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.UNPUBLISHED) == 0);
       assertThat(Sql.count("SELECT count(*) FROM outbox")).as("30 created, 10 paid").isEqualTo(40);
       assertThat(Sql.count("SELECT last_value FROM inject_mark_failure_rows")).as("the injected failure fired").isPositive();
       long failures = counter(node, Meters.OUTBOX_RELAY_FAILURES) - failuresBefore;

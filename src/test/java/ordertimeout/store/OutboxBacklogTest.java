@@ -36,12 +36,14 @@ class OutboxBacklogTest {
 
   @Test
   void aSmallBacklogIsCountedExactlyAndPublishedRowsNeitherCountNorAge() {
+    long mark = relayMark();
     insertEvents(3, "now() - interval '10 minutes'", null);
-    insertEvents(1, "now() - interval '2 hours'", "now()");
+    insertEvents(1, "now() - interval '2 hours'", mark);
+    insertEvents(1, "now() - interval '5 minutes'", mark + 1);
 
     OutboxBacklog backlog = TestService.await(store.outboxBacklog());
 
-    assertThat(backlog.rows()).isEqualTo(3);
+    assertThat(backlog.rows()).as("three not positioned, one positioned past the relay's mark").isEqualTo(4);
     assertThat(backlog.oldestAgeSeconds()).as("the oldest unpublished row's age, not the published one's")
         .isBetween(600.0, 660.0);
   }
@@ -49,18 +51,23 @@ class OutboxBacklogTest {
   @Test
   void aBacklogPastTheBoundReadsAsTheBound() {
     insertEvents(OpsStore.OUTBOX_BACKLOG_COUNTED_UP_TO + 500, "now()", null);
-    insertEvents(1, "now() - interval '1 hour'", null);
+    insertEvents(1, "now() - interval '1 hour'", relayMark() + 1);
 
     OutboxBacklog backlog = TestService.await(store.outboxBacklog());
 
     assertThat(backlog.rows()).isEqualTo(OpsStore.OUTBOX_BACKLOG_COUNTED_UP_TO);
-    assertThat(backlog.oldestAgeSeconds()).isBetween(3600.0, 3660.0);
+    assertThat(backlog.oldestAgeSeconds()).as("the positioned row past the mark is the oldest").isBetween(3600.0, 3660.0);
   }
 
-  private static void insertEvents(int count, String createdAt, String publishedAt) {
+  private static long relayMark() {
+    return Sql.count("SELECT last_position FROM outbox_relayed");
+  }
+
+  /** {@code position} null: not positioned yet; otherwise the one position given to the (single) row. */
+  private static void insertEvents(int count, String createdAt, Long position) {
     Sql.execute("""
-        INSERT INTO outbox (order_id, client, type, payload, created_at, published_at)
-        SELECT n, 'client-a', 'ORDER_CREATED', '{}', %s, %s FROM generate_series(1, ?) AS n"""
-        .formatted(createdAt, publishedAt == null ? "NULL::timestamptz" : publishedAt), count);
+        INSERT INTO outbox (order_id, client, type, payload, created_at, position)
+        SELECT n, 'client-a', 'ORDER_CREATED', '{}', %s, ?::bigint FROM generate_series(1, ?) AS n"""
+        .formatted(createdAt), position, count);
   }
 }

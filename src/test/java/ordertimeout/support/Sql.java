@@ -12,6 +12,11 @@ import java.util.concurrent.TimeUnit;
 
 /** Plain JDBC against the test database (or another one's connection), for setting up and checking what the service did. */
 public final class Sql {
+  /** A condition on an outbox row {@code o}: the Kafka relay has not published it (not positioned yet, or past its mark). */
+  public static final String UNPUBLISHED = "(o.position IS NULL OR o.position > (SELECT last_position FROM outbox_relayed))";
+  /** The opposite of {@link #UNPUBLISHED}. */
+  public static final String PUBLISHED = "(o.position <= (SELECT last_position FROM outbox_relayed))";
+
   private Sql() {}
 
   public static List<Map<String, Object>> rows(String sql, Object... params) {
