@@ -144,8 +144,12 @@ public final class TimerFanoutVerticle extends VerticleBase {
   /** Keeps the batch for a session timeout: at 1,000 orders a second and 10 s, about 10,000 timers. */
   private void remember(LocalBatch batch) {
     recentLocal.addLast(batch);
+    forgetOlderThanASession(batch.atNanos());
+  }
+
+  private void forgetOlderThanASession(long nowNanos) {
     long keepNanos = TimeUnit.MILLISECONDS.toNanos(config.kafka().sessionTimeoutMillis());
-    while (batch.atNanos() - recentLocal.peekFirst().atNanos() > keepNanos) {
+    while (!recentLocal.isEmpty() && nowNanos - recentLocal.peekFirst().atNanos() > keepNanos) {
       recentLocal.removeFirst();
     }
   }
@@ -158,6 +162,7 @@ public final class TimerFanoutVerticle extends VerticleBase {
    * as nothing.
    */
   private void handOver(int[] lostShards) {
+    forgetOlderThanASession(System.nanoTime());
     int shards = config.database().shards();
     boolean[] lost = new boolean[shards];
     Arrays.stream(lostShards).forEach(shard -> lost[shard] = true);
