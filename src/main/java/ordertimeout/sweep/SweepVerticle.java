@@ -49,10 +49,17 @@ public final class SweepVerticle extends VerticleBase {
     this.stats = stats;
   }
 
-  /** What one pass found: overdue closes and late reminders. */
+  /** What one pass found: overdue closes and late reminders; and whether it stopped early for close batches queued. */
   private static final class Found {
+    /** False for the pass that runs after {@value #MAX_PASSES_SKIPPED_IN_A_ROW} left out: it goes through. */
+    final boolean mayStopForQueue;
     long closes;
     long reminders;
+    boolean stoppedForQueue;
+
+    Found(boolean mayStopForQueue) {
+      this.mayStopForQueue = mayStopForQueue;
+    }
   }
 
   @Override
@@ -73,7 +80,9 @@ public final class SweepVerticle extends VerticleBase {
   /**
    * One pass over every owned shard; a pass still running when the next is due makes that one skip. So do close batches
    * queued on this node (a deadline storm): a page handed now would wait behind them, and the orders it holds are
-   * mostly in them already. In a million-order storm such a page waited past its 120 s request timeout.
+   * mostly in them already. In a million-order storm such a page waited past its 120 s request timeout. A pass that
+   * meets such a queue before a page stops there and counts as left out too; one that started slower than the queue
+   * formed would otherwise hand its next pages to it.
    */
   private void sweepOnce() {
     if (sweeping) {
@@ -84,10 +93,11 @@ public final class SweepVerticle extends VerticleBase {
       stats.sweepSkipped();
       return;
     }
+    boolean forced = stats.closeQueued() > 0;
     skippedInARow = 0;
     sweeping = true;
     long started = System.nanoTime();
-    Found found = new Found();
+    Found found = new Found(!forced);
     sweepShardsFrom(0, 0, found)
         .onSuccess(closed -> {
           if (closed > 0) {
@@ -97,11 +107,15 @@ public final class SweepVerticle extends VerticleBase {
         .onComplete(done -> {
           sweeping = false;
           stats.swept(System.nanoTime() - started, found.closes, found.reminders);
+          if (found.stoppedForQueue) {
+            skippedInARow++;
+            stats.sweepSkipped();
+          }
         });
   }
 
   private Future<Integer> sweepShardsFrom(int shard, int closedSoFar, Found found) {
-    if (shard >= config.database().shards() || stopped) {
+    if (shard >= config.database().shards() || stopped || found.stoppedForQueue) {
       return Future.succeededFuture(closedSoFar);
     }
     if (!owned.owns(shard)) {
@@ -124,6 +138,10 @@ public final class SweepVerticle extends VerticleBase {
   /** Hands every page of the query's overdue orders of one shard to {@code address}; returns how many it handled. */
   private Future<Integer> sweepShard(int shard, PageCursor after, int handledSoFar, OverdueQuery query, String address,
                                      Found found) {
+    if (found.mayStopForQueue && stats.closeQueued() > 0) {
+      found.stoppedForQueue = true;
+      return Future.succeededFuture(handledSoFar);
+    }
     int pageSize = config.sweep().pageSize();
     return query.page(shard, config.sweep().graceSeconds(), after, pageSize).compose(page -> {
       if (page.ids().length == 0) {

@@ -1,0 +1,74 @@
+package ordertimeout.sweep;
+
+import ordertimeout.bus.Addresses;
+import ordertimeout.bus.CancelTimers;
+import ordertimeout.support.Await;
+import ordertimeout.support.Prometheus;
+import ordertimeout.support.ServiceTestBase;
+import ordertimeout.support.Sql;
+import ordertimeout.support.TestDatabase;
+import org.junit.jupiter.api.Test;
+
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A sweep pass already under way when close batches start to queue stops at its next page (and counts as left out)
+ * instead of handing its pages to the queue. Three orders lost by the wheel are found a page (one order) at a time; the
+ * first page's close waits on a locked stock row while two wheel batches (one order each, they cannot join) queue
+ * behind it; once it is let through, one wheel batch takes the only place and waits on another locked row, the other
+ * stays queued, and the pass must end there.
+ */
+class SweepStopsForQueueTest extends ServiceTestBase {
+
+  @Override
+  protected Map<String, String> overrides() {
+    return Map.of("OT_CLOSE_MAX_IN_FLIGHT", "1", "OT_CLOSE_YIELD_TO_CREATES_ABOVE_MILLIS", "0",
+        "OT_DATABASE_DEADLINES_LOCK_TIMEOUT_MILLIS", "60000", "OT_TIMER_BATCH_SIZE", "1", "OT_SWEEP_PAGE_SIZE", "1");
+  }
+
+  @Test
+  void aPassUnderWayStopsAtItsNextPageWhenCloseBatchesQueue() throws Exception {
+    api.setStock("SLOW", 10);
+    api.setStock("HELD", 10);
+    List<String> lost = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      String id = create("u-lost-" + i, 3, "SLOW", 1).getString("id");
+      service.vertx().eventBus().send(Addresses.TIMER_CANCEL, CancelTimers.one(Long.parseLong(id)));
+      lost.add(id);
+    }
+    List<String> held = List.of(create("u-held-1", 8, "HELD", 1).getString("id"), create("u-held-2", 8, "HELD", 1).getString("id"));
+
+    try (Connection slowRow = TestDatabase.jdbc(); Connection heldRow = TestDatabase.jdbc()) {
+      slowRow.setAutoCommit(false);
+      heldRow.setAutoCommit(false);
+      Sql.rows(slowRow, "SELECT * FROM inventory WHERE sku = 'SLOW' FOR UPDATE");
+      Sql.rows(heldRow, "SELECT * FROM inventory WHERE sku = 'HELD' FOR UPDATE");
+      Await.until("the wheel's two batches queued behind the sweep's first page", Duration.ofSeconds(20),
+          () -> metric("ordertimeout_close_queued") == 2);
+      double foundBefore = metric("ordertimeout_sweep_found_total");
+      double skippedBefore = metric("ordertimeout_sweep_skipped_total");
+
+      slowRow.rollback();
+      Await.until("the pass ended, having handed one page", Duration.ofSeconds(10),
+          () -> metric("ordertimeout_sweep_found_total") - foundBefore == 1);
+      assertThat(metric("ordertimeout_sweep_skipped_total") - skippedBefore).as("the pass cut short counts as left out")
+          .isGreaterThanOrEqualTo(1);
+      assertThat(lost.stream().filter(id -> "CLOSED".equals(statusOf(id))).count()).as("lost orders closed so far").isEqualTo(1);
+      heldRow.rollback();
+    }
+
+    Await.until("every order closed", Duration.ofSeconds(30),
+        () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
+    assertThat(held.stream().allMatch(id -> "CLOSED".equals(statusOf(id)))).isTrue();
+  }
+
+  private double metric(String name) {
+    return new Prometheus(api.get("/metrics", null).body()).sum(name);
+  }
+}
