@@ -167,7 +167,6 @@ public final class TimerFanoutVerticle extends VerticleBase {
     boolean[] lost = new boolean[shards];
     Arrays.stream(lostShards).forEach(shard -> lost[shard] = true);
     Map<Integer, StringBuilder> byShard = new TreeMap<>();
-    Map<Integer, Boolean> endsWithCancel = new TreeMap<>();
     int timers = 0;
     for (LocalBatch batch : recentLocal) {
       long[] ids = batch.schedule() != null ? batch.schedule().orderIds() : batch.cancel().orderIds();
@@ -177,17 +176,16 @@ public final class TimerFanoutVerticle extends VerticleBase {
           continue;
         }
         timers++;
-        if (batch.schedule() != null) {
-          if (endsWithCancel.getOrDefault(shard, false)) {
-            send(shard, byShard.remove(shard));
-          }
-          TimerMessages.appendSchedule(byShard.computeIfAbsent(shard, s -> new StringBuilder()), ids[i],
-              batch.schedule().closeAtMillis()[i], batch.schedule().remindAtMillis()[i]);
-          endsWithCancel.put(shard, false);
-        } else {
-          TimerMessages.appendCancel(byShard.computeIfAbsent(shard, s -> new StringBuilder()), ids[i]);
-          endsWithCancel.put(shard, true);
+        StringBuilder text = byShard.computeIfAbsent(shard, s -> new StringBuilder());
+        if (batch.schedule() == null) {
+          TimerMessages.appendCancel(text, ids[i]);
+          continue;
         }
+        if (TimerMessages.endsWithCancel(text)) {
+          send(shard, byShard.remove(shard));
+          text = byShard.computeIfAbsent(shard, s -> new StringBuilder());
+        }
+        TimerMessages.appendSchedule(text, ids[i], batch.schedule().closeAtMillis()[i], batch.schedule().remindAtMillis()[i]);
       }
     }
     byShard.forEach(this::send);

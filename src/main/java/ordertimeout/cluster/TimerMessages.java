@@ -25,6 +25,12 @@ public final class TimerMessages {
     text.append(CANCEL).append(' ').append(orderId).append('\n');
   }
 
+  /** Whether the last line of {@code text} is a cancel: a schedule after it needs a record of its own (see {@link #decode}). */
+  public static boolean endsWithCancel(StringBuilder text) {
+    int lastLine = text.lastIndexOf("\n", text.length() - 2) + 1;
+    return text.length() > 0 && text.indexOf(CANCEL, lastLine) == lastLine;
+  }
+
   /** What one record asks for; a line that cannot be read is skipped and counted. */
   public record Decoded(Deadlines schedule, CancelTimers cancel, int unreadable) {}
 

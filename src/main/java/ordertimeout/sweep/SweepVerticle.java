@@ -51,7 +51,7 @@ public final class SweepVerticle extends VerticleBase {
 
   /** What one pass found: overdue closes and late reminders; and whether it stopped early for close batches queued. */
   private static final class Found {
-    /** False for the pass that runs after {@value #MAX_PASSES_SKIPPED_IN_A_ROW} left out: it goes through. */
+    /** False for the pass that runs after {@value SweepVerticle#MAX_PASSES_SKIPPED_IN_A_ROW} left out: it goes through. */
     final boolean mayStopForQueue;
     long closes;
     long reminders;

@@ -2,6 +2,7 @@ package ordertimeout.close;
 
 import io.vertx.core.json.JsonObject;
 import ordertimeout.close.HeldCloses.ReportedCreates;
+import ordertimeout.support.Sql;
 import ordertimeout.support.Api;
 import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
@@ -18,7 +19,6 @@ import java.util.Map;
 
 import static ordertimeout.close.HeldCloses.allowedCloses;
 import static ordertimeout.close.HeldCloses.closesWaitingForStock;
-import static ordertimeout.close.HeldCloses.lockedRow;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -93,7 +93,7 @@ class CloseSlowStartTest extends ServiceTestBase {
         JsonObject order = create("u-" + prefix + i, 5, sku, 1);
         ids.add(order.getString("id"));
         latest = Instant.parse(order.getString("closeAt"));
-        locks.add(lockedRow(sku));
+        locks.add(Sql.lockedInventoryRow(sku));
       }
       deadline = latest.plusSeconds(2).truncatedTo(ChronoUnit.SECONDS);
       for (String id : ids) {

@@ -12,7 +12,6 @@ import java.util.Map;
 
 import static ordertimeout.close.HeldCloses.allowedCloses;
 import static ordertimeout.close.HeldCloses.closesWaitingForStock;
-import static ordertimeout.close.HeldCloses.lockedRow;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -40,7 +39,7 @@ class CloseYieldTest extends ServiceTestBase {
       Await.sleep(50); // due a few wheel ticks apart: a batch each
     }
     ReportedCreates slowCreates = new ReportedCreates(service.service().stats(), Duration.ofMillis(200));
-    try (Connection holdsA = lockedRow("HELD-A"); Connection holdsB = lockedRow("HELD-B"); Connection holdsC = lockedRow("HELD-C")) {
+    try (Connection holdsA = Sql.lockedInventoryRow("HELD-A"); Connection holdsB = Sql.lockedInventoryRow("HELD-B"); Connection holdsC = Sql.lockedInventoryRow("HELD-C")) {
       assertThat(allowedCloses(api)).as("closes allowed at once before the backlog").isEqualTo(MAX_IN_FLIGHT);
       slowCreates.start();
       Await.until("every order overdue", Duration.ofSeconds(10), () -> Sql.count(

@@ -4,26 +4,16 @@ import ordertimeout.metrics.NodeStats;
 import ordertimeout.support.Api;
 import ordertimeout.support.Prometheus;
 import ordertimeout.support.Sql;
-import ordertimeout.support.TestDatabase;
 
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
 
 /**
- * What the tests of the closes' concurrency share: stock rows held by an open transaction, so that the closes running
- * at once can be counted as the database's lock waiters, and creates reported to the node's stats as intake would.
+ * What the tests of the closes' concurrency share: with stock rows held by an open transaction
+ * ({@link Sql#lockedInventoryRow}), the closes running at once counted as the database's lock waiters; and creates
+ * reported to the node's stats as intake would.
  */
 final class HeldCloses {
   private HeldCloses() {}
-
-  /** A connection whose open transaction holds {@code sku}'s inventory row; rollback (or close) lets it go. */
-  static Connection lockedRow(String sku) throws SQLException {
-    Connection connection = TestDatabase.jdbc();
-    connection.setAutoCommit(false);
-    Sql.rows(connection, "SELECT * FROM inventory WHERE sku = ? FOR UPDATE", sku);
-    return connection;
-  }
 
   /** Sessions waiting on a lock: here, only the closes held by the locked stock rows. */
   static long closesWaitingForStock() {

@@ -168,7 +168,7 @@ class NodeKillTest {
 
       // the events topic, read from the beginning like a downstream consumer, agrees with the close log
       Await.until("the outbox relayed", Duration.ofSeconds(60),
-          () -> Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.UNPUBLISHED) == 0);
+          () -> Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.unpublished("o")) == 0);
       List<EventsTopic.Event> events = EventsTopic.readAll(cluster.bootstrapServers(), cluster.eventsTopic());
       Map<Long, EventsTopic.Event> byEventId = new HashMap<>();
       events.forEach(event -> byEventId.putIfAbsent(event.eventId(), event));

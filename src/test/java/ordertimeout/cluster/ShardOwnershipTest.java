@@ -112,7 +112,7 @@ class ShardOwnershipTest {
       Invariants.assertHold();
 
       Await.until("the outbox relayed", Duration.ofSeconds(20),
-          () -> Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.UNPUBLISHED) == 0);
+          () -> Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.unpublished("o")) == 0);
       List<EventsTopic.Event> events = EventsTopic.readAll(cluster.bootstrapServers(), cluster.eventsTopic());
       Map<Long, EventsTopic.Event> byEventId = new HashMap<>();
       events.forEach(event -> byEventId.putIfAbsent(event.eventId(), event));

@@ -89,4 +89,16 @@ class TimerMessagesTest {
     assertThat(tombstone.schedule().size()).isZero();
     assertThat(tombstone.cancel().orderIds()).isEmpty();
   }
+
+  @Test
+  void aRecordEndsWithACancelOnlyWhenItsLastLineIsOne() {
+    StringBuilder text = new StringBuilder();
+    assertThat(TimerMessages.endsWithCancel(text)).isFalse();
+    TimerMessages.appendCancel(text, 7);
+    assertThat(TimerMessages.endsWithCancel(text)).isTrue();
+    TimerMessages.appendSchedule(text, 8, 1000, -1);
+    assertThat(TimerMessages.endsWithCancel(text)).isFalse();
+    TimerMessages.appendCancel(text, 9);
+    assertThat(TimerMessages.endsWithCancel(text)).isTrue();
+  }
 }

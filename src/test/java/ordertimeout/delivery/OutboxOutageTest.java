@@ -89,14 +89,14 @@ class OutboxOutageTest {
         List<String> during = new ArrayList<>(toClose);
         during.addAll(toPay);
         String duringIds = String.join(",", during);
-        assertThat(Sql.count("SELECT count(*) FROM outbox o WHERE order_id IN (" + duringIds + ") AND " + Sql.PUBLISHED))
+        assertThat(Sql.count("SELECT count(*) FROM outbox o WHERE order_id IN (" + duringIds + ") AND " + Sql.published("o")))
             .as("nothing written during the outage was published").isZero();
         assertThat(unpublished()).as("every unpublished row is of the outage")
             .isEqualTo(Sql.count("SELECT count(*) FROM outbox WHERE order_id IN (" + duringIds + ")"));
         assertThat(typesWaiting()).containsEntry("ORDER_CREATED", (long) during.size())
             .containsEntry("ORDER_PAID", (long) toPay.size())
             .containsEntry("ORDER_CLOSED", (long) toClose.size());
-        assertThat(Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.PUBLISHED)).as("published rows stay published")
+        assertThat(Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.published("o"))).as("published rows stay published")
             .isEqualTo(publishedBefore);
         String metrics = node.api().get("/metrics", null).body();
         Matcher failures = RELAY_FAILURES.matcher(metrics);
@@ -207,12 +207,12 @@ class OutboxOutageTest {
   }
 
   private static long unpublished() {
-    return Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.UNPUBLISHED);
+    return Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.unpublished("o"));
   }
 
   private static Map<String, Long> typesWaiting() {
     Map<String, Long> types = new HashMap<>();
-    for (Map<String, Object> row : Sql.rows("SELECT type, count(*) AS n FROM outbox o WHERE " + Sql.UNPUBLISHED + " GROUP BY type")) {
+    for (Map<String, Object> row : Sql.rows("SELECT type, count(*) AS n FROM outbox o WHERE " + Sql.unpublished("o") + " GROUP BY type")) {
       types.put((String) row.get("type"), ((Number) row.get("n")).longValue());
     }
     return types;

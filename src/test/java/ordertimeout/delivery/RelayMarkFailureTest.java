@@ -61,7 +61,7 @@ class RelayMarkFailureTest {
         assertThat(node.api().pay(id).status()).isEqualTo(200);
       }
       Await.until("every outbox row published", SAFETY,
-          () -> Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.UNPUBLISHED) == 0);
+          () -> Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.unpublished("o")) == 0);
       assertThat(Sql.count("SELECT count(*) FROM outbox")).as("30 created, 10 paid").isEqualTo(40);
       assertThat(Sql.count("SELECT last_value FROM inject_mark_failure_rows")).as("the injected failure fired").isPositive();
       long failures = counter(node, Meters.OUTBOX_RELAY_FAILURES) - failuresBefore;

@@ -5,6 +5,7 @@ import ordertimeout.faults.Recording.Operation;
 import ordertimeout.faults.Recording.Outcome;
 import ordertimeout.support.Await;
 import ordertimeout.support.EventsTopic;
+import ordertimeout.support.Sql;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -43,7 +44,7 @@ final class FaultChecker {
     awaitQuietly(Duration.ofMillis(settleMillis),
         () -> database.count("SELECT count(*) FROM orders WHERE user_id LIKE ? AND status = 'UNPAID'", users) == 0);
     awaitQuietly(RELAY_WAIT, () -> database.count("SELECT count(*) FROM outbox e JOIN orders o ON o.id = e.order_id "
-        + "WHERE o.user_id LIKE ? AND (e.position IS NULL OR e.position > (SELECT last_position FROM outbox_relayed))", users) == 0);
+        + "WHERE o.user_id LIKE ? AND " + Sql.unpublished("e"), users) == 0);
 
     Map<String, List<OrderRow>> byUser = new HashMap<>();
     Map<String, OrderRow> byId = new HashMap<>();

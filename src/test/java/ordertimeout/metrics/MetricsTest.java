@@ -131,12 +131,12 @@ class MetricsTest extends ServiceTestBase {
     assertThat(Metrics.sum(scraped, "ordertimeout_pending_timers"))
         .isEqualTo(api.stats().getJsonObject("pendingTimers").getLong("total").doubleValue());
 
-    long unpublished = Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.UNPUBLISHED);
+    long unpublished = Sql.count("SELECT count(*) FROM outbox o WHERE " + Sql.unpublished("o"));
     assertThat(unpublished).as("ORDER_CREATED events, no relay publishes them yet").isEqualTo(2);
     Await.until("the outbox gauge to be read again", Duration.ofSeconds(30),
         () -> Metrics.sum(scrape(), "ordertimeout_outbox_backlog") == unpublished);
     double oldestAge = Metrics.sum(scrape(), "ordertimeout_outbox_oldest_age_seconds");
-    double oldestAgeNow = Sql.rows("SELECT extract(epoch FROM now() - min(created_at))::float8 AS age FROM outbox o WHERE " + Sql.UNPUBLISHED)
+    double oldestAgeNow = Sql.rows("SELECT extract(epoch FROM now() - min(created_at))::float8 AS age FROM outbox o WHERE " + Sql.unpublished("o"))
         .get(0).values().stream().mapToDouble(age -> ((Number) age).doubleValue()).sum();
     assertThat(oldestAge).as("the age of the oldest unpublished event, as last read").isPositive().isLessThanOrEqualTo(oldestAgeNow);
   }

@@ -73,4 +73,9 @@ public abstract class ServiceTestBase {
   protected String statusOf(String id) {
     return api.order(id).json().getString("status");
   }
+
+  /** The sum of a metric's series on /metrics now. */
+  protected double metric(String name) {
+    return new Prometheus(api.get("/metrics", null).body()).sum(name);
+  }
 }

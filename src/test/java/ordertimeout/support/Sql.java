@@ -12,12 +12,25 @@ import java.util.concurrent.TimeUnit;
 
 /** Plain JDBC against the test database (or another one's connection), for setting up and checking what the service did. */
 public final class Sql {
-  /** A condition on an outbox row {@code o}: the Kafka relay has not published it (not positioned yet, or past its mark). */
-  public static final String UNPUBLISHED = "(o.position IS NULL OR o.position > (SELECT last_position FROM outbox_relayed))";
-  /** The opposite of {@link #UNPUBLISHED}. */
-  public static final String PUBLISHED = "(o.position <= (SELECT last_position FROM outbox_relayed))";
-
   private Sql() {}
+
+  /** A condition on the outbox row named {@code alias}: the Kafka relay has not published it (not positioned yet, or past its mark). */
+  public static String unpublished(String alias) {
+    return "(%1$s.position IS NULL OR %1$s.position > (SELECT last_position FROM outbox_relayed))".formatted(alias);
+  }
+
+  /** The opposite of {@link #unpublished}. */
+  public static String published(String alias) {
+    return "(%s.position <= (SELECT last_position FROM outbox_relayed))".formatted(alias);
+  }
+
+  /** A connection whose open transaction holds {@code sku}'s inventory row; rollback (or close) lets it go. */
+  public static Connection lockedInventoryRow(String sku) throws SQLException {
+    Connection connection = TestDatabase.jdbc();
+    connection.setAutoCommit(false);
+    rows(connection, "SELECT * FROM inventory WHERE sku = ? FOR UPDATE", sku);
+    return connection;
+  }
 
   public static List<Map<String, Object>> rows(String sql, Object... params) {
     try (Connection connection = TestDatabase.jdbc()) {

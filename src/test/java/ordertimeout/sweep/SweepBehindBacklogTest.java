@@ -4,10 +4,8 @@ import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.bus.DueOrders;
 import ordertimeout.support.Await;
-import ordertimeout.support.Prometheus;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
-import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
@@ -41,9 +39,7 @@ class SweepBehindBacklogTest extends ServiceTestBase {
     String lost = create("u-lost", 3, "SKU-L", 1).getString("id");
     service.vertx().eventBus().send(Addresses.TIMER_CANCEL, CancelTimers.one(Long.parseLong(lost)));
 
-    try (Connection blocker = TestDatabase.jdbc()) {
-      blocker.setAutoCommit(false);
-      Sql.rows(blocker, "SELECT * FROM inventory WHERE sku = 'HELD' FOR UPDATE");
+    try (Connection blocker = Sql.lockedInventoryRow("HELD")) {
       Await.until("a close batch queued behind the held one", Duration.ofSeconds(10), () -> metric("ordertimeout_close_queued") == 1);
       double foundBefore = metric("ordertimeout_sweep_found_total");
       double skippedBefore = metric("ordertimeout_sweep_skipped_total");
@@ -61,9 +57,5 @@ class SweepBehindBacklogTest extends ServiceTestBase {
     Await.until("the lost order closed by the sweep", Duration.ofSeconds(10), () -> "CLOSED".equals(statusOf(lost)));
     assertThat(service.service().stats().timeoutCloses(DueOrders.Path.SWEEP)).isEqualTo(1);
     assertThat(metric("ordertimeout_close_queued")).isZero();
-  }
-
-  private double metric(String name) {
-    return new Prometheus(api.get("/metrics", null).body()).sum(name);
   }
 }

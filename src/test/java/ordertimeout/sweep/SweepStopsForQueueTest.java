@@ -3,10 +3,8 @@ package ordertimeout.sweep;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.support.Await;
-import ordertimeout.support.Prometheus;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
-import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
@@ -44,11 +42,7 @@ class SweepStopsForQueueTest extends ServiceTestBase {
     }
     List<String> held = List.of(create("u-held-1", 8, "HELD", 1).getString("id"), create("u-held-2", 8, "HELD", 1).getString("id"));
 
-    try (Connection slowRow = TestDatabase.jdbc(); Connection heldRow = TestDatabase.jdbc()) {
-      slowRow.setAutoCommit(false);
-      heldRow.setAutoCommit(false);
-      Sql.rows(slowRow, "SELECT * FROM inventory WHERE sku = 'SLOW' FOR UPDATE");
-      Sql.rows(heldRow, "SELECT * FROM inventory WHERE sku = 'HELD' FOR UPDATE");
+    try (Connection slowRow = Sql.lockedInventoryRow("SLOW"); Connection heldRow = Sql.lockedInventoryRow("HELD")) {
       Await.until("the wheel's two batches queued behind the sweep's first page", Duration.ofSeconds(20),
           () -> metric("ordertimeout_close_queued") == 2);
       double foundBefore = metric("ordertimeout_sweep_found_total");
@@ -66,9 +60,5 @@ class SweepStopsForQueueTest extends ServiceTestBase {
     Await.until("every order closed", Duration.ofSeconds(30),
         () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
     assertThat(held.stream().allMatch(id -> "CLOSED".equals(statusOf(id)))).isTrue();
-  }
-
-  private double metric(String name) {
-    return new Prometheus(api.get("/metrics", null).body()).sum(name);
   }
 }
