@@ -36,6 +36,7 @@ import ordertimeout.store.LockedSkus;
 import ordertimeout.store.Migrations;
 import ordertimeout.store.OpsStore;
 import ordertimeout.store.Pools;
+import ordertimeout.store.StatusCache;
 import ordertimeout.sweep.SweepVerticle;
 import ordertimeout.timer.OwnedShards;
 import ordertimeout.timer.TimerVerticle;
@@ -60,6 +61,8 @@ public final class Service {
   private final HttpConnections connections;
   private final Alarms alarms;
   private final CloseVerticle close;
+  /** Off in a cluster: other nodes' writes would not reach it. */
+  private final StatusCache statusCache;
   private final OwnedShards owned;
   private String ownershipDeployment;
   /** Null when Redis is off. */
@@ -80,7 +83,9 @@ public final class Service {
     this.registry = registry;
     this.draining = new Draining(registry);
     this.alarms = new Alarms(config.alarms(), Duration.ofSeconds(config.metrics().windowSeconds()), registry);
-    this.close = new CloseVerticle(config, database, stats);
+    this.statusCache = (config.kafka().enabled() ? StatusCache.OFF : new StatusCache(config.intake().statusCacheEntries()))
+        .bindTo(registry);
+    this.close = new CloseVerticle(config, database, stats, statusCache);
     int shards = config.database().shards();
     this.owned = (config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards)).bindTo(registry);
     this.opsRoutes = new OpsRoutes(registry, database, config.health().databaseTimeoutMillis(), latestMigration, owned, draining);
@@ -145,14 +150,14 @@ public final class Service {
           return vertx.deployVerticle(new ReconciliationVerticle(config, database, stats, redisHealth));
         })
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
-        .compose(id -> vertx.deployVerticle(new PartitionsVerticle(config, database, stats, redisHealth, config.node().wallClock())))
+        .compose(id -> vertx.deployVerticle(new PartitionsVerticle(config, database, stats, redisHealth, config.node().wallClock(), statusCache)))
         .compose(id -> vertx.deployVerticle(new EventDispatchVerticle(config, database)))
         .compose(id -> config.events().webhooks().isEmpty() ? Future.succeededFuture(id)
             : vertx.deployVerticle(new WebhookVerticle(config, database, stats, owned)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
-        .compose(id -> vertx.deployVerticle(new BulkJobVerticle(config, database, stats)))
+        .compose(id -> vertx.deployVerticle(new BulkJobVerticle(config, database, stats, statusCache)))
         .compose(id -> contract)
-        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus),
+        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus, statusCache),
             new DeploymentOptions().setInstances(config.http().instances())))
         .map(id -> this);
   }

@@ -19,6 +19,7 @@ import ordertimeout.metrics.NodeStats;
 import ordertimeout.store.CloseFailures;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
+import ordertimeout.store.StatusCache;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -56,6 +57,7 @@ public final class CloseVerticle extends VerticleBase {
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final NodeStats stats;
+  private final StatusCache statusCache;
   private final Queue<Job> waiting = new ArrayDeque<>();
   private final List<Promise<Void>> idleWaiters = new ArrayList<>();
   private DeadlineStore store;
@@ -71,16 +73,18 @@ public final class CloseVerticle extends VerticleBase {
   private long checks;
   private boolean stopped;
 
-  public CloseVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats) {
+  /** {@code statusCache}: forgets the orders of each close batch. */
+  public CloseVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, StatusCache statusCache) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
+    this.statusCache = statusCache;
   }
 
   @Override
   public Future<?> start() {
     Pool pool = Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1, config.database().deadlines());
-    store = new DeadlineStore(pool, config.node().wallClock());
+    store = new DeadlineStore(pool, config.node().wallClock(), statusCache);
     failures = new CloseFailures(pool);
     allowedInFlight = config.close().maxInFlight();
     stats.closeConcurrency(allowedInFlight);

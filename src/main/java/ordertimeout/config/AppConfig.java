@@ -70,9 +70,10 @@ public record AppConfig(
    * {@code requestDeadlineMillis} (then it answers 503 {@code overloaded} and is never committed). A SKU whose row
    * stayed locked past the intake pool's lock wait has its creates refused at once for {@code lockedSkuMillis}.
    * Every request is answered within {@code answerWithinMillis} of its arrival (504 when it could not be decided).
+   * A node alone keeps up to {@code statusCacheEntries} orders it read in its status cache (0: none; off with Kafka on).
    */
   public record Intake(int groupMaxSize, int groupsInFlight, int maxQueued, int requestDeadlineMillis, int lockedSkuMillis,
-                       int answerWithinMillis) {}
+                       int answerWithinMillis, int statusCacheEntries) {}
 
   /**
    * {@code url} is empty for the embedded PostgreSQL; {@code embeddedFsync} has it flush each commit to disk, off only
@@ -308,7 +309,8 @@ public record AppConfig(
             source.integer("intake.maxQueued", 1024, 1, 1_000_000),
             source.integer("intake.requestDeadlineMillis", 5000, 10, 600_000),
             source.integer("intake.lockedSkuMillis", 3000, 0, 600_000),
-            source.integer("intake.answerWithinMillis", 10_000, 100, 3_600_000)),
+            source.integer("intake.answerWithinMillis", 10_000, 100, 3_600_000),
+            source.integer("intake.statusCacheEntries", 100_000, 0, 10_000_000)),
         new Database(
             source.string("database.url", ""),
             source.string("database.dataDir", "./data"),

@@ -28,6 +28,7 @@ import ordertimeout.store.OrderCreates;
 import ordertimeout.store.OrderSearch;
 import ordertimeout.store.OrderStore;
 import ordertimeout.store.Pools;
+import ordertimeout.store.StatusCache;
 import ordertimeout.timer.OwnedShards;
 
 import java.time.Duration;
@@ -47,12 +48,14 @@ public final class IntakeVerticle extends VerticleBase {
   private final ContractChecks contract;
   private final HttpConnections connections;
   private final LockedSkus lockedSkus;
+  private final StatusCache statusCache;
 
-  /** {@code lockedSkus}: the node's, shared by its intake instances. */
+  /** {@code lockedSkus} and {@code statusCache}: the node's, shared by its intake instances. */
   public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned,
                         LeasedOrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract, HttpConnections connections,
-                        LockedSkus lockedSkus) {
+                        LockedSkus lockedSkus, StatusCache statusCache) {
     this.lockedSkus = lockedSkus;
+    this.statusCache = statusCache;
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
@@ -78,7 +81,7 @@ public final class IntakeVerticle extends VerticleBase {
         config.database().intake(), config.intake().requestDeadlineMillis(), silentConnectionsClosed(
         Math.max(config.intake().answerWithinMillis(), config.database().intake().statementTimeoutMillis() + 1000)));
     OrderStore store = new OrderStore(pool, config.orders().reopenOnLatePayment(),
-        Duration.ofMillis(config.database().intake().lockTimeoutMillis()));
+        Duration.ofMillis(config.database().intake().lockTimeoutMillis()), statusCache);
     AppConfig.Intake groups = config.intake();
     int shards = config.database().shards();
     OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus,
@@ -107,7 +110,7 @@ public final class IntakeVerticle extends VerticleBase {
     new DashboardRoutes(store).mount(router, contract);
     new EventRoutes(vertx, EventStore.on(pool)).mount(router, contract);
     new SearchRoutes(new OrderSearch(pool)).mount(router, contract);
-    new BulkJobRoutes(new BulkJobStore(pool, DeadlineExtension.MOVE_CLOSE_AT)).mount(router, contract);
+    new BulkJobRoutes(new BulkJobStore(pool, DeadlineExtension.MOVE_CLOSE_AT, statusCache)).mount(router, contract);
     router.route().failureHandler(ctx -> Problems.handle(ctx, stats));
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));

@@ -14,6 +14,7 @@ import ordertimeout.store.BulkJobStore.Batch;
 import ordertimeout.store.BulkJobStore.Job;
 import ordertimeout.store.DeadlineExtension;
 import ordertimeout.store.Pools;
+import ordertimeout.store.StatusCache;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,6 +42,7 @@ public final class BulkJobVerticle extends VerticleBase {
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final NodeStats stats;
+  private final StatusCache statusCache;
   private final String owner;
   private BulkJobStore store;
   private long pollTimer = -1;
@@ -49,17 +51,19 @@ public final class BulkJobVerticle extends VerticleBase {
   private Job running;
   private Promise<Void> idle;
 
-  public BulkJobVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats) {
+  /** {@code statusCache}: forgets the orders of each batch. */
+  public BulkJobVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, StatusCache statusCache) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
+    this.statusCache = statusCache;
     this.owner = "node-" + config.node().id() + "-" + UUID.randomUUID();
   }
 
   @Override
   public Future<?> start() {
     store = new BulkJobStore(Pools.shared(vertx, POOL, connectOptions, 1, 1, config.database().background()),
-        DeadlineExtension.MOVE_CLOSE_AT);
+        DeadlineExtension.MOVE_CLOSE_AT, statusCache);
     pollTimer = vertx.setPeriodic(config.bulkJobs().pollMillis(), id -> poll());
     return vertx.eventBus().localConsumer(Addresses.BULK_JOBS_WAKE, message -> poll()).completion();
   }

@@ -10,6 +10,7 @@ import ordertimeout.redis.RedisHealth;
 import ordertimeout.store.MaintenanceStore;
 import ordertimeout.store.OrderPartitions;
 import ordertimeout.store.Pools;
+import ordertimeout.store.StatusCache;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,25 +32,30 @@ public final class PartitionsVerticle extends VerticleBase {
   private final NodeStats stats;
   private final RedisHealth redisHealth;
   private final WallClock clock;
+  private final StatusCache statusCache;
   private OrderPartitions partitions;
   private SingletonJob periodic;
   private long timer = -1;
 
-  /** {@code redisHealth} is null when Redis is off: then every node runs the job. */
+  /**
+   * {@code redisHealth} is null when Redis is off: then every node runs the job; {@code statusCache} forgets every order
+   * once partitions were taken out.
+   */
   public PartitionsVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, RedisHealth redisHealth,
-                            WallClock clock) {
+                            WallClock clock, StatusCache statusCache) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
     this.redisHealth = redisHealth;
     this.clock = clock;
+    this.statusCache = statusCache;
   }
 
   @Override
   public Future<?> start() {
     AppConfig.Partitions settings = config.retention().partitions();
     partitions = new OrderPartitions(Pools.shared(vertx, MaintenanceStore.POOL, connectOptions, MaintenanceStore.POOL_SIZE, 1,
-        config.database().background()), settings.lockTimeoutMillis());
+        config.database().background()), settings.lockTimeoutMillis(), statusCache);
     stats.partitionsDropped(settings.archive(), 0);
     stats.retentionDeleted(OrderPartitions.ORDERS, 0);
     stats.retentionDeleted(OrderPartitions.ITEMS, 0);

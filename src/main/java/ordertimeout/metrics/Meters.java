@@ -16,6 +16,8 @@ public final class Meters {
   public static final String RATE_LIMITED = "ordertimeout.rate.limited";
   /** Requests answered 503 without being served, by problem code: overloaded (queue full, deadline) or row_locked. */
   public static final String REQUESTS_SHED = "ordertimeout.requests.shed";
+  public static final String STATUS_CACHE_READS = "ordertimeout.status.cache.reads";
+  public static final String STATUS_CACHE_ORDERS = "ordertimeout.status.cache.orders";
 
   // ---- HTTP connections
   public static final String HTTP_CONNECTIONS_OPEN = "ordertimeout.http.connections.open";

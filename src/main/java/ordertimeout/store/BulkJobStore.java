@@ -78,10 +78,13 @@ public final class BulkJobStore {
 
   private final Pool pool;
   private final DeadlineExtension extension;
+  private final StatusCache statusCache;
 
-  public BulkJobStore(Pool pool, DeadlineExtension extension) {
+  /** {@code statusCache}: marks each batch's orders from before its action until its transaction ended. */
+  public BulkJobStore(Pool pool, DeadlineExtension extension, StatusCache statusCache) {
     this.pool = pool;
     this.extension = extension;
+    this.statusCache = statusCache;
   }
 
   public Future<Counts> count(Long[] ids, OrderFilter filter) {
@@ -138,6 +141,7 @@ public final class BulkJobStore {
 
   /** The next batch of up to {@code size} orders, with the job's progress, in one transaction; {@link LeaseLost} if not held. */
   public Future<Batch> runBatch(Job job, String owner, int size, long leaseMillis) {
+    List<Long[]> marked = new ArrayList<>(1);
     return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCK_HELD_JOB).execute(Tuple.of(job.id(), owner))
         .compose(held -> {
           if (held.size() == 0) {
@@ -146,11 +150,18 @@ public final class BulkJobStore {
           long lastId = held.iterator().next().getLong("last_id");
           return nextIds(conn, job, lastId, size).compose(ids -> ids.length == 0
               ? finish(conn, job, owner).map(none -> new Batch(0, new long[0], Deadlines.EMPTY, true))
-              : apply(conn, job, ids).compose(batch -> conn.preparedQuery(Sql.RECORD_BATCH)
+              : apply(conn, job, marking(ids, marked)).compose(batch -> conn.preparedQuery(Sql.RECORD_BATCH)
                   .execute(Tuple.of(job.id(), ids[ids.length - 1], changed(batch), ids.length - changed(batch), leaseMillis))
                   .compose(recorded -> ids.length < size ? finish(conn, job, owner) : Future.succeededFuture())
                   .map(none -> new Batch(ids.length, batch.closed(), batch.extended(), ids.length < size))));
-        }));
+        })).andThen(done -> marked.forEach(statusCache::end));
+  }
+
+  /** {@code ids} marked in the status cache until the batch's transaction ended (they are chosen inside it). */
+  private Long[] marking(Long[] ids, List<Long[]> marked) {
+    statusCache.begin(ids);
+    marked.add(ids);
+    return ids;
   }
 
   /** Marks the job failed with {@code error}, if this node still holds it; the orders not reached count as failed. */

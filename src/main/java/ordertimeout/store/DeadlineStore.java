@@ -21,11 +21,18 @@ public final class DeadlineStore {
 
   private final Pool pool;
   private final WallClock clock;
+  private final StatusCache statusCache;
 
-  /** {@code clock}: this node's, on which the wheel's deadlines are. */
+  /** For the timer and the sweep, which read pages and close nothing. {@code clock}: this node's, on which the wheel's deadlines are. */
   public DeadlineStore(Pool pool, WallClock clock) {
+    this(pool, clock, StatusCache.OFF);
+  }
+
+  /** For the close verticle: {@code statusCache} forgets the orders of each close batch. */
+  public DeadlineStore(Pool pool, WallClock clock, StatusCache statusCache) {
     this.pool = pool;
     this.clock = clock;
+    this.statusCache = statusCache;
   }
 
   /**
@@ -39,7 +46,7 @@ public final class DeadlineStore {
   /** One transaction: the compare-and-set close of every due unpaid order among {@code ids}, stock, log, events. */
   public Future<ClosedBatch> closeDue(long[] ids) {
     Long[] boxed = box(ids);
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_DUE)
+    return statusCache.writing(boxed, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_DUE)
         .execute(Tuple.of(boxed, CloseReason.TIMEOUT.name()))
         .compose(closed -> {
           int count = closed.size();
@@ -67,7 +74,7 @@ public final class DeadlineStore {
           return StockMoves.release(conn, box(closedIds))
               .compose(released -> notYetDue)
               .map(later -> new ClosedBatch(closedIds, ordinary, afterHold, later));
-        }));
+        })));
   }
 
   private Future<Deadlines> stillUnpaid(SqlConnection conn, Long[] ids) {

@@ -40,10 +40,13 @@ public final class OrderPartitions {
 
   private final Pool pool;
   private final int lockTimeoutMillis;
+  private final StatusCache statusCache;
 
-  public OrderPartitions(Pool pool, int lockTimeoutMillis) {
+  /** {@code statusCache}: forgets every order once partitions were taken out. */
+  public OrderPartitions(Pool pool, int lockTimeoutMillis, StatusCache statusCache) {
     this.pool = pool;
     this.lockTimeoutMillis = lockTimeoutMillis;
+    this.statusCache = statusCache;
   }
 
   /** A partition of {@code table}: ids in [{@code from}, {@code to}); MINVALUE is {@link Long#MIN_VALUE}. */
@@ -142,7 +145,11 @@ public final class OrderPartitions {
         }
         return chain;
       });
-    }));
+    })).andThen(done -> {
+      if (done.failed() || !done.result().partitions().isEmpty()) {
+        statusCache.forgetAll();
+      }
+    });
   }
 
   private enum Kind { KEEP, FINISHED, EMPTY }

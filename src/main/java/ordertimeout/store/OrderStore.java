@@ -36,19 +36,22 @@ public final class OrderStore {
   private final boolean reopenOnLatePayment;
   /** A stock row's holder idle in its transaction this long holds it; a shorter pause is a transaction passing through. */
   private final int idleHolderMillis;
+  private final StatusCache statusCache;
 
   public OrderStore(Pool pool) {
-    this(pool, false, Duration.ofSeconds(1));
+    this(pool, false, Duration.ofSeconds(1), StatusCache.OFF);
   }
 
   /**
    * {@code reopenOnLatePayment}: a pay after a timeout close pays the order after all when its stock is still there;
-   * {@code lockWait}: the pool's {@code lock_timeout}.
+   * {@code lockWait}: the pool's {@code lock_timeout}; {@code statusCache}: {@link #find} reads through it, and every
+   * write here goes through {@link StatusCache#writing}.
    */
-  public OrderStore(Pool pool, boolean reopenOnLatePayment, Duration lockWait) {
+  public OrderStore(Pool pool, boolean reopenOnLatePayment, Duration lockWait, StatusCache statusCache) {
     this.pool = pool;
     this.reopenOnLatePayment = reopenOnLatePayment;
     this.idleHolderMillis = (int) lockWait.dividedBy(2).toMillis();
+    this.statusCache = statusCache;
   }
 
   /**
@@ -56,7 +59,20 @@ public final class OrderStore {
    * ({@code client} null). Others' orders are answered as not found.
    */
   public Future<Order> find(long id, String client) {
-    return selectOrder(pool, id, client);
+    StatusCache.Entry kept = statusCache.get(id);
+    if (kept != null) {
+      return kept.visibleTo(client) ? Future.succeededFuture(kept.order()) : Future.failedFuture(notFound(id));
+    }
+    long ticket = statusCache.ticket(id);
+    return pool.preparedQuery(Sql.SELECT_ORDER).execute(Tuple.of(id, client)).map(rows -> {
+      if (rows.size() == 0) {
+        throw notFound(id);
+      }
+      Row row = rows.iterator().next();
+      Order order = toOrder(row);
+      statusCache.keep(id, ticket, row.getString("client"), order);
+      return order;
+    });
   }
 
   /**
@@ -76,7 +92,8 @@ public final class OrderStore {
    * is a late payment ({@link #latePay}), each in a transaction of its own.
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
-    return pool.withTransaction(conn -> new PayGroup(conn, requests).run())
+    Long[] ids = requests.stream().map(PayRequest::id).toArray(Long[]::new);
+    return statusCache.writing(ids, () -> pool.withTransaction(conn -> new PayGroup(conn, ids, requests).run()))
         .map(results -> {
           for (int i = 0; i < results.size(); i++) {
             if (results.get(i) == null) results.set(i, payOne(requests.get(i)));
@@ -111,9 +128,9 @@ public final class OrderStore {
     long id = request.id();
     String client = request.client();
     Long[] ids = {id};
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
+    return statusCache.writing(ids, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
       if (rows.size() == 0) {
-        return Future.failedFuture(new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id));
+        return Future.failedFuture(notFound(id));
       }
       Row row = rows.iterator().next();
       if (!OrderStatus.CLOSED.name().equals(row.getString("status")) || row.getOffsetDateTime("late_payment_at") != null) {
@@ -128,7 +145,7 @@ public final class OrderStore {
           : conn.preparedQuery(Sql.REOPEN_PAID).execute(Tuple.of(id, reason, row.getOffsetDateTime("closed_at")))
               .compose(reopened -> changed(conn, id, client))
               .map(paid -> new LatePay(paid, false)));
-    })).map(late -> {
+    }))).map(late -> {
       if (late.stockGone()) {
         throw new OrderRejected(Reason.REOPEN_INSUFFICIENT_STOCK, "order " + id + " was closed (TIMEOUT) and its stock "
             + "is no longer available: it was not paid; an ORDER_LATE_PAYMENT event was written for the refund");
@@ -153,12 +170,13 @@ public final class OrderStore {
    * wheel would do it a moment later); a paid or closed one is answered as it is.
    */
   public Future<StateChange> paymentStarted(long id, String client, int holdSeconds) {
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.START_PAYMENT).execute(Tuple.of(id, client, holdSeconds))
+    return statusCache.writing(new Long[] {id}, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.START_PAYMENT)
+        .execute(Tuple.of(id, client, holdSeconds))
         .compose(held -> held.size() == 1
             ? changed(conn, id, client)
             : selectOrder(conn, id, client).compose(order -> order.status() == OrderStatus.UNPAID && order.holdUntil() == null
                 ? closeIfDue(conn, id, client)
-                : Future.succeededFuture(new StateChange(order, false)))));
+                : Future.succeededFuture(new StateChange(order, false))))));
   }
 
   /**
@@ -170,9 +188,10 @@ public final class OrderStore {
    * closed one is answered as it is.
    */
   public Future<StateChange> extend(long id, String client, Instant closeAt, long extendSeconds, long ceilingSeconds) {
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
+    return statusCache.writing(new Long[] {id}, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCK_ORDER)
+        .execute(Tuple.of(id, client)).compose(rows -> {
       if (rows.size() == 0) {
-        return Future.failedFuture(new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id));
+        return Future.failedFuture(notFound(id));
       }
       Row row = rows.iterator().next();
       if (!OrderStatus.UNPAID.name().equals(row.getString("status"))) {
@@ -202,7 +221,7 @@ public final class OrderStore {
       }
       return conn.preparedQuery(Sql.MOVE_DEADLINE_IF_UNCHANGED).execute(Tuple.of(id, wanted.atOffset(ZoneOffset.UTC), current))
           .compose(moved -> selectOrder(conn, id, client).map(order -> new StateChange(order, moved.size() == 1)));
-    }));
+    })));
   }
 
   /** Closes the order as a timeout if it is due by the database clock (stock back); else answers it unchanged. */
@@ -244,27 +263,29 @@ public final class OrderStore {
     long id = request.id();
     String client = request.client();
     Long[] ids = {id};
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.PAY).execute(Tuple.of(id, client))
+    return statusCache.writing(ids, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.PAY).execute(Tuple.of(id, client))
         .compose(paid -> paid.size() == 1
             ? StockMoves.sell(conn, ids).compose(sold -> changed(conn, id, client))
             : selectOrder(conn, id, client).compose(order -> order.status() != OrderStatus.UNPAID
                 ? Future.succeededFuture(new StateChange(order, false))
-                : closeIfDue(conn, id, client))));
+                : closeIfDue(conn, id, client)))));
   }
 
   /** One group's transaction: pay what is free to pay, sell it, read every order once; null for what is left. */
   private static final class PayGroup {
     private final SqlConnection conn;
+    private final Long[] ids;
     private final List<PayRequest> requests;
     private final Set<Long> paid = new HashSet<>();
 
-    PayGroup(SqlConnection conn, List<PayRequest> requests) {
+    /** {@code ids}: the requests' orders, in their order. */
+    PayGroup(SqlConnection conn, Long[] ids, List<PayRequest> requests) {
       this.conn = conn;
+      this.ids = ids;
       this.requests = requests;
     }
 
     Future<List<Future<StateChange>>> run() {
-      Long[] ids = requests.stream().map(PayRequest::id).toArray(Long[]::new);
       String[] clients = requests.stream().map(PayRequest::client).toArray(String[]::new);
       return conn.preparedQuery(Sql.PAY_ORDERS).execute(Tuple.tuple().addArrayOfLong(ids).addArrayOfString(clients))
           .compose(rows -> {
@@ -289,7 +310,7 @@ public final class OrderStore {
       for (PayRequest request : requests) {
         Row row = orders.get(request.id());
         if (row == null || (request.client() != null && !request.client().equals(row.getString("client")))) {
-          results.add(Future.failedFuture(new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + request.id())));
+          results.add(Future.failedFuture(notFound(request.id())));
           continue;
         }
         Order order = toOrder(row);
@@ -304,15 +325,16 @@ public final class OrderStore {
 
   /** Closes an unpaid order on request (user cancel or admin), giving its stock back. */
   public Future<StateChange> closeOnRequest(long id, CloseReason reason, String client) {
-    return pool.withTransaction(conn -> closeOnRequest(conn, new Long[] {id}, reason, client)
+    Long[] ids = {id};
+    return statusCache.writing(ids, () -> pool.withTransaction(conn -> closeOnRequest(conn, ids, reason, client)
         .compose(closed -> closed.length == 1
             ? changed(conn, id, client)
-            : selectOrder(conn, id, client).map(order -> new StateChange(order, false))));
+            : selectOrder(conn, id, client).map(order -> new StateChange(order, false)))));
   }
 
   /**
-   * The close on request in the caller's transaction, for the single close and the bulk close alike: the
-   * compare-and-set of the unpaid orders among {@code ids} ({@code client}'s only, any client's for null), their log
+   * The close on request in the caller's transaction (which marks {@code ids} in the {@link StatusCache}), for the
+   * single close and the bulk close alike: the compare-and-set of the unpaid orders among {@code ids} ({@code client}'s only, any client's for null), their log
    * lines and ORDER_CLOSED events, and their stock given back. The ids it closed.
    */
   static Future<Long[]> closeOnRequest(SqlConnection conn, Long[] ids, CloseReason reason, String client) {
@@ -331,10 +353,14 @@ public final class OrderStore {
   private static Future<Order> selectOrder(SqlClient sql, long id, String client) {
     return sql.preparedQuery(Sql.SELECT_ORDER).execute(Tuple.of(id, client)).map(rows -> {
       if (rows.size() == 0) {
-        throw new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id);
+        throw notFound(id);
       }
       return toOrder(rows.iterator().next());
     });
+  }
+
+  private static OrderRejected notFound(long id) {
+    return new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id);
   }
 
   /**
@@ -364,7 +390,7 @@ public final class OrderStore {
   public Future<List<LogLine>> orderLog(long id) {
     return pool.preparedQuery(Sql.ORDER_LOG).execute(Tuple.of(id)).map(rows -> {
       if (rows.size() == 0) {
-        throw new OrderRejected(Reason.ORDER_NOT_FOUND, "no order " + id);
+        throw notFound(id);
       }
       List<LogLine> lines = new ArrayList<>(rows.size());
       for (Row row : rows) {

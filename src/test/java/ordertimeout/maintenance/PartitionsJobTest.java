@@ -15,6 +15,7 @@ import ordertimeout.metrics.Meters;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.OrderIds;
 import ordertimeout.store.OrderPartitions;
+import ordertimeout.store.StatusCache;
 import ordertimeout.support.Invariants;
 import ordertimeout.support.LogCapture;
 import ordertimeout.support.Sql;
@@ -53,7 +54,7 @@ class PartitionsJobTest {
     TestDatabase.reset();
     vertx = Vertx.vertx();
     pool = PgBuilder.pool().with(new PoolOptions().setMaxSize(2)).connectingTo(TestDatabase.connectOptions()).using(vertx).build();
-    partitions = new OrderPartitions(pool, 5000);
+    partitions = new OrderPartitions(pool, 5000, StatusCache.OFF);
     today = OrderPartitions.dayStart(System.currentTimeMillis());
     // every partition below today (empty after the reset) out; a floor below day -45 and one partition per day up to today
     StringBuilder layout = new StringBuilder(); // one round trip: 92 statements
@@ -95,7 +96,7 @@ class PartitionsJobTest {
 
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     PartitionsVerticle job = new PartitionsVerticle(config(Map.of("OT_RETENTION_PARTITION_DAYS", "1")), TestDatabase.connectOptions(),
-        new NodeStats(registry, TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM);
+        new NodeStats(registry, TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM, StatusCache.OFF);
     await(vertx.deployVerticle(job));
     OrderPartitions.Result result;
     try (LogCapture logs = LogCapture.start()) {
@@ -150,7 +151,7 @@ class PartitionsJobTest {
     StockLedger.putIn(SKU, 1003);
     PartitionsVerticle job = new PartitionsVerticle(config(Map.of("OT_RETENTION_ARCHIVE", "table", "OT_RETENTION_PARTITION_DAYS", "1")),
         TestDatabase.connectOptions(),
-        new NodeStats(new SimpleMeterRegistry(), TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM);
+        new NodeStats(new SimpleMeterRegistry(), TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM, StatusCache.OFF);
     await(vertx.deployVerticle(job));
     assertThat(await(job.maintain()).droppedNames()).containsExactly(name(-40));
     String archived = "orders_archive." + name(-40) + "_to_" + OrderPartitions.name("", OrderIds.firstIdAt(day(-39))).substring(2);
@@ -168,7 +169,7 @@ class PartitionsJobTest {
     assertThat(config.retention().partitions().partitionDays()).as("the default width").isEqualTo(7);
     List<OrderPartitions.Partition> before = await(partitions.list(OrderPartitions.ORDERS));
     PartitionsVerticle job = new PartitionsVerticle(config, TestDatabase.connectOptions(),
-        new NodeStats(new SimpleMeterRegistry(), TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM);
+        new NodeStats(new SimpleMeterRegistry(), TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM, StatusCache.OFF);
     await(vertx.deployVerticle(job));
     await(job.maintain());
 

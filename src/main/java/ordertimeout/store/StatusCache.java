@@ -1,0 +1,144 @@
+package ordertimeout.store;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Future;
+import ordertimeout.metrics.Meters;
+import ordertimeout.order.Order;
+
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
+
+/**
+ * The orders a node alone read lately, so that a buyer's page polling its order does not reach PostgreSQL each time
+ * (decision 0027). Never stale once a write committed: every write of a field the API shows goes through
+ * {@link #writing} (or {@link #begin} and {@link #end} around its commit), which marks its orders before the
+ * transaction starts and forgets them after it ended, committed or not. A marked order is read from PostgreSQL and not
+ * kept; and a read that went to PostgreSQL keeps its answer only if no write of that order ended meanwhile (a ticket
+ * taken before the read: a counter per stripe of ids that each {@link #end} moves). Only right on a node alone: another
+ * node's writes would not reach this cache, so with Kafka on it is {@link #OFF}.
+ */
+public final class StatusCache {
+  /** Keeps nothing; its marks and forgets cost nothing. */
+  public static final StatusCache OFF = new StatusCache(0);
+
+  private static final int STRIPES = 4096;
+
+  /** An order as read, with the client it belongs to (a read by another client answers not found). */
+  public record Entry(String client, Order order) {
+    public boolean visibleTo(String reader) {
+      return reader == null || reader.equals(client);
+    }
+  }
+
+  private final Cache<Long, Entry> entries;
+  /** Orders whose write transaction is under way: how many. */
+  private final ConcurrentHashMap<Long, Integer> writing = new ConcurrentHashMap<>();
+  /** Per stripe of ids, how many writes ended: a read's ticket. */
+  private final AtomicLongArray writesEnded = new AtomicLongArray(STRIPES);
+  private final LongAdder hits = new LongAdder();
+  private final LongAdder misses = new LongAdder();
+
+  /** {@code maxEntries} 0: {@link #OFF}. */
+  public StatusCache(int maxEntries) {
+    entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).build();
+  }
+
+  public boolean on() {
+    return entries != null;
+  }
+
+  /** The order as kept; null when it is not, or while a write of it is under way (then read PostgreSQL). */
+  Entry get(long id) {
+    if (entries == null) {
+      return null;
+    }
+    Entry entry = writing.containsKey(id) ? null : entries.getIfPresent(id);
+    (entry == null ? misses : hits).increment();
+    return entry;
+  }
+
+  /** Taken before a read goes to PostgreSQL, handed to {@link #keep}. */
+  long ticket(long id) {
+    return entries == null ? 0 : writesEnded.get(stripe(id));
+  }
+
+  /** Keeps what a read found, unless a write of the order is under way or one ended since {@code ticket} was taken. */
+  void keep(long id, long ticket, String client, Order order) {
+    if (entries == null) {
+      return;
+    }
+    Entry fresh = new Entry(client, order);
+    entries.asMap().compute(id, (key, old) ->
+        writesEnded.get(stripe(id)) == ticket && !writing.containsKey(id) ? fresh : old);
+  }
+
+  /** Runs {@code write}, one transaction that may change {@code ids}, between {@link #begin} and {@link #end}. */
+  <T> Future<T> writing(Long[] ids, Supplier<Future<T>> write) {
+    if (entries == null) {
+      return write.get();
+    }
+    begin(ids);
+    Future<T> written;
+    try {
+      written = write.get();
+    } catch (RuntimeException e) {
+      end(ids);
+      throw e;
+    }
+    return written.andThen(done -> end(ids));
+  }
+
+  /** Before a transaction that may change {@code ids} can commit: until {@link #end}, they are read from PostgreSQL. */
+  void begin(Long[] ids) {
+    if (entries == null) {
+      return;
+    }
+    for (Long id : ids) {
+      writing.merge(id, 1, Integer::sum);
+    }
+  }
+
+  /** After that transaction ended: forgets {@code ids}, and a read of them under way keeps nothing. */
+  void end(Long[] ids) {
+    if (entries == null) {
+      return;
+    }
+    for (Long id : ids) {
+      writesEnded.incrementAndGet(stripe(id));
+      entries.invalidate(id);
+      writing.computeIfPresent(id, (key, count) -> count == 1 ? null : count - 1);
+    }
+  }
+
+  /** Forgets every order (their partitions were dropped: a kept one would be answered after it is gone). */
+  void forgetAll() {
+    if (entries == null) {
+      return;
+    }
+    for (int i = 0; i < STRIPES; i++) {
+      writesEnded.incrementAndGet(i);
+    }
+    entries.invalidateAll();
+  }
+
+  /** Its reads by result ({@code hit}: answered from here) and its size, on {@code registry}. */
+  public StatusCache bindTo(MeterRegistry registry) {
+    FunctionCounter.builder(Meters.STATUS_CACHE_READS, hits, LongAdder::sum).tag("result", "hit")
+        .description("Order reads answered from the status cache (a node alone)").register(registry);
+    FunctionCounter.builder(Meters.STATUS_CACHE_READS, misses, LongAdder::sum).tag("result", "miss")
+        .description("Order reads answered from the status cache (a node alone)").register(registry);
+    Gauge.builder(Meters.STATUS_CACHE_ORDERS, this, cache -> cache.entries == null ? 0 : cache.entries.estimatedSize())
+        .description("Orders kept in the status cache").strongReference(true).register(registry);
+    return this;
+  }
+
+  private static int stripe(long id) {
+    return (int) (Long.hashCode(id * 0x9E3779B97F4A7C15L) & (STRIPES - 1));
+  }
+}

@@ -1,0 +1,136 @@
+package ordertimeout.store;
+
+import io.vertx.core.Future;
+import ordertimeout.order.Order;
+import ordertimeout.order.OrderItem;
+import ordertimeout.order.OrderStatus;
+import org.junit.jupiter.api.Test;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The status cache's rules, without a database: a read that went to PostgreSQL keeps nothing when a write of its order
+ * ended meanwhile or is under way, a failed write forgets too, and no read ever returns an order older than what was
+ * committed when the read began, though the write that committed it has not ended yet (an event of it may already be
+ * out): threads racing on a few orders, each order's "database" a version number.
+ */
+class StatusCacheRacesTest {
+  private static final String CLIENT = "shop-a";
+
+  @Test
+  void aReadKeepsWhatItFoundOnlyWhenNoWriteOfItsOrderEndedOrRunsMeanwhile() {
+    StatusCache cache = new StatusCache(100);
+    long ticket = cache.ticket(1);
+    cache.keep(1, ticket, CLIENT, order(1, 0));
+    assertThat(cache.get(1).order().createdAt()).isEqualTo(Instant.ofEpochSecond(0));
+    assertThat(cache.get(1).visibleTo(CLIENT)).isTrue();
+    assertThat(cache.get(1).visibleTo(null)).as("an admin").isTrue();
+    assertThat(cache.get(1).visibleTo("shop-b")).isFalse();
+
+    long before = cache.ticket(1);
+    cache.begin(new Long[] {1L});
+    assertThat(cache.get(1)).as("while a write runs").isNull();
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 1));
+    assertThat(cache.get(1)).as("kept while a write runs").isNull();
+    cache.end(new Long[] {1L});
+    assertThat(cache.get(1)).as("forgotten when the write ended").isNull();
+
+    cache.keep(1, before, CLIENT, order(1, 1));
+    assertThat(cache.get(1)).as("a read that began before the write ended").isNull();
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 2));
+    assertThat(cache.get(1)).isNotNull();
+  }
+
+  @Test
+  void aWriteThatFailedForgetsItsOrdersToo() {
+    StatusCache cache = new StatusCache(100);
+    cache.keep(7, cache.ticket(7), CLIENT, order(7, 0));
+    Future<Void> failed = cache.writing(new Long[] {7L}, () -> Future.failedFuture("the commit's outcome is unknown"));
+    assertThat(failed.failed()).isTrue();
+    assertThat(cache.get(7)).isNull();
+  }
+
+  @Test
+  void forgettingAllRefusesTheReadsUnderWay() {
+    StatusCache cache = new StatusCache(100);
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 0));
+    long underWay = cache.ticket(2);
+    cache.forgetAll();
+    cache.keep(2, underWay, CLIENT, order(2, 0));
+    assertThat(cache.get(1)).isNull();
+    assertThat(cache.get(2)).isNull();
+  }
+
+  @Test
+  void offKeepsNothing() {
+    StatusCache.OFF.keep(1, StatusCache.OFF.ticket(1), CLIENT, order(1, 0));
+    assertThat(StatusCache.OFF.get(1)).isNull();
+    assertThat(StatusCache.OFF.on()).isFalse();
+  }
+
+  @Test
+  void noReadReturnsAnOrderOlderThanWhatWasCommittedWhenItBegan() throws Exception {
+    int orders = 8;
+    StatusCache cache = new StatusCache(1000);
+    AtomicLongArray database = new AtomicLongArray(orders);
+    AtomicLong reads = new AtomicLong();
+    AtomicLong hits = new AtomicLong();
+    AtomicReference<String> stale = new AtomicReference<>();
+    long until = System.nanoTime() + 1_500_000_000L;
+    List<Thread> threads = new ArrayList<>();
+    for (int t = 0; t < 2; t++) {
+      threads.add(new Thread(() -> {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        while (System.nanoTime() < until) {
+          int id = random.nextInt(orders);
+          Long[] ids = {(long) id};
+          cache.begin(ids);
+          database.incrementAndGet(id); // the commit
+          cache.end(ids);
+        }
+      }));
+    }
+    for (int t = 0; t < 2; t++) {
+      threads.add(new Thread(() -> {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        while (System.nanoTime() < until && stale.get() == null) {
+          int id = random.nextInt(orders);
+          long mustSee = database.get(id);
+          StatusCache.Entry kept = cache.get(id);
+          long seen;
+          if (kept != null) {
+            hits.incrementAndGet();
+            seen = kept.order().createdAt().getEpochSecond();
+          } else {
+            long ticket = cache.ticket(id);
+            seen = database.get(id);
+            cache.keep(id, ticket, CLIENT, order(id, seen));
+          }
+          reads.incrementAndGet();
+          if (seen < mustSee) {
+            stale.compareAndSet(null, "order " + id + ": read version " + seen + " after version " + mustSee + " was committed");
+          }
+        }
+      }));
+    }
+    threads.forEach(Thread::start);
+    for (Thread thread : threads) thread.join();
+
+    assertThat(stale.get()).as("a stale read (of %d reads, %d hits)", reads.get(), hits.get()).isNull();
+    assertThat(hits.get()).as("the cache answered some of the %d reads", reads.get()).isPositive();
+  }
+
+  /** An order whose creation second stands for its version. */
+  private static Order order(long id, long version) {
+    return new Order(id, "u-1", "physical", OrderStatus.UNPAID, null, List.of(new OrderItem("SKU-1", 1)),
+        Instant.ofEpochSecond(version), Instant.ofEpochSecond(version + 600), null, null, null, null);
+  }
+}
