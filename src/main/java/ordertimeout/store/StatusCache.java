@@ -9,6 +9,7 @@ import io.vertx.core.Future;
 import ordertimeout.metrics.Meters;
 import ordertimeout.order.Order;
 
+import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
@@ -21,12 +22,14 @@ import java.util.function.Supplier;
  * transaction starts and forgets them after it ended, committed or not. A marked order is read from PostgreSQL and not
  * kept; and a read that went to PostgreSQL keeps its answer only if no write of that order ended meanwhile (a ticket
  * taken before the read: a counter per stripe of ids that each {@link #end} moves). Only right on a node alone: another
- * node's writes would not reach this cache, so with Kafka on it is {@link #OFF}.
+ * node's writes would not reach this cache, so with Kafka on it is {@link #OFF}. An order is kept at most
+ * {@link #KEPT_FOR}, so that a row an operator edited by hand in PostgreSQL is answered as edited within a minute.
  */
 public final class StatusCache {
   /** Keeps nothing; its marks and forgets cost nothing. */
   public static final StatusCache OFF = new StatusCache(0);
 
+  static final Duration KEPT_FOR = Duration.ofSeconds(60);
   private static final int STRIPES = 4096;
 
   /** An order as read, with the client it belongs to (a read by another client answers not found). */
@@ -46,7 +49,7 @@ public final class StatusCache {
 
   /** {@code maxEntries} 0: {@link #OFF}. */
   public StatusCache(int maxEntries) {
-    entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).build();
+    entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).expireAfterWrite(KEPT_FOR).build();
   }
 
   public boolean on() {

@@ -43,7 +43,8 @@ class AnswerDeadlineTest {
         "OT_INTAKE_ANSWER_WITHIN_MILLIS", Integer.toString(ANSWER_WITHIN_MILLIS),
         "OT_INTAKE_REQUEST_DEADLINE_MILLIS", "1000",
         "OT_DATABASE_INTAKE_STATEMENT_TIMEOUT_MILLIS", "1000",
-        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "0");
+        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "0",
+        "OT_INTAKE_STATUS_CACHE_ENTRIES", "0"); // every read reaches the database: it warms the pool and then meets the silence
     try (TcpProxy proxy = TcpProxy.to(database.getHost(), database.getPort());
          OwnNode node = OwnNode.start(Vertx.vertx(), new PgConnectOptions(database).setHost("127.0.0.1").setPort(proxy.port()), settings)) {
       Api api = node.api();
