@@ -27,6 +27,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 
 /** Reading, paying and closing orders on request: each one transaction with compare-and-set guards. */
 public final class OrderStore {
@@ -45,7 +46,7 @@ public final class OrderStore {
   /**
    * {@code reopenOnLatePayment}: a pay after a timeout close pays the order after all when its stock is still there;
    * {@code lockWait}: the pool's {@code lock_timeout}; {@code statusCache}: {@link #find} reads through it, and every
-   * write here goes through {@link StatusCache#writing}.
+   * write here goes through {@link #writeTransaction}.
    */
   public OrderStore(Pool pool, boolean reopenOnLatePayment, Duration lockWait, StatusCache statusCache) {
     this.pool = pool;
@@ -59,9 +60,18 @@ public final class OrderStore {
    * ({@code client} null). Others' orders are answered as not found.
    */
   public Future<Order> find(long id, String client) {
+    return lookUp(id, client).map(StatusCache.Entry::order);
+  }
+
+  /** {@link #find}'s order as the API answers it (JSON): an order kept in the status cache is encoded once. */
+  public Future<String> findJson(long id, String client) {
+    return lookUp(id, client).map(StatusCache.Entry::json);
+  }
+
+  private Future<StatusCache.Entry> lookUp(long id, String client) {
     StatusCache.Entry kept = statusCache.get(id);
     if (kept != null) {
-      return kept.visibleTo(client) ? Future.succeededFuture(kept.order()) : Future.failedFuture(notFound(id));
+      return kept.visibleTo(client) ? Future.succeededFuture(kept) : Future.failedFuture(notFound(id));
     }
     long ticket = statusCache.ticket(id);
     return pool.preparedQuery(Sql.SELECT_ORDER).execute(Tuple.of(id, client)).map(rows -> {
@@ -69,9 +79,9 @@ public final class OrderStore {
         throw notFound(id);
       }
       Row row = rows.iterator().next();
-      Order order = toOrder(row);
-      statusCache.keep(id, ticket, row.getString("client"), order);
-      return order;
+      StatusCache.Entry read = new StatusCache.Entry(row.getString("client"), toOrder(row));
+      statusCache.keep(id, ticket, read);
+      return read;
     });
   }
 
@@ -93,7 +103,7 @@ public final class OrderStore {
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
     Long[] ids = requests.stream().map(PayRequest::id).toArray(Long[]::new);
-    return statusCache.writing(ids, () -> pool.withTransaction(conn -> new PayGroup(conn, ids, requests).run()))
+    return writeTransaction(ids, conn -> new PayGroup(conn, ids, requests).run())
         .map(results -> {
           for (int i = 0; i < results.size(); i++) {
             if (results.get(i) == null) results.set(i, payOne(requests.get(i)));
@@ -128,7 +138,7 @@ public final class OrderStore {
     long id = request.id();
     String client = request.client();
     Long[] ids = {id};
-    return statusCache.writing(ids, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
+    return writeTransaction(ids, conn -> conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
       if (rows.size() == 0) {
         return Future.failedFuture(notFound(id));
       }
@@ -145,7 +155,7 @@ public final class OrderStore {
           : conn.preparedQuery(Sql.REOPEN_PAID).execute(Tuple.of(id, reason, row.getOffsetDateTime("closed_at")))
               .compose(reopened -> changed(conn, id, client))
               .map(paid -> new LatePay(paid, false)));
-    }))).map(late -> {
+    })).map(late -> {
       if (late.stockGone()) {
         throw new OrderRejected(Reason.REOPEN_INSUFFICIENT_STOCK, "order " + id + " was closed (TIMEOUT) and its stock "
             + "is no longer available: it was not paid; an ORDER_LATE_PAYMENT event was written for the refund");
@@ -170,13 +180,13 @@ public final class OrderStore {
    * wheel would do it a moment later); a paid or closed one is answered as it is.
    */
   public Future<StateChange> paymentStarted(long id, String client, int holdSeconds) {
-    return statusCache.writing(new Long[] {id}, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.START_PAYMENT)
+    return writeTransaction(new Long[] {id}, conn -> conn.preparedQuery(Sql.START_PAYMENT)
         .execute(Tuple.of(id, client, holdSeconds))
         .compose(held -> held.size() == 1
             ? changed(conn, id, client)
             : selectOrder(conn, id, client).compose(order -> order.status() == OrderStatus.UNPAID && order.holdUntil() == null
                 ? closeIfDue(conn, id, client)
-                : Future.succeededFuture(new StateChange(order, false))))));
+                : Future.succeededFuture(new StateChange(order, false)))));
   }
 
   /**
@@ -188,7 +198,7 @@ public final class OrderStore {
    * closed one is answered as it is.
    */
   public Future<StateChange> extend(long id, String client, Instant closeAt, long extendSeconds, long ceilingSeconds) {
-    return statusCache.writing(new Long[] {id}, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.LOCK_ORDER)
+    return writeTransaction(new Long[] {id}, conn -> conn.preparedQuery(Sql.LOCK_ORDER)
         .execute(Tuple.of(id, client)).compose(rows -> {
       if (rows.size() == 0) {
         return Future.failedFuture(notFound(id));
@@ -221,7 +231,7 @@ public final class OrderStore {
       }
       return conn.preparedQuery(Sql.MOVE_DEADLINE_IF_UNCHANGED).execute(Tuple.of(id, wanted.atOffset(ZoneOffset.UTC), current))
           .compose(moved -> selectOrder(conn, id, client).map(order -> new StateChange(order, moved.size() == 1)));
-    })));
+    }));
   }
 
   /** Closes the order as a timeout if it is due by the database clock (stock back); else answers it unchanged. */
@@ -263,12 +273,12 @@ public final class OrderStore {
     long id = request.id();
     String client = request.client();
     Long[] ids = {id};
-    return statusCache.writing(ids, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.PAY).execute(Tuple.of(id, client))
+    return writeTransaction(ids, conn -> conn.preparedQuery(Sql.PAY).execute(Tuple.of(id, client))
         .compose(paid -> paid.size() == 1
             ? StockMoves.sell(conn, ids).compose(sold -> changed(conn, id, client))
             : selectOrder(conn, id, client).compose(order -> order.status() != OrderStatus.UNPAID
                 ? Future.succeededFuture(new StateChange(order, false))
-                : closeIfDue(conn, id, client)))));
+                : closeIfDue(conn, id, client))));
   }
 
   /** One group's transaction: pay what is free to pay, sell it, read every order once; null for what is left. */
@@ -326,10 +336,10 @@ public final class OrderStore {
   /** Closes an unpaid order on request (user cancel or admin), giving its stock back. */
   public Future<StateChange> closeOnRequest(long id, CloseReason reason, String client) {
     Long[] ids = {id};
-    return statusCache.writing(ids, () -> pool.withTransaction(conn -> closeOnRequest(conn, ids, reason, client)
+    return writeTransaction(ids, conn -> closeOnRequest(conn, ids, reason, client)
         .compose(closed -> closed.length == 1
             ? changed(conn, id, client)
-            : selectOrder(conn, id, client).map(order -> new StateChange(order, false)))));
+            : selectOrder(conn, id, client).map(order -> new StateChange(order, false))));
   }
 
   /**
@@ -344,6 +354,11 @@ public final class OrderStore {
       for (Row row : rows) closed[i++] = row.getLong("id");
       return StockMoves.release(conn, closed).map(released -> closed);
     });
+  }
+
+  /** One transaction that may change orders {@code ids}: marked in the status cache until it ended. */
+  private <T> Future<T> writeTransaction(Long[] ids, Function<SqlConnection, Future<T>> work) {
+    return statusCache.writing(ids, () -> pool.withTransaction(work));
   }
 
   private static Future<StateChange> changed(SqlConnection conn, long id, String client) {
