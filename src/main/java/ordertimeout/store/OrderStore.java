@@ -60,18 +60,9 @@ public final class OrderStore {
    * ({@code client} null). Others' orders are answered as not found.
    */
   public Future<Order> find(long id, String client) {
-    return lookUp(id, client).map(StatusCache.Entry::order);
-  }
-
-  /** {@link #find}'s order as the API answers it (JSON): an order kept in the status cache is encoded once. */
-  public Future<String> findJson(long id, String client) {
-    return lookUp(id, client).map(StatusCache.Entry::json);
-  }
-
-  private Future<StatusCache.Entry> lookUp(long id, String client) {
     StatusCache.Entry kept = statusCache.get(id);
     if (kept != null) {
-      return kept.visibleTo(client) ? Future.succeededFuture(kept) : Future.failedFuture(notFound(id));
+      return kept.visibleTo(client) ? Future.succeededFuture(kept.order()) : Future.failedFuture(notFound(id));
     }
     long ticket = statusCache.ticket(id);
     return pool.preparedQuery(Sql.SELECT_ORDER).execute(Tuple.of(id, client)).map(rows -> {
@@ -79,9 +70,9 @@ public final class OrderStore {
         throw notFound(id);
       }
       Row row = rows.iterator().next();
-      StatusCache.Entry read = new StatusCache.Entry(row.getString("client"), toOrder(row));
-      statusCache.keep(id, ticket, read);
-      return read;
+      Order order = toOrder(row);
+      statusCache.keep(id, ticket, row.getString("client"), order);
+      return order;
     });
   }
 

@@ -33,32 +33,9 @@ public final class StatusCache {
   private static final int STRIPES = 4096;
 
   /** An order as read, with the client it belongs to (a read by another client answers not found). */
-  public static final class Entry {
-    private final String client;
-    private final Order order;
-    private String json;
-
-    Entry(String client, Order order) {
-      this.client = client;
-      this.order = order;
-    }
-
+  public record Entry(String client, Order order) {
     public boolean visibleTo(String reader) {
       return reader == null || reader.equals(client);
-    }
-
-    public Order order() {
-      return order;
-    }
-
-    /** The order as the API answers it, encoded on the first call (two reads at once may both encode it: the same text). */
-    public String json() {
-      String text = json;
-      if (text == null) {
-        text = order.toJson().encode();
-        json = text;
-      }
-      return text;
     }
   }
 
@@ -95,10 +72,11 @@ public final class StatusCache {
   }
 
   /** Keeps what a read found, unless a write of the order is under way or one ended since {@code ticket} was taken. */
-  void keep(long id, long ticket, Entry fresh) {
+  void keep(long id, long ticket, String client, Order order) {
     if (entries == null) {
       return;
     }
+    Entry fresh = new Entry(client, order);
     entries.asMap().compute(id, (key, old) ->
         writesEnded.get(stripe(id)) == ticket && !writing.containsKey(id) ? fresh : old);
   }

@@ -29,7 +29,7 @@ class StatusCacheRacesTest {
   void aReadKeepsWhatItFoundOnlyWhenNoWriteOfItsOrderEndedOrRunsMeanwhile() {
     StatusCache cache = new StatusCache(100);
     long ticket = cache.ticket(1);
-    cache.keep(1, ticket, entry(1, 0));
+    cache.keep(1, ticket, CLIENT, order(1, 0));
     assertThat(cache.get(1).order().createdAt()).isEqualTo(Instant.ofEpochSecond(0));
     assertThat(cache.get(1).visibleTo(CLIENT)).isTrue();
     assertThat(cache.get(1).visibleTo(null)).as("an admin").isTrue();
@@ -38,21 +38,21 @@ class StatusCacheRacesTest {
     long before = cache.ticket(1);
     cache.begin(new Long[] {1L});
     assertThat(cache.get(1)).as("while a write runs").isNull();
-    cache.keep(1, cache.ticket(1), entry(1, 1));
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 1));
     assertThat(cache.get(1)).as("kept while a write runs").isNull();
     cache.end(new Long[] {1L});
     assertThat(cache.get(1)).as("forgotten when the write ended").isNull();
 
-    cache.keep(1, before, entry(1, 1));
+    cache.keep(1, before, CLIENT, order(1, 1));
     assertThat(cache.get(1)).as("a read that began before the write ended").isNull();
-    cache.keep(1, cache.ticket(1), entry(1, 2));
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 2));
     assertThat(cache.get(1)).isNotNull();
   }
 
   @Test
   void aWriteThatFailedForgetsItsOrdersToo() {
     StatusCache cache = new StatusCache(100);
-    cache.keep(7, cache.ticket(7), entry(7, 0));
+    cache.keep(7, cache.ticket(7), CLIENT, order(7, 0));
     Future<Void> failed = cache.writing(new Long[] {7L}, () -> Future.failedFuture("the commit's outcome is unknown"));
     assertThat(failed.failed()).isTrue();
     assertThat(cache.get(7)).isNull();
@@ -61,17 +61,17 @@ class StatusCacheRacesTest {
   @Test
   void forgettingAllRefusesTheReadsUnderWay() {
     StatusCache cache = new StatusCache(100);
-    cache.keep(1, cache.ticket(1), entry(1, 0));
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 0));
     long underWay = cache.ticket(2);
     cache.forgetAll();
-    cache.keep(2, underWay, entry(2, 0));
+    cache.keep(2, underWay, CLIENT, order(2, 0));
     assertThat(cache.get(1)).isNull();
     assertThat(cache.get(2)).isNull();
   }
 
   @Test
   void offKeepsNothing() {
-    StatusCache.OFF.keep(1, StatusCache.OFF.ticket(1), entry(1, 0));
+    StatusCache.OFF.keep(1, StatusCache.OFF.ticket(1), CLIENT, order(1, 0));
     assertThat(StatusCache.OFF.get(1)).isNull();
     assertThat(StatusCache.OFF.on()).isFalse();
   }
@@ -112,7 +112,7 @@ class StatusCacheRacesTest {
           } else {
             long ticket = cache.ticket(id);
             seen = database.get(id);
-            cache.keep(id, ticket, entry(id, seen));
+            cache.keep(id, ticket, CLIENT, order(id, seen));
           }
           reads.incrementAndGet();
           if (seen < mustSee) {
@@ -128,9 +128,9 @@ class StatusCacheRacesTest {
     assertThat(hits.get()).as("the cache answered some of the %d reads", reads.get()).isPositive();
   }
 
-  /** An order of {@link #CLIENT} whose creation second stands for its version. */
-  private static StatusCache.Entry entry(long id, long version) {
-    return new StatusCache.Entry(CLIENT, new Order(id, "u-1", "physical", OrderStatus.UNPAID, null, List.of(new OrderItem("SKU-1", 1)),
-        Instant.ofEpochSecond(version), Instant.ofEpochSecond(version + 600), null, null, null, null));
+  /** An order whose creation second stands for its version. */
+  private static Order order(long id, long version) {
+    return new Order(id, "u-1", "physical", OrderStatus.UNPAID, null, List.of(new OrderItem("SKU-1", 1)),
+        Instant.ofEpochSecond(version), Instant.ofEpochSecond(version + 600), null, null, null, null);
   }
 }
