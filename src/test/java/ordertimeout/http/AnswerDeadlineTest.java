@@ -82,6 +82,43 @@ class AnswerDeadlineTest {
     Invariants.assertHold();
   }
 
+  /**
+   * With the status cache on (the default on a node alone), an order the node read lately is still answered while the
+   * database is silent: the node is the only writer, and no write of that order can commit meanwhile. One it never
+   * read answers as above.
+   */
+  @Test
+  void aKeptOrderIsStillAnsweredWhileTheDatabaseIsSilent() throws Exception {
+    PgConnectOptions database = TestDatabase.connectOptions();
+    Map<String, String> settings = Map.of(
+        "OT_INTAKE_ANSWER_WITHIN_MILLIS", Integer.toString(ANSWER_WITHIN_MILLIS),
+        "OT_INTAKE_REQUEST_DEADLINE_MILLIS", "1000",
+        "OT_DATABASE_INTAKE_STATEMENT_TIMEOUT_MILLIS", "1000",
+        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "0");
+    try (TcpProxy proxy = TcpProxy.to(database.getHost(), database.getPort());
+         OwnNode node = OwnNode.start(Vertx.vertx(), new PgConnectOptions(database).setHost("127.0.0.1").setPort(proxy.port()), settings)) {
+      Api api = node.api();
+      api.setStock(SKU, 100);
+      List<String> orders = api.createOrders(2, 3600, SKU);
+      String kept = orders.get(0);
+      String neverRead = orders.get(1);
+      JsonObject before = api.order(kept).json();
+
+      proxy.blackhole();
+      long sent = System.nanoTime();
+      Api.Response found = api.order(kept);
+      long keptMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent);
+      Api.Response notKept = api.order(neverRead);
+      System.out.printf("AnswerDeadlineTest: database silent; the kept order answered %d in %d ms, the other %d %s%n",
+          found.status(), keptMillis, notKept.status(), notKept.code());
+      assertThat(found.status()).as(found.body()).isEqualTo(200);
+      assertThat(found.json()).isEqualTo(before);
+      assertBounded(notKept, "read_timeout");
+      proxy.restore();
+    }
+    Invariants.assertHold();
+  }
+
   private static void assertBounded(Api.Response answer, String timeoutCode) {
     assertThat(answer.raw().headers().firstValue("Retry-After")).as(answer.body()).hasValue("1");
     if (answer.status() == 504) {
