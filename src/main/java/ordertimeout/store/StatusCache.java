@@ -29,7 +29,7 @@ public final class StatusCache {
   /** Keeps nothing; its marks and forgets cost nothing. */
   public static final StatusCache OFF = new StatusCache(0);
 
-  static final Duration KEPT_FOR = Duration.ofSeconds(60);
+  private static final Duration KEPT_FOR = Duration.ofSeconds(60);
   private static final int STRIPES = 4096;
 
   /** An order as read, with the client it belongs to (a read by another client answers not found). */
@@ -50,10 +50,6 @@ public final class StatusCache {
   /** {@code maxEntries} 0: {@link #OFF}. */
   public StatusCache(int maxEntries) {
     entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).expireAfterWrite(KEPT_FOR).build();
-  }
-
-  public boolean on() {
-    return entries != null;
   }
 
   /** The order as kept; null when it is not, or while a write of it is under way (then read PostgreSQL). */
