@@ -13,6 +13,7 @@ import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -38,15 +39,9 @@ class AnswerDeadlineTest {
 
   @Test
   void everyRequestIsAnsweredWithinItsBoundWhileTheDatabaseIsSilentAndAResendLearnsTheOutcome() throws Exception {
-    PgConnectOptions database = TestDatabase.connectOptions();
-    Map<String, String> settings = Map.of(
-        "OT_INTAKE_ANSWER_WITHIN_MILLIS", Integer.toString(ANSWER_WITHIN_MILLIS),
-        "OT_INTAKE_REQUEST_DEADLINE_MILLIS", "1000",
-        "OT_DATABASE_INTAKE_STATEMENT_TIMEOUT_MILLIS", "1000",
-        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "0",
-        "OT_INTAKE_STATUS_CACHE_ENTRIES", "0"); // every read reaches the database: it warms the pool and then meets the silence
-    try (TcpProxy proxy = TcpProxy.to(database.getHost(), database.getPort());
-         OwnNode node = OwnNode.start(Vertx.vertx(), new PgConnectOptions(database).setHost("127.0.0.1").setPort(proxy.port()), settings)) {
+    try (TcpProxy proxy = proxyToDatabase();
+         // every read reaches the database: it warms the pool and then meets the silence
+         OwnNode node = nodeBehind(proxy, Map.of("OT_INTAKE_STATUS_CACHE_ENTRIES", "0"))) {
       Api api = node.api();
       api.setStock(SKU, 100);
       String unpaid = api.createOrders(1, 3600, SKU).get(0);
@@ -89,14 +84,7 @@ class AnswerDeadlineTest {
    */
   @Test
   void aKeptOrderIsStillAnsweredWhileTheDatabaseIsSilent() throws Exception {
-    PgConnectOptions database = TestDatabase.connectOptions();
-    Map<String, String> settings = Map.of(
-        "OT_INTAKE_ANSWER_WITHIN_MILLIS", Integer.toString(ANSWER_WITHIN_MILLIS),
-        "OT_INTAKE_REQUEST_DEADLINE_MILLIS", "1000",
-        "OT_DATABASE_INTAKE_STATEMENT_TIMEOUT_MILLIS", "1000",
-        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "0");
-    try (TcpProxy proxy = TcpProxy.to(database.getHost(), database.getPort());
-         OwnNode node = OwnNode.start(Vertx.vertx(), new PgConnectOptions(database).setHost("127.0.0.1").setPort(proxy.port()), settings)) {
+    try (TcpProxy proxy = proxyToDatabase(); OwnNode node = nodeBehind(proxy, Map.of())) {
       Api api = node.api();
       api.setStock(SKU, 100);
       List<String> orders = api.createOrders(2, 3600, SKU);
@@ -117,6 +105,23 @@ class AnswerDeadlineTest {
       proxy.restore();
     }
     Invariants.assertHold();
+  }
+
+  private static TcpProxy proxyToDatabase() {
+    PgConnectOptions database = TestDatabase.connectOptions();
+    return TcpProxy.to(database.getHost(), database.getPort());
+  }
+
+  /** A node that reaches the database through {@code proxy}, with this test's short bounds and {@code more} settings. */
+  private static OwnNode nodeBehind(TcpProxy proxy, Map<String, String> more) {
+    Map<String, String> settings = new HashMap<>(Map.of(
+        "OT_INTAKE_ANSWER_WITHIN_MILLIS", Integer.toString(ANSWER_WITHIN_MILLIS),
+        "OT_INTAKE_REQUEST_DEADLINE_MILLIS", "1000",
+        "OT_DATABASE_INTAKE_STATEMENT_TIMEOUT_MILLIS", "1000",
+        "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "0"));
+    settings.putAll(more);
+    return OwnNode.start(Vertx.vertx(), new PgConnectOptions(TestDatabase.connectOptions()).setHost("127.0.0.1").setPort(proxy.port()),
+        settings);
   }
 
   private static void assertBounded(Api.Response answer, String timeoutCode) {
