@@ -1,5 +1,6 @@
 package ordertimeout;
 
+import io.vertx.core.Vertx;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigException;
 import ordertimeout.config.ConfigSource;
@@ -41,7 +42,9 @@ public final class Main {
     }
     Service.start(config, database.connectOptions())
         .onSuccess(service -> {
-          log.info("order-timeout listening on http://{}:{}", config.http().host(), config.http().port());
+          Vertx vertx = service.vertx();
+          log.info("order-timeout listening on http://{}:{} ({})", config.http().host(), config.http().port(),
+              vertx.isNativeTransportEnabled() ? "native transport" : "Java NIO transport: " + vertx.unavailableNativeTransportCause());
           Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             log.info("stopping");
             try {

@@ -32,7 +32,7 @@ public final class Telemetry {
     return registry;
   }
 
-  public static Vertx meteredVertx(PrometheusMeterRegistry registry) {
+  public static Vertx meteredVertx(VertxOptions options, PrometheusMeterRegistry registry) {
     MicrometerMetricsOptions metrics = new MicrometerMetricsOptions()
         .setEnabled(true)
         .setRegistryName("order-timeout-" + REGISTRY_NAMES.incrementAndGet())
@@ -40,7 +40,7 @@ public final class Telemetry {
         .setPrometheusOptions(new VertxPrometheusOptions().setEnabled(true))
         .addLabels(Label.HTTP_ROUTE, Label.EB_ADDRESS);
     return Vertx.builder()
-        .with(new VertxOptions().setMetricsOptions(metrics))
+        .with(options.setMetricsOptions(metrics))
         .withMetrics(new MicrometerMetricsFactory(registry))
         .build();
   }

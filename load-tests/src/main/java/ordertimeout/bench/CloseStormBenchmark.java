@@ -177,7 +177,7 @@ public final class CloseStormBenchmark {
         "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000",
         "OT_CLIENTS_OVERRIDES", Results.UNCAPPED_DEV_USER);
     AppConfig config = Results.serviceConfig(environment);
-    Vertx serviceVertx = Vertx.vertx();
+    Vertx serviceVertx = Vertx.vertx(Service.vertxOptions());
     Service service = Service.start(serviceVertx, config, db.setup.connectOptions())
         .toCompletionStage().toCompletableFuture().get(5, TimeUnit.MINUTES);
     long reloadMillis = service.stats().snapshot().lastReloadMillis();

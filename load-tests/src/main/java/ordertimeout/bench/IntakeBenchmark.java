@@ -96,7 +96,7 @@ public final class IntakeBenchmark {
         "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000",
         "OT_CLIENTS_OVERRIDES", Results.UNCAPPED_DEV_USER);
     AppConfig config = Results.serviceConfig(environment);
-    Vertx vertx = Vertx.vertx();
+    Vertx vertx = Vertx.vertx(Service.vertxOptions());
     Service service = await(Service.start(vertx, config, db.setup.connectOptions()));
     String baseUrl = "http://127.0.0.1:" + port;
     JsonObject result = Results.header("intake");

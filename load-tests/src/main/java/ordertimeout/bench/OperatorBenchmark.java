@@ -58,7 +58,7 @@ public final class OperatorBenchmark {
 
     int port = Results.freePort();
     AppConfig config = Results.serviceConfig(Map.of("OT_HTTP_PORT", Integer.toString(port)));
-    Vertx vertx = Vertx.vertx();
+    Vertx vertx = Vertx.vertx(Service.vertxOptions());
     long startStarted = System.nanoTime();
     Service service = Service.start(vertx, config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
         .get(10, TimeUnit.MINUTES);

@@ -82,7 +82,7 @@ public final class SteadyStateBenchmark {
       }
     }
     AppConfig config = Results.serviceConfig(environment);
-    Vertx vertx = Vertx.vertx();
+    Vertx vertx = Vertx.vertx(Service.vertxOptions());
     Service service = Service.start(vertx, config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
         .get(1, TimeUnit.MINUTES);
     long ownsAllBy = System.currentTimeMillis() + 120_000;

@@ -76,7 +76,7 @@ public final class WebhookBenchmark {
     int port = Results.freePort();
     AppConfig config = Results.serviceConfig(Map.of("OT_HTTP_PORT", Integer.toString(port),
         "OT_WEBHOOKS", "[{url: 'http://127.0.0.1:" + receiver.actualPort() + "/hook', secret: webhook-benchmark-secret-0123}]"));
-    Vertx vertx = Vertx.vertx();
+    Vertx vertx = Vertx.vertx(Service.vertxOptions());
     Service service = Service.start(vertx, config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
         .get(1, TimeUnit.MINUTES);
     long planned = (long) rate * seconds;
