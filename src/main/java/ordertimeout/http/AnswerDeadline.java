@@ -1,6 +1,5 @@
 package ordertimeout.http;
 
-import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.ext.web.RoutingContext;
 import ordertimeout.metrics.NodeStats;
@@ -25,13 +24,10 @@ final class AnswerDeadline {
 
   private final long millis;
   private final NodeStats stats;
-  private final SameLengthDeadlines deadlines;
 
-  /** One per intake verticle: every request it handles arrives on its event loop. */
-  AnswerDeadline(Vertx vertx, long millis, NodeStats stats) {
+  AnswerDeadline(long millis, NodeStats stats) {
     this.millis = millis;
     this.stats = stats;
-    this.deadlines = new SameLengthDeadlines(vertx, millis);
   }
 
   void handle(RoutingContext ctx) {
@@ -39,16 +35,8 @@ final class AnswerDeadline {
       ctx.next();
       return;
     }
-    long longPollMillis = longPollMillis(ctx);
-    if (longPollMillis > 0) {
-      // not due in arrival order with the others
-      long timer = ctx.vertx().setTimer(millis + longPollMillis, fired -> answerLate(ctx));
-      ctx.addEndHandler(answered -> ctx.vertx().cancelTimer(timer));
-    } else {
-      SameLengthDeadlines.Deadline deadline = deadlines.deadline(() -> answerLate(ctx));
-      deadline.start();
-      ctx.addEndHandler(answered -> deadline.cancel());
-    }
+    long timer = ctx.vertx().setTimer(millis + longPollMillis(ctx), fired -> answerLate(ctx));
+    ctx.addEndHandler(answered -> ctx.vertx().cancelTimer(timer));
     ctx.next();
   }
 

@@ -17,9 +17,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The node's HTTP connections: at most {@code http.maxConnections} open (one more is closed at once), and
  * a deadline on each request's arrival. Vert.x has no header or body timeout of its own, and its idle
  * timeout never fires on a client that sends one byte every few seconds (slowloris), so each connection
- * gets a deadline of {@code http.requestReadTimeoutSeconds} from the moment the server waits for a request
+ * gets a timer of {@code http.requestReadTimeoutSeconds} from the moment the server waits for a request
  * (the connection opened, or the previous request was answered) until that request's head and body have
- * arrived; when it expires, the connection is closed. It does not run while a request is handled.
+ * arrived; when it fires, the connection is closed. The timer does not run while a request is handled.
  */
 public final class HttpConnections {
   private final int max;
@@ -48,11 +48,11 @@ public final class HttpConnections {
   }
 
   final class Guard {
-    private final SameLengthDeadlines requestReads;
+    private final Vertx vertx;
     private final Map<HttpConnection, Deadline> deadlines = new HashMap<>();
 
     private Guard(Vertx vertx) {
-      this.requestReads = new SameLengthDeadlines(vertx, requestReadMillis);
+      this.vertx = vertx;
     }
 
     /** For {@code HttpServer.connectionHandler}. */
@@ -82,18 +82,16 @@ public final class HttpConnections {
       ctx.next();
     }
 
-    /** Everything runs on the server's event loop: the connection's handlers, the router's and the deadlines' check. */
+    /** Everything runs on the server's event loop: the connection's handlers, the router's and the timer's. */
     private final class Deadline {
-      private final SameLengthDeadlines.Deadline requestRead;
+      private final HttpConnection connection;
+      private long timer = -1;
       private boolean arrived;
       private boolean answered;
       private boolean closed;
 
       private Deadline(HttpConnection connection) {
-        this.requestRead = requestReads.deadline(() -> {
-          readTimeouts.increment();
-          connection.close();
-        });
+        this.connection = connection;
       }
 
       private void requestArrived() {
@@ -101,7 +99,7 @@ public final class HttpConnections {
         if (answered) {
           start();
         } else {
-          requestRead.cancel();
+          stop();
         }
       }
 
@@ -114,16 +112,28 @@ public final class HttpConnections {
 
       /** The server waits for a (next) request from now on. */
       private void start() {
+        stop();
         arrived = false;
         answered = false;
         if (!closed) {
-          requestRead.start();
+          timer = vertx.setTimer(requestReadMillis, fired -> {
+            timer = -1;
+            readTimeouts.increment();
+            connection.close();
+          });
+        }
+      }
+
+      private void stop() {
+        if (timer >= 0) {
+          vertx.cancelTimer(timer);
+          timer = -1;
         }
       }
 
       private void closed() {
         closed = true;
-        requestRead.cancel();
+        stop();
       }
     }
   }

@@ -94,7 +94,7 @@ public final class IntakeVerticle extends VerticleBase {
     HttpConnections.Guard guard = connections.guard(vertx);
     Router router = Router.router(vertx);
     router.route().handler(guard::handle);
-    router.route().handler(new AnswerDeadline(vertx, config.intake().answerWithinMillis(), stats)::handle);
+    router.route().handler(new AnswerDeadline(config.intake().answerWithinMillis(), stats)::handle);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
     router.route().handler(RequestTargets::refuseMalformed);
     opsRoutes.mount(vertx, router);
