@@ -103,17 +103,20 @@ final class Sql {
    * session may not see; never waits. Any other holder is passing through: a running transaction, one waiting for a
    * lock itself (a create group that took this row in SKU order and waits for the row really held), one about to
    * roll back, and any session of this node (same {@code application_name}): its own group that looks idle only
-   * because this node's event loop is busy between two statements.
+   * because this node's event loop is busy between two statements. A holder that ended between the row's probe and
+   * the look at the locks holds no lock any more, and its row is free: not reported either (reporting it refused a
+   * free SKU's creates for a while).
    */
   static final String LOCKED_SKUS = """
       WITH free AS (SELECT sku FROM inventory WHERE sku = ANY($1) FOR UPDATE SKIP LOCKED)
       SELECT i.sku FROM inventory i
       WHERE i.sku = ANY($1) AND i.sku NOT IN (SELECT sku FROM free)
-        AND NOT EXISTS (
-          SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-          WHERE l.locktype = 'transactionid' AND l.granted AND l.transactionid = i.xmax AND a.state IS NOT NULL
-            AND NOT (a.state = 'idle in transaction' AND a.state_change < now() - make_interval(secs => $2 / 1000.0)
-                     AND a.application_name <> current_setting('application_name')))""";
+        AND EXISTS (
+          SELECT 1 FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+          WHERE l.locktype = 'transactionid' AND l.granted AND l.transactionid = i.xmax
+            AND (a.state IS NULL
+                 OR (a.state = 'idle in transaction' AND a.state_change < now() - make_interval(secs => $2 / 1000.0)
+                     AND a.application_name <> current_setting('application_name'))))""";
 
   /**
    * The orders, their items, log lines, ORDER_CREATED events and stock reservations (summed per SKU), in one
