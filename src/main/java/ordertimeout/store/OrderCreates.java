@@ -29,6 +29,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.UnaryOperator;
 
@@ -37,7 +38,9 @@ import java.util.function.UnaryOperator;
  * reservation, its idempotency key and its ORDER_CREATED event. Each request is decided on its own,
  * in arrival order — one order's insufficient stock, exceeded cap, reused key, taken id or passed deadline never
  * fails the others in its group; a refused one leaves nothing behind. The caps: unpaid orders per user, and per
- * client unpaid orders and reserved units, read from client_holdings (kept by triggers, migration V3).
+ * client unpaid orders and reserved units, read from client_holdings (kept by triggers, migration V3). Far from its
+ * caps a client's groups run side by side; near them one after another ({@link CapHeadroom}): an order a group
+ * could not take side by side is decided by a group of its own that follows at once.
  *
  * <p>A stock row another transaction holds past the pool's {@code lock_timeout} must not hold up the creates of
  * other SKUs: the group is rolled back, the SKUs held at that moment are found without waiting and remembered
@@ -54,6 +57,7 @@ public final class OrderCreates {
   private final Pool pool;
   private final int idleHolderMillis;
   private final LockedSkus lockedSkus;
+  private final CapHeadroom headroom;
   private final UnaryOperator<NewOrder> withNewId;
 
   /**
@@ -63,9 +67,14 @@ public final class OrderCreates {
    * {@link OrderRejected} when there is none.
    */
   public OrderCreates(Pool pool, Duration lockWait, LockedSkus lockedSkus, UnaryOperator<NewOrder> withNewId) {
+    this(pool, lockWait, lockedSkus, CapHeadroom.DEFAULT, withNewId);
+  }
+
+  OrderCreates(Pool pool, Duration lockWait, LockedSkus lockedSkus, CapHeadroom headroom, UnaryOperator<NewOrder> withNewId) {
     this.pool = pool;
     this.idleHolderMillis = (int) lockWait.dividedBy(2).toMillis();
     this.lockedSkus = lockedSkus;
+    this.headroom = headroom;
     this.withNewId = withNewId;
   }
 
@@ -85,11 +94,12 @@ public final class OrderCreates {
    * the returned future fails only when nothing was committed.
    */
   public Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, AppConfig.Clients clients) {
-    return create(requests, maxUnpaidPerUser, clients, LOCK_ROUNDS);
+    return create(requests, maxUnpaidPerUser, clients, false, LOCK_ROUNDS);
   }
 
+  /** {@code exclusive}: every client's lock is taken exclusive (for the orders a group left to a group of their own). */
   private Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, AppConfig.Clients clients,
-                                                     int rounds) {
+                                                     boolean exclusive, int rounds) {
     CreateResult[] results = new CreateResult[requests.size()];
     List<Integer> tried = new ArrayList<>();
     for (int i = 0; i < results.length; i++) {
@@ -102,18 +112,43 @@ public final class OrderCreates {
       }
     }
     List<CreateRequest> group = tried.stream().map(requests::get).toList();
+    Set<String> sharedClients = new HashSet<>();
+    if (!exclusive) {
+      group.forEach(request -> {
+        String client = request.idempotency().client();
+        if (headroom.shared(client, clients.of(client))) {
+          sharedClients.add(client);
+        }
+      });
+    }
     Future<List<CreateResult>> decided = group.isEmpty()
         ? Future.succeededFuture(List.of())
-        : pool.withTransaction(conn -> new Group(conn, group, maxUnpaidPerUser, clients, withNewId).run());
+        : pool.withTransaction(conn -> new Group(conn, group, maxUnpaidPerUser, clients, sharedClients, headroom, withNewId).run());
     return decided
         .map(groupResults -> {
           for (int t = 0; t < tried.size(); t++) {
             results[tried.get(t)] = groupResults.get(t);
           }
-          return Arrays.stream(results).map(CreateResult::future).toList();
+          List<Integer> left = new ArrayList<>();
+          List<Future<CreateOutcome>> answers = new ArrayList<>();
+          for (int i = 0; i < results.length; i++) {
+            answers.add(results[i] == null ? null : results[i].future());
+            if (results[i] == null) {
+              left.add(i);
+            }
+          }
+          if (!left.isEmpty()) { // decided now by a group of their own, holding their clients' locks exclusive
+            Future<List<Future<CreateOutcome>>> ofTheirOwn =
+                create(left.stream().map(requests::get).toList(), maxUnpaidPerUser, clients, true, LOCK_ROUNDS);
+            for (int l = 0; l < left.size(); l++) {
+              int at = l;
+              answers.set(left.get(l), ofTheirOwn.compose(answered -> answered.get(at)));
+            }
+          }
+          return answers;
         })
         .recover(failure -> rounds > 1 && SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)
-            ? rememberLockedSkus(group).compose(remembered -> create(requests, maxUnpaidPerUser, clients, rounds - 1))
+            ? rememberLockedSkus(group).compose(remembered -> create(requests, maxUnpaidPerUser, clients, exclusive, rounds - 1))
             : Future.failedFuture(failure));
   }
 
@@ -130,22 +165,30 @@ public final class OrderCreates {
         });
   }
 
-  /** One group's transaction; requests still undecided have a null result. */
+  /**
+   * One group's transaction; requests still undecided have a null result, and so have those it leaves to a group
+   * of their own ({@link CapHeadroom}).
+   */
   private static final class Group {
     private final SqlConnection conn;
     private final List<CreateRequest> requests;
     private final int maxUnpaidPerUser;
     private final AppConfig.Clients clients;
+    /** The clients whose lock this group takes shared; the others' exclusive. */
+    private final Set<String> sharedClients;
+    private final CapHeadroom headroom;
     private final UnaryOperator<NewOrder> withNewId;
     private final CreateResult[] results;
 
     /** {@code requests} is copied: a request whose id is taken gets a new one in its place. */
     Group(SqlConnection conn, List<CreateRequest> requests, int maxUnpaidPerUser, AppConfig.Clients clients,
-          UnaryOperator<NewOrder> withNewId) {
+          Set<String> sharedClients, CapHeadroom headroom, UnaryOperator<NewOrder> withNewId) {
       this.conn = conn;
       this.requests = new ArrayList<>(requests);
       this.maxUnpaidPerUser = maxUnpaidPerUser;
       this.clients = clients;
+      this.sharedClients = sharedClients;
+      this.headroom = headroom;
       this.withNewId = withNewId;
       this.results = new CreateResult[requests.size()];
     }
@@ -159,7 +202,7 @@ public final class OrderCreates {
     Future<List<CreateResult>> run() {
       Future<RowSet<Row>> keyLocks = conn.preparedQuery(Sql.TRY_LOCK_IDEMPOTENCY_KEYS).execute(keyLocksTuple());
       Future<RowSet<Row>> storedKeys = conn.preparedQuery(Sql.SELECT_IDEMPOTENCY_KEYS).execute(storedKeysTuple());
-      Future<RowSet<Row>> userAndClientLocks = conn.preparedQuery(Sql.LOCK_USERS).execute(userAndClientLocksTuple());
+      Future<RowSet<Row>> userAndClientLocks = conn.preparedQuery(Sql.LOCK_USERS_AND_CLIENTS).execute(userAndClientLocksTuple());
       Future<RowSet<Row>> unpaid = conn.preparedQuery(Sql.COUNT_UNPAID_OF_USERS).execute(usersTuple());
       Future<RowSet<Row>> holdings = conn.preparedQuery(Sql.SELECT_CLIENT_HOLDINGS).execute(clientsTuple());
       Future<RowSet<Row>> stock = conn.preparedQuery(Sql.LOCK_STOCK_BY_SKU).execute(skusTuple());
@@ -169,7 +212,7 @@ public final class OrderCreates {
             replayStoredKeys(storedKeys.result());
             return reserveAndInsert(unpaidByUser(unpaid.result()), holdingsByClient(holdings.result()), available(stock.result()));
           })
-          .map(done -> List.of(results));
+          .map(done -> Arrays.asList(results));
     }
 
     private Tuple keyLocksTuple() {
@@ -218,24 +261,37 @@ public final class OrderCreates {
 
     /**
      * Every user and every client of the group, locked in the order of their sorted keys so that two groups cannot
-     * deadlock: a client's lock makes its creates read and add to its holdings one transaction after another.
+     * deadlock: a client's lock taken exclusive makes its creates read and add to its holdings one transaction after
+     * another; taken shared, with a slot lock of the client (the slot of this connection), up to
+     * {@value CapHeadroom#SLOTS} of them at once.
      */
     private Tuple userAndClientLocksTuple() {
-      TreeSet<Long> locks = new TreeSet<>();
+      TreeMap<Long, String> locks = new TreeMap<>();
       for (CreateRequest request : requests) {
-        locks.add(lockKey("user", request.idempotency().client(), request.order().userId()));
-        locks.add(lockKey("client", request.idempotency().client()));
+        String client = request.idempotency().client();
+        locks.put(lockKey("user", client, request.order().userId()), "exclusive");
+        if (sharedClients.contains(client)) {
+          locks.put(lockKey("client", client), "shared");
+          locks.put(slotLocksKey(client), "slot");
+        } else {
+          locks.put(lockKey("client", client), "exclusive");
+        }
       }
-      return Tuple.of(locks.toArray(Long[]::new));
+      return Tuple.tuple().addArrayOfLong(locks.keySet().toArray(Long[]::new))
+          .addArrayOfString(locks.values().toArray(String[]::new)).addInteger(CapHeadroom.SLOTS);
     }
 
     private Tuple clientsTuple() {
       return Tuple.of(requests.stream().map(request -> request.idempotency().client()).distinct().toArray(String[]::new));
     }
 
-    private static Map<String, Holdings> holdingsByClient(RowSet<Row> rows) {
+    private Map<String, Holdings> holdingsByClient(RowSet<Row> rows) {
       Map<String, Holdings> holdings = new HashMap<>();
       rows.forEach(row -> holdings.put(row.getString("client"), new Holdings(row.getLong("unpaid"), row.getLong("units"))));
+      requests.stream().map(request -> request.idempotency().client()).distinct().forEach(client -> {
+        Holdings held = holdings.getOrDefault(client, Holdings.NONE);
+        headroom.read(client, held.unpaid(), held.units(), clients.of(client));
+      });
       return holdings;
     }
 
@@ -278,6 +334,8 @@ public final class OrderCreates {
                                           Map<String, Long> available) {
       Map<String, Long> unpaid = new HashMap<>(unpaidByUser);
       Map<String, Holdings> holdings = new HashMap<>(holdingsByClient);
+      Map<String, Holdings> taken = new HashMap<>();
+      Set<String> leftToAGroupOfTheirOwn = new HashSet<>();
       List<Integer> accepted = new ArrayList<>();
       for (int i : undecided()) {
         if (requests.get(i).pastDeadline()) {
@@ -287,6 +345,9 @@ public final class OrderCreates {
         }
         NewOrder order = requests.get(i).order();
         String client = requests.get(i).idempotency().client();
+        if (leftToAGroupOfTheirOwn.contains(client)) {
+          continue; // after an order of its client left, so that the client's orders are still decided in arrival order
+        }
         String user = userKey(client, order.userId());
         long userUnpaid = unpaid.getOrDefault(user, 0L);
         Holdings held = holdings.getOrDefault(client, Holdings.NONE);
@@ -295,6 +356,15 @@ public final class OrderCreates {
           results[i] = refusal;
           continue;
         }
+        Holdings takenWithThis = taken.getOrDefault(client, Holdings.NONE).plus(order);
+        if (sharedClients.contains(client)) {
+          Holdings read = holdingsByClient.getOrDefault(client, Holdings.NONE);
+          if (!headroom.takes(read.unpaid(), read.units(), takenWithThis.unpaid(), takenWithThis.units(), clients.of(client))) {
+            leftToAGroupOfTheirOwn.add(client);
+            continue;
+          }
+        }
+        taken.put(client, takenWithThis);
         unpaid.put(user, userUnpaid + 1);
         holdings.put(client, held.plus(order));
         for (OrderItem item : order.items()) {
@@ -471,6 +541,14 @@ public final class OrderCreates {
 
   private static String userKey(String client, String userId) {
     return client + '\u0000' + userId;
+  }
+
+  /**
+   * The first of the client's {@value CapHeadroom#SLOTS} slot locks; the slot of a connection is this key plus its
+   * backend pid modulo the number of slots (low bits cleared, so the sum is a key of its own).
+   */
+  static long slotLocksKey(String client) {
+    return lockKey("client-slots", client) & -CapHeadroom.SLOTS;
   }
 
   /** A 64-bit key for a transaction-scoped advisory lock; a rare collision only serialises two unrelated requests. */

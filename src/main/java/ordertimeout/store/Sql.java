@@ -74,10 +74,16 @@ final class Sql {
         ON k.client = wanted.client AND k.key = wanted.key""";
 
   /**
-   * Serialises each user's and each client's creates so that their caps cannot be raced past. The keys
-   * come sorted and are locked in that order, so two groups cannot deadlock on them.
+   * Serialises each user's creates, and each client's near its caps, so that the caps cannot be raced past; far from
+   * them a client's lock is taken shared, with its slot lock of this connection ($1's key plus the backend pid modulo
+   * $3) exclusive ({@link CapHeadroom}). The keys come sorted and are locked in that order, so two groups cannot
+   * deadlock on them.
    */
-  static final String LOCK_USERS = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k";
+  static final String LOCK_USERS_AND_CLIENTS = """
+      SELECT CASE t.mode WHEN 'shared' THEN pg_advisory_xact_lock_shared(t.k)
+                         WHEN 'slot' THEN pg_advisory_xact_lock(t.k + pg_backend_pid() % $3)
+                         ELSE pg_advisory_xact_lock(t.k) END
+      FROM unnest($1::bigint[], $2::text[]) AS t (k, mode)""";
 
   static final String COUNT_UNPAID_OF_USERS = """
       SELECT o.client, o.user_id, count(*) AS unpaid

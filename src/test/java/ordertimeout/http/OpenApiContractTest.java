@@ -431,10 +431,10 @@ class OpenApiContractTest extends ServiceTestBase {
     s.put("reconcile/checkOnly", (t, e, c) -> {
       t.order("SKU-1", 2);
       Sql.execute("UPDATE inventory SET reserved = 7 WHERE sku = 'SKU-1'");
-      Sql.execute("UPDATE client_holdings SET unpaid = unpaid + 1, units = units + 1 WHERE client = 'dev-user' AND stripe = 0");
+      Sql.execute("UPDATE client_holdings SET unpaid = unpaid + 1, units = units + 1 WHERE client = 'dev-user' AND stripe > 16");
       c.cleanup = () -> {
         Sql.execute("UPDATE inventory SET reserved = 2 WHERE sku = 'SKU-1'");
-        Sql.execute("UPDATE client_holdings SET unpaid = unpaid - 1, units = units - 1 WHERE client = 'dev-user' AND stripe = 0");
+        Sql.execute("UPDATE client_holdings SET unpaid = unpaid - 1, units = units - 1 WHERE client = 'dev-user' AND stripe > 16");
       };
     });
     s.put("listParkedOrders/parked", (t, e, c) -> t.park(t.order("SKU-1", 2)));
