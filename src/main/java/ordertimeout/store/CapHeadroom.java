@@ -20,7 +20,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * they were within a group and the margin of a cap. The guess decides only speed: the check above decides the orders.
  */
 final class CapHeadroom {
-  /** Slot locks per client; the creates' stripes of client_holdings are as many (migration V16, 17 + backend pid mod 16). */
+  /**
+   * Slot locks per client, a power of two (their keys are a block of that size); the creates' stripes of
+   * client_holdings are as many (migration V16, 17 + backend pid mod 16). Every node must agree on it and on the
+   * shares below, or the margin no longer covers the others.
+   */
   static final int SLOTS = 16;
   static final CapHeadroom DEFAULT = new CapHeadroom(256, 25_600);
 

@@ -40,7 +40,8 @@ import java.util.function.UnaryOperator;
  * fails the others in its group; a refused one leaves nothing behind. The caps: unpaid orders per user, and per
  * client unpaid orders and reserved units, read from client_holdings (kept by triggers, migration V3). Far from its
  * caps a client's groups run side by side; near them one after another ({@link CapHeadroom}): an order a group
- * could not take side by side is decided by a group of its own that follows at once.
+ * could not take side by side is decided by a transaction of its own started when the group commits (outside the
+ * intake's groups in flight, so a later group may decide a later order of that client first).
  *
  * <p>A stock row another transaction holds past the pool's {@code lock_timeout} must not hold up the creates of
  * other SKUs: the group is rolled back, the SKUs held at that moment are found without waiting and remembered
@@ -90,8 +91,9 @@ public final class OrderCreates {
   }
 
   /**
-   * Decides every request of the group: one result per request, in order, the outcome or {@link OrderRejected};
-   * the returned future fails only when nothing was committed.
+   * Decides every request of the group: one result per request, in order, the outcome or {@link OrderRejected}
+   * (or, for a request left to a transaction of its own, that transaction's failure); the returned future fails only
+   * when nothing was committed.
    */
   public Future<List<Future<CreateOutcome>>> create(List<CreateRequest> requests, int maxUnpaidPerUser, AppConfig.Clients clients) {
     return create(requests, maxUnpaidPerUser, clients, false, LOCK_ROUNDS);

@@ -17,6 +17,7 @@ import ordertimeout.order.OrderIds;
 import ordertimeout.order.OrderItem;
 import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderRejected.Reason;
+import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
@@ -42,12 +43,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  * A client's create groups run side by side while it is far from its caps, and its caps still hold exactly: groups of
  * two "nodes" with four connections each race a client up to its cap, with a small headroom (2 orders and 20 units a
  * group, so a margin of 30 orders and 300 units) so that the race crosses from side by side to one after another.
+ * That no more than {@value CapHeadroom#SLOTS} groups of a client run at once rests on the slot locks, checked here by
+ * holding them, not by racing that many.
  */
 class ClientCapHeadroomTest extends ServiceTestBase {
   private static final String SKU = "HEADROOM";
   private static final CapHeadroom SMALL = new CapHeadroom(2, 20);
   private static final int UNPAID_CAP = 60;
   private static final int UNITS_CAP = 600;
+  private static final String SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared($1)";
 
   private final AtomicInteger users = new AtomicInteger();
   private final Map<Integer, OrderIds> idsByNode = new HashMap<>();
@@ -86,25 +90,33 @@ class ClientCapHeadroomTest extends ServiceTestBase {
   }
 
   @Test
-  void farFromItsCapsAGroupTakesTheClientsLockSharedAndNearThemExclusive() {
+  void farFromItsCapsAGroupTakesTheClientsLockSharedAndASlotAndNearThemExclusive() {
     OrderCreates creates = creates(1001, 2);
-    try (Holder holder = Holder.sharedLockOf("dev-user")) {
+    try (Holder holder = new Holder(SHARED_LOCK, OrderCreates.lockKey("client", "dev-user"))) {
       CreateOutcome created = TestService.await(TestService.await(creates.create(List.of(request(1001, "dev-user", 1)), 1000, clients)).get(0));
       assertThat(created.order().id()).as("created while another transaction holds the client's lock shared").isPositive();
     }
-
+    // every slot of the client held elsewhere: the group waits for its connection's slot
+    assertWaitsWhileHeld(creates, "dev-user", "SELECT pg_advisory_xact_lock(k) FROM generate_series($1::bigint, $1::bigint + "
+        + (CapHeadroom.SLOTS - 1) + ") AS k", OrderCreates.slotLocksKey("dev-user"));
     // a cap of 20 is less than the margin of 30: the client's groups always take its lock exclusive
-    Future<List<Future<CreateOutcome>>> near;
-    try (Holder holder = Holder.sharedLockOf("small")) {
-      near = creates.create(List.of(request(1001, "small", 1)), 1000, clients);
-      sleep(300);
-      assertThat(near.isComplete()).as("waits for the client's lock exclusive").isFalse();
+    assertWaitsWhileHeld(creates, "small", SHARED_LOCK, OrderCreates.lockKey("client", "small"));
+  }
+
+  /** A create of {@code client} waits on an advisory lock while another transaction holds {@code lock}, and is created after. */
+  private void assertWaitsWhileHeld(OrderCreates creates, String client, String lock, long key) {
+    Future<List<Future<CreateOutcome>>> create;
+    try (Holder holder = new Holder(lock, key)) {
+      create = creates.create(List.of(request(1001, client, 1)), 1000, clients);
+      Await.until("the create of " + client + " waits for an advisory lock", Duration.ofSeconds(10),
+          () -> Sql.count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") > 0);
+      assertThat(create.isComplete()).isFalse();
     }
-    assertThat(TestService.await(TestService.await(near).get(0)).order().id()).isPositive();
+    assertThat(TestService.await(TestService.await(create).get(0)).order().id()).as("created once the lock was given back").isPositive();
   }
 
   @Test
-  void ordersPastTheGroupsShareAreDecidedByAGroupOfTheirOwnInArrivalOrder() {
+  void ordersPastTheGroupsShareAreCreatedByATransactionOfTheirOwn() {
     List<CreateRequest> five = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
       five.add(request(1001, "dev-user", 1));
@@ -162,30 +174,17 @@ class ClientCapHeadroomTest extends ServiceTestBase {
         System.nanoTime() + TimeUnit.MINUTES.toNanos(1));
   }
 
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
-  }
-
-  /** Another transaction holding a client's create lock shared until closed. */
+  /** Another transaction holding advisory locks (the statement {@code lock} with the key {@code $1}) until closed. */
   private static final class Holder implements AutoCloseable {
     private final Vertx vertx = Vertx.vertx();
     private final SqlConnection conn;
 
-    private Holder(String client) {
+    Holder(String lock, long key) {
       Pool pool = Pools.shared(vertx, "headroom-holder-" + UUID.randomUUID(), TestDatabase.connectOptions(), 1, 1,
           TestDatabase.databaseConfig(Map.of()).intake());
       conn = TestService.await(pool.getConnection());
       TestService.await(conn.query("BEGIN").execute());
-      TestService.await(conn.preparedQuery("SELECT pg_advisory_xact_lock_shared($1)").execute(Tuple.of(OrderCreates.lockKey("client", client))));
-    }
-
-    static Holder sharedLockOf(String client) {
-      return new Holder(client);
+      TestService.await(conn.preparedQuery(lock).execute(Tuple.of(key)));
     }
 
     @Override
