@@ -287,14 +287,18 @@ public final class OrderCreates {
       return Tuple.of(requests.stream().map(request -> request.idempotency().client()).distinct().toArray(String[]::new));
     }
 
-    private Map<String, Holdings> holdingsByClient(RowSet<Row> rows) {
+    private static Map<String, Holdings> holdingsByClient(RowSet<Row> rows) {
       Map<String, Holdings> holdings = new HashMap<>();
       rows.forEach(row -> holdings.put(row.getString("client"), new Holdings(row.getLong("unpaid"), row.getLong("units"))));
+      return holdings;
+    }
+
+    /** What each client of the group holds with the orders this group takes, for the guess of the next group's lock. */
+    private void tellHeadroom(Map<String, Holdings> holdings) {
       requests.stream().map(request -> request.idempotency().client()).distinct().forEach(client -> {
         Holdings held = holdings.getOrDefault(client, Holdings.NONE);
         headroom.read(client, held.unpaid(), held.units(), clients.of(client));
       });
-      return holdings;
     }
 
     private Tuple usersTuple() {
@@ -374,6 +378,7 @@ public final class OrderCreates {
         }
         accepted.add(i);
       }
+      tellHeadroom(holdings);
       if (accepted.isEmpty()) {
         return Future.succeededFuture();
       }

@@ -103,6 +103,19 @@ class ClientCapHeadroomTest extends ServiceTestBase {
     assertWaitsWhileHeld(creates, "small", SHARED_LOCK, OrderCreates.lockKey("client", "small"));
   }
 
+  @Test
+  void aClientThatCameNearItsCapTakesItsLockExclusiveFromItsNextGroupOn() {
+    OrderCreates creates = creates(1001, 2);
+    List<CreateRequest> first = new ArrayList<>();
+    for (int i = 0; i < 29; i++) {
+      first.add(request(1001, "orders-capped", 1));
+    }
+    TestService.await(creates.create(first, 1000, clients)).forEach(TestService::await);
+    // 29 held + 2 for a group + a margin of 30 pass the cap of 60: the next group goes exclusive at once
+    assertWaitsWhileHeld(creates, "orders-capped", SHARED_LOCK, OrderCreates.lockKey("client", "orders-capped"));
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE client = 'orders-capped'")).isEqualTo(30);
+  }
+
   /** A create of {@code client} waits on an advisory lock while another transaction holds {@code lock}, and is created after. */
   private void assertWaitsWhileHeld(OrderCreates creates, String client, String lock, long key) {
     Future<List<Future<CreateOutcome>>> create;
