@@ -16,8 +16,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * group takes, and the margin stay within the caps. Otherwise it leaves the order to a group that takes the lock
  * exclusive (no other create of the client runs then) and counts exactly, as every group did before.
  *
- * <p>Which lock the next group of a client takes is guessed from the holdings the node read last: exclusive while
- * they were within a group and the margin of a cap. The guess decides only speed: the check above decides the orders.
+ * <p>Which lock the next group of a client takes is guessed from the holdings the node's last group of it read, with
+ * the orders that group took: exclusive while they were within a group and the margin of a cap. The guess decides only speed: the check above decides the orders.
  */
 final class CapHeadroom {
   /**
@@ -42,7 +42,7 @@ final class CapHeadroom {
     return fits(0, 0, ordersPerGroup, unitsPerGroup, limits) && !nearCap.getOrDefault(client, false);
   }
 
-  /** What a group read of the client's holdings, for the next group's guess. */
+  /** The client's holdings as a group read them, with the orders it took, for the next group's guess. */
   void read(String client, long unpaid, long units, ClientLimits limits) {
     nearCap.put(client, !fits(unpaid, units, ordersPerGroup, unitsPerGroup, limits));
   }
