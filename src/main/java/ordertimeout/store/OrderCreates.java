@@ -340,7 +340,6 @@ public final class OrderCreates {
                                           Map<String, Long> available) {
       Map<String, Long> unpaid = new HashMap<>(unpaidByUser);
       Map<String, Holdings> holdings = new HashMap<>(holdingsByClient);
-      Map<String, Holdings> taken = new HashMap<>();
       Set<String> leftToAGroupOfTheirOwn = new HashSet<>();
       List<Integer> accepted = new ArrayList<>();
       for (int i : undecided()) {
@@ -362,17 +361,17 @@ public final class OrderCreates {
           results[i] = refusal;
           continue;
         }
-        Holdings takenWithThis = taken.getOrDefault(client, Holdings.NONE).plus(order);
+        Holdings heldWithThis = held.plus(order);
         if (sharedClients.contains(client)) {
           Holdings read = holdingsByClient.getOrDefault(client, Holdings.NONE);
-          if (!headroom.takes(read.unpaid(), read.units(), takenWithThis.unpaid(), takenWithThis.units(), clients.of(client))) {
+          if (!headroom.takes(read.unpaid(), read.units(), heldWithThis.unpaid() - read.unpaid(),
+              heldWithThis.units() - read.units(), clients.of(client))) {
             leftToAGroupOfTheirOwn.add(client);
             continue;
           }
         }
-        taken.put(client, takenWithThis);
         unpaid.put(user, userUnpaid + 1);
-        holdings.put(client, held.plus(order));
+        holdings.put(client, heldWithThis);
         for (OrderItem item : order.items()) {
           available.merge(item.sku(), (long) -item.qty(), Long::sum);
         }
