@@ -19,6 +19,7 @@ import ordertimeout.delivery.WebhookVerticle;
 import ordertimeout.http.ContractChecks;
 import ordertimeout.http.Draining;
 import ordertimeout.http.HttpConnections;
+import ordertimeout.http.IntakeGroups;
 import ordertimeout.http.IntakeVerticle;
 import ordertimeout.http.OpsRoutes;
 import ordertimeout.kafka.KafkaClients;
@@ -142,6 +143,7 @@ public final class Service {
   private Future<Service> deploy(PgConnectOptions database, LeasedOrderIds orderIds, Future<ContractChecks> contract) {
     boolean clustered = config.kafka().enabled();
     LockedSkus lockedSkus = new LockedSkus(Duration.ofMillis(config.intake().lockedSkuMillis()));
+    IntakeGroups groups = new IntakeGroups();
     return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds))
         .compose(lease -> clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), config.clients(), redisHealth)))
@@ -168,7 +170,7 @@ public final class Service {
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
         .compose(id -> vertx.deployVerticle(new BulkJobVerticle(config, database, stats, statusCache)))
         .compose(id -> contract)
-        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus, statusCache),
+        .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus, statusCache, groups),
             new DeploymentOptions().setInstances(config.http().instances())))
         .map(id -> this);
   }

@@ -65,8 +65,8 @@ public record AppConfig(
                      int requestReadTimeoutSeconds, int maxConnections) {}
 
   /**
-   * Group commit of creates and of pays: per intake instance at most {@code groupsInFlight} transactions of each, of up
-   * to {@code groupMaxSize} requests; at most {@code maxQueued} requests wait for a group, each at most
+   * Group commit of creates and of pays: per node (over all its intake instances) at most {@code groupsInFlight}
+   * transactions of each, of up to {@code groupMaxSize} requests; at most {@code maxQueued} requests wait for a group, each at most
    * {@code requestDeadlineMillis} (then it answers 503 {@code overloaded} and is never committed). A SKU whose row
    * stayed locked past the intake pool's lock wait has its creates refused at once for {@code lockedSkuMillis}.
    * Every request is answered within {@code answerWithinMillis} of its arrival (504 when it could not be decided).

@@ -1,5 +1,6 @@
 package ordertimeout.http;
 
+import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -17,9 +18,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 /**
- * Group commit, per intake verticle (one event loop, no locking): a request starts a transaction at once when fewer
- * than {@code inFlight} are running; otherwise it waits and joins the next group, up to {@code maxSize}. An idle
- * service answers a lone request without delay; a busy one shares each transaction and its commit among many.
+ * Group commit, one per node for creates and one for pays ({@link IntakeGroups}): a request starts a transaction at
+ * once when fewer than {@code inFlight} are running; otherwise it waits and joins the next group, up to
+ * {@code maxSize}. An idle service answers a lone request without delay; a busy one shares each transaction and its
+ * commit among many, whichever intake instance took the request (decision 0030).
+ *
+ * <p>It lives on the event loop it was made on (no locking): a request submitted on another intake instance's event
+ * loop is handed over to it, and its answer handed back to the request's context.
  *
  * <p>The wait is bounded twice: at most {@code maxQueued} requests wait (one more is refused at once), and a request
  * still waiting at its deadline is refused then and never joins a group. Both answer {@link Reason#OVERLOADED}.
@@ -46,6 +51,8 @@ final class GroupCommit<R, T> {
   }
 
   private final Vertx vertx;
+  private final Context context;
+  private final Thread eventLoop;
   private final Function<List<R>, Future<List<Future<T>>>> transaction;
   private final int maxSize;
   private final int inFlight;
@@ -55,16 +62,33 @@ final class GroupCommit<R, T> {
   private int queued;
   private int running;
 
+  /** To be made on an event loop: the one it lives on. */
   GroupCommit(Vertx vertx, int maxSize, int inFlight, int maxQueued, Function<List<R>, Future<List<Future<T>>>> transaction) {
     this.vertx = vertx;
+    this.context = vertx.getOrCreateContext();
+    this.eventLoop = Thread.currentThread();
     this.transaction = transaction;
     this.maxSize = maxSize;
     this.inFlight = inFlight;
     this.maxQueued = maxQueued;
   }
 
-  /** {@code decideByNanos}: the {@link System#nanoTime()} past which the request no longer joins a group. */
+  /**
+   * {@code decideByNanos}: the {@link System#nanoTime()} past which the request no longer joins a group. Called on
+   * an event loop; the answer completes on the caller's context.
+   */
   Future<T> submit(R request, long decideByNanos) {
+    if (Thread.currentThread() == eventLoop) {
+      return submitHere(request, decideByNanos);
+    }
+    Context caller = Vertx.currentContext();
+    Promise<T> answer = Promise.promise();
+    context.runOnContext(handedOver -> submitHere(request, decideByNanos)
+        .onComplete(decided -> caller.runOnContext(handedBack -> answer.handle(decided))));
+    return answer.future();
+  }
+
+  private Future<T> submitHere(R request, long decideByNanos) {
     if (queued >= maxQueued) {
       return Future.failedFuture(new OrderRejected(Reason.OVERLOADED,
           maxQueued + " requests are already waiting for the database on this node; nothing was stored, retry later"));

@@ -49,11 +49,13 @@ public final class IntakeVerticle extends VerticleBase {
   private final HttpConnections connections;
   private final LockedSkus lockedSkus;
   private final StatusCache statusCache;
+  private final IntakeGroups groups;
 
-  /** {@code lockedSkus} and {@code statusCache}: the node's, shared by its intake instances. */
+  /** {@code lockedSkus}, {@code statusCache} and {@code groups}: the node's, shared by its intake instances. */
   public IntakeVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned,
                         LeasedOrderIds orderIds, OpsRoutes opsRoutes, ContractChecks contract, HttpConnections connections,
-                        LockedSkus lockedSkus, StatusCache statusCache) {
+                        LockedSkus lockedSkus, StatusCache statusCache, IntakeGroups groups) {
+    this.groups = groups;
     this.lockedSkus = lockedSkus;
     this.statusCache = statusCache;
     this.config = config;
@@ -82,14 +84,14 @@ public final class IntakeVerticle extends VerticleBase {
         Math.max(config.intake().answerWithinMillis(), config.database().intake().statementTimeoutMillis() + 1000)));
     OrderStore store = new OrderStore(pool, config.orders().reopenOnLatePayment(),
         Duration.ofMillis(config.database().intake().lockTimeoutMillis()), statusCache);
-    AppConfig.Intake groups = config.intake();
+    AppConfig.Intake intake = config.intake();
     int shards = config.database().shards();
     OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus,
         order -> order.withId(orderIds.next(), shards));
-    GroupCommit<CreateRequest, CreateOutcome> creates = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),
-        groups.maxQueued(), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients()));
-    GroupCommit<PayRequest, StateChange> pays = new GroupCommit<>(vertx, groups.groupMaxSize(), groups.groupsInFlight(),
-        groups.maxQueued(), store::pay);
+    GroupCommit<CreateRequest, CreateOutcome> creates = groups.creates(() -> new GroupCommit<>(vertx, intake.groupMaxSize(),
+        intake.groupsInFlight(), intake.maxQueued(), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients())));
+    GroupCommit<PayRequest, StateChange> pays = groups.pays(() -> new GroupCommit<>(vertx, intake.groupMaxSize(), intake.groupsInFlight(),
+        intake.maxQueued(), store::pay));
     Auth auth = new Auth(config.apiKeys());
     HttpConnections.Guard guard = connections.guard(vertx);
     Router router = Router.router(vertx);
