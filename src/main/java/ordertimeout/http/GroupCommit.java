@@ -13,6 +13,7 @@ import org.slf4j.LoggerFactory;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
@@ -81,7 +82,7 @@ final class GroupCommit<R, T> {
     if (Thread.currentThread() == eventLoop) {
       return submitHere(request, decideByNanos);
     }
-    Context caller = Vertx.currentContext();
+    Context caller = Objects.requireNonNull(Vertx.currentContext(), "a request is submitted on an event loop");
     Promise<T> answer = Promise.promise();
     context.runOnContext(handedOver -> submitHere(request, decideByNanos)
         .onComplete(decided -> caller.runOnContext(handedBack -> answer.handle(decided))));
