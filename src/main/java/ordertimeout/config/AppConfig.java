@@ -66,9 +66,9 @@ public record AppConfig(
 
   /**
    * Group commit of creates and of pays: per node (over all its intake instances) at most {@code groupsInFlight}
-   * transactions of each, of up to {@code groupMaxSize} requests; at most {@code maxQueued} requests wait for a group, each at most
-   * {@code requestDeadlineMillis} (then it answers 503 {@code overloaded} and is never committed). A SKU whose row
-   * stayed locked past the intake pool's lock wait has its creates refused at once for {@code lockedSkuMillis}.
+   * transactions of each, of up to {@code groupMaxSize} requests; at most {@code maxQueued} requests wait for a group,
+   * each at most {@code requestDeadlineMillis} (then it answers 503 {@code overloaded} and is never committed). A SKU
+   * whose row stayed locked past the intake pool's lock wait has its creates refused at once for {@code lockedSkuMillis}.
    * Every request is answered within {@code answerWithinMillis} of its arrival (504 when it could not be decided).
    * A node alone keeps up to {@code statusCacheEntries} orders it read in its status cache (0: none; off with Kafka on).
    */
