@@ -85,11 +85,7 @@ public final class IntakeVerticle extends VerticleBase {
     OrderStore store = new OrderStore(pool, config.orders().reopenOnLatePayment(),
         Duration.ofMillis(config.database().intake().lockTimeoutMillis()), statusCache);
     AppConfig.Intake intake = config.intake();
-    int shards = config.database().shards();
-    OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus,
-        order -> order.withId(orderIds.next(), shards));
-    GroupCommit<CreateRequest, CreateOutcome> creates = groups.creates(() -> new GroupCommit<>(vertx, intake.groupMaxSize(),
-        intake.groupsInFlight(), intake.maxQueued(), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients())));
+    GroupCommit<CreateRequest, CreateOutcome> creates = groups.creates(() -> nodeCreateGroups(pool));
     GroupCommit<PayRequest, StateChange> pays = groups.pays(() -> new GroupCommit<>(vertx, intake.groupMaxSize(), intake.groupsInFlight(),
         intake.maxQueued(), store::pay));
     Auth auth = new Auth(config.apiKeys());
@@ -122,6 +118,16 @@ public final class IntakeVerticle extends VerticleBase {
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setHttp2ClearTextEnabled(false)
         .setIdleTimeout(config.http().idleTimeoutSeconds()).setIdleTimeoutUnit(TimeUnit.SECONDS));
     return server.connectionHandler(guard::opened).requestHandler(router).listen(config.http().port(), config.http().host());
+  }
+
+  /** The node's group commit of creates: made once, by the first instance that asks for it. */
+  private GroupCommit<CreateRequest, CreateOutcome> nodeCreateGroups(Pool pool) {
+    int shards = config.database().shards();
+    OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus,
+        order -> order.withId(orderIds.next(), shards));
+    AppConfig.Intake intake = config.intake();
+    return new GroupCommit<>(vertx, intake.groupMaxSize(), intake.groupsInFlight(), intake.maxQueued(),
+        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients()));
   }
 
   private static String clientOf(RoutingContext ctx) {

@@ -17,7 +17,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * exclusive (no other create of the client runs then) and counts exactly, as every group did before.
  *
  * <p>Which lock the next group of a client takes is guessed from the holdings the node's last group of it read, with
- * the orders that group took: exclusive while they were within a group and the margin of a cap. The guess decides only speed: the check above decides the orders.
+ * the orders that group took: exclusive while they were within a group and the margin of a cap. The guess decides
+ * only speed: the check above decides the orders.
  */
 final class CapHeadroom {
   /**
