@@ -85,12 +85,8 @@ final class Sql {
                          ELSE pg_advisory_xact_lock(t.k) END
       FROM unnest($1::bigint[], $2::text[]) AS t (k, mode)""";
 
-  static final String COUNT_UNPAID_OF_USERS = """
-      SELECT o.client, o.user_id, count(*) AS unpaid
-      FROM orders o JOIN unnest($1::text[], $2::text[]) AS u (client, user_id)
-        ON o.client = u.client AND o.user_id = u.user_id
-      WHERE o.status = 'UNPAID'
-      GROUP BY o.client, o.user_id""";
+  /** The unpaid orders of each user ({@code $1} clients, {@code $2} their user ids), a row each (migration V17). */
+  static final String COUNT_UNPAID_OF_USERS = "SELECT client, user_id, unpaid FROM unpaid_of_users($1, $2)";
 
   /** What each client in {@code $1} holds: the sums over its stripes (migration V3); no row for a client holding nothing yet. */
   static final String SELECT_CLIENT_HOLDINGS = """

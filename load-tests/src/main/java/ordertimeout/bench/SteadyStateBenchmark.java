@@ -36,7 +36,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * statement time and WAL per create sent, and the statements that took most, those of triggers included.
  */
 public final class SteadyStateBenchmark {
-  private static final int TOP_STATEMENTS = 8;
+  private static final int TOP_STATEMENTS = 12;
 
   private SteadyStateBenchmark() {}
 
