@@ -3,6 +3,7 @@ package ordertimeout.store;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import ordertimeout.order.CloseReason;
+import ordertimeout.order.OrderItem;
 import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderStatus;
 import ordertimeout.order.PayRequest;
@@ -15,9 +16,11 @@ import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -86,7 +89,12 @@ class PayGroupTest extends ServiceTestBase {
     List<Future<StateChange>> results = payInOneGroup(requests);
 
     for (int i = 0; i < orders; i++) {
-      assertChange(results.get(i), ids[orders - 1 - i], OrderStatus.PAID, true);
+      int order = orders - 1 - i;
+      assertChange(results.get(i), ids[order], OrderStatus.PAID, true);
+      // answered from the pay itself when the group paid all its orders: the items too, by SKU
+      assertThat(results.get(i).result().order().items()).as("the items of order %d in its answer", order)
+          .containsExactlyElementsOf(Stream.of(new OrderItem("S-" + order % 7, 1 + order % 3),
+              new OrderItem("S-" + (order + 3) % 7, 2)).sorted(Comparator.comparing(OrderItem::sku)).toList());
     }
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID'")).isEqualTo(orders);
     assertThat(Sql.count("SELECT coalesce(sum(reserved), 0) FROM inventory")).isZero();
