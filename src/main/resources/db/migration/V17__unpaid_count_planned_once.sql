@@ -3,7 +3,8 @@
 -- SteadyStateBenchmark at 600 creates/s (decision 0007). Here it is planned once per session: each user's count is a
 -- subquery the planner cannot turn into a join, so the plan has one shape whatever the partitions held when it was
 -- made (the join of decision 0007's first try put an empty partition's whole index first, and read it all on every
--- call once it filled). Sequential scans are off in it, as in order_view (V13), for a partition that was empty at planning time.
+-- call once it filled). Sequential scans are off in it, as in order_view (V13), for a partition that was empty at
+-- planning time.
 CREATE FUNCTION unpaid_of_users(clients text[], user_ids text[])
 RETURNS TABLE (client text, user_id text, unpaid bigint)
 LANGUAGE plpgsql STABLE AS $$

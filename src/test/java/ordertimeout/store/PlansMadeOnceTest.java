@@ -72,13 +72,14 @@ class PlansMadeOnceTest {
   @Test
   void aPerUserCountPlannedOnEmptyTablesLooksEachUserUpOnceTheyFill() throws SQLException {
     try (Connection session = TestDatabase.jdbc(); Statement statement = session.createStatement()) {
-      statement.execute("SELECT * FROM unpaid_of_users('{client-a}', '{user-1}')"); // the session's plan, on empty partitions
+      // the session's plan, made on empty partitions
+      statement.execute("SELECT * FROM unpaid_of_users('{client-a}', '{user-1}')");
       fillTodaysPartition();
       // user-1 has two more orders, one of them paid; user-2 of client-b (client-a's user-2 has one) has none
       Sql.execute("""
           INSERT INTO orders (id, shard, client, user_id, category, status, created_at, close_at, paid_at)
-          VALUES (?::bigint + ? + 1, 1, 'client-a', 'user-1', 'physical', 'UNPAID', now(), now() + interval '1 hour', NULL),
-                 (?::bigint + ? + 2, 1, 'client-a', 'user-1', 'physical', 'PAID', now(), now() + interval '1 hour', now())""",
+          VALUES (?::bigint + ? + 1, 1, 'client-a', 'user-1', 'physical', 'UNPAID', now(), now() + interval '1 h', NULL),
+                 (?::bigint + ? + 2, 1, 'client-a', 'user-1', 'physical', 'PAID', now(), now() + interval '1 h', now())""",
           firstId, ORDERS, firstId, ORDERS);
       AutoExplain.sendPlansAsNotices(statement);
       Map<String, Long> unpaid = new HashMap<>();
