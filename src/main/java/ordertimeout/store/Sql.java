@@ -226,8 +226,9 @@ final class Sql {
   /**
    * {@link #PAY} for a group: {@code $1} order ids, {@code $2} the client of each (null for an admin). Only rows no other transaction
    * holds are paid (SKIP LOCKED), so the group never waits for a row while it holds others. Returns the orders paid as
-   * {@link #SELECT_ORDERS} reads them (their state after the pay, items as arrays), so that a group that paid all its
-   * orders need not read them again; an id given twice is paid once. {@code o.id = ANY($1)} repeats the join's
+   * {@link #SELECT_ORDERS} reads them (their state after the pay, items as arrays; an order without items, which the
+   * API never makes, is left out as there), so that a group that paid all its orders need not read them again; an id
+   * given twice is paid once. {@code o.id = ANY($1)} repeats the join's
    * condition so that the planner keeps only the partitions of those ids.
    */
   static final String PAY_ORDERS = pay(ORDER_ITEMS_JSON, """
@@ -247,7 +248,8 @@ final class Sql {
              o.paid_at, o.closed_at, o.hold_until, items.skus, items.qtys
       FROM paid o CROSS JOIN LATERAL (
         SELECT array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys
-        FROM order_items i WHERE i.order_id = o.id) AS items""");
+        FROM order_items i WHERE i.order_id = o.id) AS items
+      WHERE items.skus IS NOT NULL""");
 
   /**
    * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns), which gets its log lines and
