@@ -228,8 +228,8 @@ final class Sql {
    * holds are paid (SKIP LOCKED), so the group never waits for a row while it holds others. Returns the orders paid as
    * {@link #SELECT_ORDERS} reads them (their state after the pay, items as arrays; an order without items, which the
    * API never makes, is left out as there), so that a group that paid all its orders need not read them again; an id
-   * given twice is paid once. {@code o.id = ANY($1)} repeats the join's
-   * condition so that the planner keeps only the partitions of those ids.
+   * given twice is paid once. {@code o.id = ANY($1)} repeats the join's condition so that the planner keeps only the
+   * partitions of those ids.
    */
   static final String PAY_ORDERS = pay(ORDER_ITEMS_JSON, """
       payable AS (
