@@ -48,8 +48,9 @@ class NodeGroupCommitTest {
   private final class Instance {
     final String name;
     final Context context;
-    int submitted;
     final Thread eventLoop;
+    /** Requests this instance submitted so far: each gets a name of its own. */
+    int submitted;
 
     Instance(String name) throws Exception {
       this.name = name;
