@@ -28,9 +28,16 @@ import static org.assertj.core.api.Assertions.assertThat;
  * times, and each time exactly one wins, with the stock, log and events of that one outcome only.
  */
 class PayCloseRaceTest extends ServiceTestBase {
-  private static final int ORDERS = 200;
-  /** Long enough to create every order before the first deadline, on a loaded machine too. */
-  private static final int TIMEOUT_SECONDS = 8;
+  private static final int ORDERS = 120;
+  /**
+   * The orders are created at least this far apart, so that their deadlines and pays are. A pay that loses costs the
+   * service more than one that wins (its group's transaction, then one or two of its own), so pays that come faster
+   * than a slowed service answers them fall further behind with every loss, and lose on: fresh clones of the suite
+   * failed so with pays about 10 ms apart (2026-12-03: 0-1 of 200 won, answers rising to a second).
+   */
+  private static final Duration DEADLINE_GAP = Duration.ofMillis(40);
+  /** Long enough to create every order before the first deadline (ORDERS x DEADLINE_GAP), on a loaded machine too. */
+  private static final int TIMEOUT_SECONDS = 12;
   /** Each pay is aimed at its order's deadline, moved by one of ORDERS steps spread evenly over this much either side. */
   private static final Duration SPREAD = Duration.ofMillis(5);
   /** How far the aim moves after each pay, towards the outcome that pay did not have. */
@@ -48,8 +55,8 @@ class PayCloseRaceTest extends ServiceTestBase {
   /** One order of the race and its pay, aimed at {@code closeAt + offset} on the database's clock. */
   private record Race(String id, Instant closeAt, Duration offset) {}
 
-  /** A pay as sent: when, and its answer. */
-  private record Sent(Instant at, CompletableFuture<Api.Response> answer) {}
+  /** A pay as sent: when, and its answer; answeredIn completes with the time from sending to the answer. */
+  private record Sent(Instant at, CompletableFuture<Api.Response> answer, CompletableFuture<Duration> answeredIn) {}
 
   @Test
   void paysArrivingAtTheDeadlineMeetTheTimeoutCloseAndExactlyOneWinsEachTime() throws Exception {
@@ -65,10 +72,11 @@ class PayCloseRaceTest extends ServiceTestBase {
     }
     long wheelClosesBefore = api.stats().getJsonObject("timeoutClosesByPath").getLong("wheel");
 
-    // One after another: the deadlines come a create's time apart, so that the pays, each at its deadline, rarely overlap.
+    // One after another, DEADLINE_GAP apart at least, so that the pays, each at its deadline, rarely overlap.
     long createStarted = System.nanoTime();
     List<Race> races = new ArrayList<>();
     for (int i = 0; i < ORDERS; i++) {
+      LockSupport.parkNanos(createStarted + i * DEADLINE_GAP.toNanos() - System.nanoTime());
       JsonObject order = create("racer-" + i, TIMEOUT_SECONDS, "RACE-" + i, 2);
       races.add(new Race(order.getString("id"), Instant.parse(order.getString("closeAt")), offset(i)));
     }
@@ -93,8 +101,11 @@ class PayCloseRaceTest extends ServiceTestBase {
       }
       Instant sentAt = Instant.now();
       CompletableFuture<Api.Response> answer = api.postAsync("/v1/orders/" + race.id() + "/pay", Api.USER_KEY);
-      answer.thenAccept(response -> aim.follow(response.status() == 200));
-      pays.put(race, new Sent(sentAt, answer));
+      CompletableFuture<Duration> answeredIn = answer.thenApply(response -> {
+        aim.follow(response.status() == 200);
+        return Duration.between(sentAt, Instant.now());
+      });
+      pays.put(race, new Sent(sentAt, answer, answeredIn));
       if (i % PROBE_EVERY == PROBE_EVERY - 1) {
         Instant probeSentAt = Instant.now();
         api.postAsync("/v1/orders/" + racingProbes.get(i / PROBE_EVERY) + "/pay", Api.USER_KEY).thenAccept(probe -> {
@@ -111,12 +122,15 @@ class PayCloseRaceTest extends ServiceTestBase {
     int closeWon = 0;
     List<Duration> winningMargins = new ArrayList<>();
     List<Duration> losingSent = new ArrayList<>();
+    List<Duration> wonIn = new ArrayList<>();
+    List<Duration> lostIn = new ArrayList<>();
     Map<String, Map<String, Object>> rows = new HashMap<>();
     Sql.rows("SELECT id::text AS id, status, close_reason, close_at, paid_at, closed_at FROM orders WHERE user_id LIKE 'racer-%'")
         .forEach(row -> rows.put((String) row.get("id"), row));
     for (Race race : races) {
       Sent sent = pays.get(race);
       Api.Response pay = sent.answer().get(40, TimeUnit.SECONDS);
+      (pay.status() == 200 ? wonIn : lostIn).add(sent.answeredIn().get(40, TimeUnit.SECONDS));
       Map<String, Object> row = rows.get(race.id());
       Instant closeAt = ((Timestamp) row.get("close_at")).toInstant();
       assertThat(closeAt).as("the deadline the order was created with").isEqualTo(race.closeAt());
@@ -140,11 +154,15 @@ class PayCloseRaceTest extends ServiceTestBase {
     long wheelCloses = api.stats().getJsonObject("timeoutClosesByPath").getLong("wheel") - wheelClosesBefore;
     winningMargins.sort(Duration::compareTo);
     losingSent.sort(Duration::compareTo);
+    wonIn.sort(Duration::compareTo);
+    lostIn.sort(Duration::compareTo);
     String race = String.format("pay-vs-close race: %d paid, %d closed (%d by the wheel, the rest by the late pay itself) of %d, "
             + "created in %d ms; pays took %d us to the database's clock when probed, %d us at the end (largest %d us); "
-            + "winning pays reached it %s us before the deadline (median %s); losing pays were sent %s us from the deadline",
+            + "winning pays reached it %s us before the deadline (median %s); losing pays were sent %s us from the deadline; "
+            + "answered in %s us when won (median %s), %s us when lost (median %s)",
         payWon, closeWon, wheelCloses, ORDERS, creating.toMillis(), probedLatency.toNanos() / 1000, aim.lead().toNanos() / 1000,
-        aim.largestLead().toNanos() / 1000, range(winningMargins), median(winningMargins), range(losingSent));
+        aim.largestLead().toNanos() / 1000, range(winningMargins), median(winningMargins), range(losingSent),
+        range(wonIn), median(wonIn), range(lostIn), median(lostIn));
     System.out.println(race);
 
     assertThat(payWon).as("pays that won the race at the deadline; %s", race).isGreaterThanOrEqualTo(AT_LEAST);
