@@ -272,7 +272,10 @@ public final class OrderStore {
                 : closeIfDue(conn, id, client))));
   }
 
-  /** One group's transaction: pay what is free to pay, sell it, read every order once; null for what is left. */
+  /**
+   * One group's transaction: pay what is free to pay, sell it, read the orders it could not pay (none when it paid them
+   * all); null for what is left.
+   */
   private static final class PayGroup {
     private final SqlConnection conn;
     private final Long[] ids;
@@ -288,21 +291,23 @@ public final class OrderStore {
 
     Future<List<Future<StateChange>>> run() {
       String[] clients = requests.stream().map(PayRequest::client).toArray(String[]::new);
+      Map<Long, Row> orders = new HashMap<>();
       return conn.preparedQuery(Sql.PAY_ORDERS).execute(Tuple.tuple().addArrayOfLong(ids).addArrayOfString(clients))
           .compose(rows -> {
-            Long[] paidIds = new Long[rows.size()];
-            int i = 0;
-            for (Row row : rows) paidIds[i++] = row.getLong("id");
-            paid.addAll(List.of(paidIds));
-            return StockMoves.sell(conn, paidIds);
-          })
-          .compose(sold -> conn.preparedQuery(Sql.SELECT_ORDERS)
-              .execute(Tuple.of((Object) Arrays.stream(ids).distinct().toArray(Long[]::new))))
-          .map(rows -> {
-            Map<Long, Row> orders = new HashMap<>();
             rows.forEach(row -> orders.put(row.getLong("id"), row));
-            return results(orders);
-          });
+            paid.addAll(orders.keySet());
+            return StockMoves.sell(conn, paid.toArray(Long[]::new));
+          })
+          .compose(sold -> {
+            Long[] notPaid = Arrays.stream(ids).distinct().filter(id -> !orders.containsKey(id)).toArray(Long[]::new);
+            return notPaid.length == 0
+                ? Future.succeededFuture(orders)
+                : conn.preparedQuery(Sql.SELECT_ORDERS).execute(Tuple.of((Object) notPaid)).map(rows -> {
+                  rows.forEach(row -> orders.put(row.getLong("id"), row));
+                  return orders;
+                });
+          })
+          .map(this::results);
     }
 
     /** In request order; of several requests for an order this group paid, the first one reports the change. */

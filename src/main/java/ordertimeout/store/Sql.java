@@ -220,12 +220,15 @@ final class Sql {
         UPDATE orders SET status = 'PAID', paid_at = now()
         WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID'
           AND (close_at > now() OR hold_until > now())
-        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at)""");
+        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at)""",
+      "SELECT id FROM paid");
 
   /**
    * {@link #PAY} for a group: {@code $1} order ids, {@code $2} the client of each (null for an admin). Only rows no other transaction
-   * holds are paid (SKIP LOCKED), so the group never waits for a row while it holds others. Returns the ids paid; an
-   * id given twice is paid once. {@code o.id = ANY($1)} repeats the join's condition so that the planner keeps only the
+   * holds are paid (SKIP LOCKED), so the group never waits for a row while it holds others. Returns the orders paid as
+   * {@link #SELECT_ORDERS} reads them (their state after the pay, items as arrays; an order without items, which the
+   * API never makes, is left out as there), so that a group that paid all its orders need not read them again; an id
+   * given twice is paid once. {@code o.id = ANY($1)} repeats the join's condition so that the planner keeps only the
    * partitions of those ids.
    */
   static final String PAY_ORDERS = pay(ORDER_ITEMS_JSON, """
@@ -240,13 +243,19 @@ final class Sql {
         FROM (SELECT DISTINCT id FROM payable) AS p
         WHERE o.id = p.id AND o.id = ANY($1) AND o.status = 'UNPAID'
         RETURNING o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
-                  o.hold_until, o.paid_at, o.closed_at)""");
+                  o.hold_until, o.paid_at, o.closed_at)""", """
+      SELECT o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
+             o.paid_at, o.closed_at, o.hold_until, items.skus, items.qtys
+      FROM paid o CROSS JOIN LATERAL (
+        SELECT array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys
+        FROM order_items i WHERE i.order_id = o.id) AS items
+      WHERE items.skus IS NOT NULL""");
 
   /**
    * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns), which gets its log lines and
-   * events; {@code itemsJson} writes their items.
+   * events; {@code itemsJson} writes their items; {@code answer} reads {@code paid}.
    */
-  private static String pay(String itemsJson, String paidCtes) {
+  private static String pay(String itemsJson, String paidCtes, String answer) {
     return """
         WITH %s,
         logged AS (
@@ -254,7 +263,7 @@ final class Sql {
         evented AS (
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o)
-        SELECT id FROM paid""".formatted(paidCtes, eventPayload("o", itemsJson));
+        %s""".formatted(paidCtes, eventPayload("o", itemsJson), answer);
   }
 
   /**
