@@ -30,10 +30,10 @@ class PlansMadeOnceTest {
   private long firstId;
 
   /**
-   * The tables empty as the service meets a partition: new, without statistics. Other classes' orders leave
-   * statistics that an emptied table keeps; in the floor partition (small ids go there) a status column's old
-   * correlation, with no pages left, made the status index cost less than the unpaid one (CI, 2026-12-03). The service
-   * never empties a partition (the maintenance job drops it whole), so the old statistics go before the test.
+   * The partitions analyzed while empty (decision 0007), and only so: other classes' orders leave statistics that an
+   * emptied table keeps. In the floor partition (small ids go there) an old correlation of the status column, with no
+   * pages left, made the status index cost less than the unpaid one (CI, 2026-12-03). The service never empties a
+   * partition (the maintenance job drops it whole), so those statistics go before the ANALYZE.
    */
   @BeforeEach
   void emptyAndAnalyzed() {
