@@ -36,8 +36,8 @@ class PayCloseRaceTest extends ServiceTestBase {
    * failed so with pays about 10 ms apart (2026-12-03: 0-1 of 200 won, answers rising to a second).
    */
   private static final Duration DEADLINE_GAP = Duration.ofMillis(40);
-  /** Long enough to create every order before the first deadline (ORDERS x DEADLINE_GAP), on a loaded machine too. */
-  private static final int TIMEOUT_SECONDS = 12;
+  /** Long enough to create every order before the first deadline (ORDERS x DEADLINE_GAP and more), on a loaded machine too. */
+  private static final int TIMEOUT_SECONDS = 15;
   /** Each pay is aimed at its order's deadline, moved by one of ORDERS steps spread evenly over this much either side. */
   private static final Duration SPREAD = Duration.ofMillis(5);
   /** How far the aim moves after each pay, towards the outcome that pay did not have. */
@@ -74,9 +74,13 @@ class PayCloseRaceTest extends ServiceTestBase {
 
     // One after another, DEADLINE_GAP apart at least, so that the pays, each at its deadline, rarely overlap.
     long createStarted = System.nanoTime();
+    long nextCreate = createStarted;
     List<Race> races = new ArrayList<>();
     for (int i = 0; i < ORDERS; i++) {
-      LockSupport.parkNanos(createStarted + i * DEADLINE_GAP.toNanos() - System.nanoTime());
+      for (long wait = nextCreate - System.nanoTime(); wait > 0; wait = nextCreate - System.nanoTime()) {
+        LockSupport.parkNanos(wait);
+      }
+      nextCreate = System.nanoTime() + DEADLINE_GAP.toNanos();
       JsonObject order = create("racer-" + i, TIMEOUT_SECONDS, "RACE-" + i, 2);
       races.add(new Race(order.getString("id"), Instant.parse(order.getString("closeAt")), offset(i)));
     }

@@ -20,9 +20,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The statements planned once per session (functions with force_generic_plan: the status read, order_view of
  * migration V13, and a create group's per-user count, unpaid_of_users of V17). A plan made while the orders'
- * partitions were empty must still find orders by key once they fill, not read a partition or its index whole on
- * every call: each test makes the session's plan on empty tables, puts 20,000 unpaid orders into today's partition
- * from another session, and reads the plan of the next call from auto_explain, sent to this session as notices.
+ * partitions were empty must still find orders through an index once they fill, never by reading a partition whole;
+ * the count must probe each user by key. The read's plan on analyzed empty partitions takes an index with the id in
+ * second or third place, a whole index a read (decision 0007): this test does not catch that. Each test makes the
+ * session's plan on empty tables, puts 20,000 unpaid orders into today's partition from another session, and reads
+ * the plan of the next call from auto_explain, sent to this session as notices.
  */
 class PlansMadeOnceTest {
   private static final int ORDERS = 20_000;
@@ -40,7 +42,8 @@ class PlansMadeOnceTest {
     TestDatabase.reset();
     Sql.execute("""
         DELETE FROM pg_statistic
-        WHERE starelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent IN ('orders'::regclass, 'order_items'::regclass))""");
+        WHERE starelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent IN ('orders'::regclass, 'order_items'::regclass))
+           OR starelid IN ('orders'::regclass, 'order_items'::regclass)""");
     Sql.execute("ANALYZE orders");
     Sql.execute("ANALYZE order_items");
     firstId = Sql.count("SELECT order_id_at(now())"); // in today's partition
@@ -62,7 +65,7 @@ class PlansMadeOnceTest {
   }
 
   @Test
-  void aReadPlannedOnEmptyTablesFindsItsOrderByKeyOnceTheyFill() throws SQLException {
+  void aReadPlannedOnEmptyTablesFindsItsOrderThroughAnIndexOnceTheyFill() throws SQLException {
     try (Connection session = TestDatabase.jdbc(); Statement statement = session.createStatement()) {
       statement.execute("SELECT * FROM order_view(1, NULL)"); // the session's plan, made on empty partitions
       fillTodaysPartition();
@@ -75,7 +78,7 @@ class PlansMadeOnceTest {
       }
       String plan = AutoExplain.plansMentioning(statement.getWarnings(), "JOIN order_items");
       assertThat(plan).as("the read's plan, as auto_explain sent it").contains("FROM orders o JOIN order_items i");
-      assertThat(plan).as("orders and items found by key in every partition").contains("Index Scan").doesNotContain("Seq Scan");
+      assertThat(plan).as("orders and items found through an index in every partition").contains("Index Scan").doesNotContain("Seq Scan");
     }
   }
 
