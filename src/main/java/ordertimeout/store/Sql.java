@@ -11,18 +11,20 @@ final class Sql {
   /** One order ({@code $1}) with its items, if of client {@code $2} (null: any client); planned once per session (V13). */
   static final String SELECT_ORDER = "SELECT * FROM order_view($1, $2)";
 
-  /** Orders by id ({@code $1}) of any client; the caller checks who may see them. */
-  static final String SELECT_ORDERS = selectOrders("o.id = ANY($1)");
+  /** An order's columns as {@link OrderStore#toOrder} reads them, its items aside ({@code o}: the order's row). */
+  private static final String ORDER_COLUMNS = "o.id, o.client, o.user_id, o.category, o.status, o.close_reason, "
+      + "o.created_at, o.close_at, o.remind_at, o.paid_at, o.closed_at, o.hold_until";
 
-  private static String selectOrders(String condition) {
-    return """
-        SELECT o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
-               o.paid_at, o.closed_at, o.hold_until,
-               array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys
-        FROM orders o JOIN order_items i ON i.order_id = o.id
-        WHERE %s
-        GROUP BY o.id""".formatted(condition);
-  }
+  /** An order's items as {@link OrderStore#toOrder} reads them, by SKU ({@code i}: its order_items rows). */
+  private static final String ITEMS_AS_ARRAYS =
+      "array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys";
+
+  /** Orders by id ({@code $1}) of any client; the caller checks who may see them. */
+  static final String SELECT_ORDERS = """
+      SELECT %s, %s
+      FROM orders o JOIN order_items i ON i.order_id = o.id
+      WHERE o.id = ANY($1)
+      GROUP BY o.id""".formatted(ORDER_COLUMNS, ITEMS_AS_ARRAYS);
 
   // ---- node-id leases (NodeLeases)
 
@@ -244,12 +246,9 @@ final class Sql {
         WHERE o.id = p.id AND o.id = ANY($1) AND o.status = 'UNPAID'
         RETURNING o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
                   o.hold_until, o.paid_at, o.closed_at)""", """
-      SELECT o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
-             o.paid_at, o.closed_at, o.hold_until, items.skus, items.qtys
-      FROM paid o CROSS JOIN LATERAL (
-        SELECT array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys
-        FROM order_items i WHERE i.order_id = o.id) AS items
-      WHERE items.skus IS NOT NULL""");
+      SELECT %s, items.skus, items.qtys
+      FROM paid o CROSS JOIN LATERAL (SELECT %s FROM order_items i WHERE i.order_id = o.id) AS items
+      WHERE items.skus IS NOT NULL""".formatted(ORDER_COLUMNS, ITEMS_AS_ARRAYS));
 
   /**
    * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns), which gets its log lines and
