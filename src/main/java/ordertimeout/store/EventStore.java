@@ -7,6 +7,8 @@ import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
 import ordertimeout.config.AppConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -21,8 +23,15 @@ import java.util.List;
 public final class EventStore {
   public static final String POOL = "order-timeout-events";
   private static final int POOL_SIZE = 2;
+  /**
+   * The dispatcher vacuums outbox_pending after taking this many events: each leaves a dead row and index entry that
+   * its next reads walk until a vacuum, and autovacuum looks at a table once a minute at best (decision 0031).
+   */
+  static final int VACUUM_QUEUE_AFTER = 10_000;
+  private static final Logger log = LoggerFactory.getLogger(EventStore.class);
 
   private final Pool pool;
+  private long takenSinceVacuum;
 
   private EventStore(Pool pool) {
     this.pool = pool;
@@ -51,17 +60,32 @@ public final class EventStore {
   /**
    * One dispatcher transaction, if no other node's is running (then 0 at once): up to {@code limit} committed events
    * get their feed positions, in event id order, and a delivery per webhook that wants them. The positions follow
-   * commit order: the transactions that give them run one at a time, each seeing what the previous committed.
+   * commit order: the transactions that give them run one at a time, each seeing what the previous committed. After
+   * every {@link #VACUUM_QUEUE_AFTER} events, the queue they came from is vacuumed before the answer.
    */
   public Future<Integer> dispatch(int limit, List<AppConfig.Webhook> webhooks) {
     String[] sinks = webhooks.stream().map(AppConfig.Webhook::url).toArray(String[]::new);
     String[] types = webhooks.stream().map(w -> String.join(",", w.types())).toArray(String[]::new);
     String[] clients = webhooks.stream().map(w -> w.client() == null ? "" : w.client()).toArray(String[]::new);
     return pool.withTransaction(connection -> connection.query(Sql.TRY_DISPATCH_LOCK).execute()
-        .compose(locked -> !locked.iterator().next().getBoolean("locked")
-            ? Future.succeededFuture(0)
-            : connection.preparedQuery(Sql.DISPATCH_EVENTS).execute(Tuple.of(limit, sinks, types, clients))
-                .map(rows -> rows.iterator().next().getLong("positioned").intValue())));
+            .compose(locked -> !locked.iterator().next().getBoolean("locked")
+                ? Future.succeededFuture(0)
+                : connection.preparedQuery(Sql.DISPATCH_EVENTS).execute(Tuple.of(limit, sinks, types, clients))
+                    .map(rows -> rows.iterator().next().getLong("positioned").intValue())))
+        .compose(positioned -> {
+          takenSinceVacuum += positioned;
+          if (takenSinceVacuum < VACUUM_QUEUE_AFTER) {
+            return Future.succeededFuture(positioned);
+          }
+          takenSinceVacuum = 0;
+          return pool.query(Sql.VACUUM_DISPATCH_QUEUE).execute()
+              .transform(vacuumed -> {
+                if (vacuumed.failed()) {
+                  log.warn("vacuum of the dispatcher's queue failed ({}); autovacuum will do it", vacuumed.cause().toString());
+                }
+                return Future.succeededFuture(positioned);
+              });
+        });
   }
 
   /** Deliveries due now of the shards {@code shards}, leaving out {@code inFlight}; a later event of an order waits for the earlier. */

@@ -924,15 +924,22 @@ final class Sql {
 
   /**
    * Under {@link #TRY_DISPATCH_LOCK}, taken in an earlier statement of the same transaction: this statement's snapshot
-   * sees everything the previous dispatcher committed. Gives the next {@code $1} committed events without a position
-   * the next positions in event id order (one order's events were written in that order: each waited for the row
-   * lock of the previous), and adds a delivery per event and webhook that wants it: {@code $2} urls, {@code $3} their
-   * types (comma-separated, empty for all), {@code $4} their client (empty for any). Returns how many were positioned.
+   * sees everything the previous dispatcher committed. Takes the first {@code $1} committed events of outbox_pending
+   * off it and gives those still without a position the next positions in event id order (one order's events were
+   * written in that order: each waited for the row lock of the previous), and adds a delivery per event and webhook
+   * that wants it: {@code $2} urls, {@code $3} their types (comma-separated, empty for all), {@code $4} their client
+   * (empty for any). Returns how many were positioned. An event already positioned (by a node of the version before
+   * outbox_pending, during an upgrade) or deleted meanwhile (retention) only leaves the queue. Each taken event is
+   * looked up by key in a subquery, which the planner never turns into a join: as a join, planned on the outbox's
+   * statistics of an hour ago, it read the whole outbox.
    */
   static final String DISPATCH_EVENTS = """
-      WITH next AS (
-        SELECT event_id, row_number() OVER (ORDER BY event_id) AS rn
-        FROM (SELECT event_id FROM outbox WHERE position IS NULL ORDER BY event_id LIMIT $1) n),
+      WITH taken AS (
+        DELETE FROM outbox_pending WHERE event_id = ANY (ARRAY(SELECT event_id FROM outbox_pending ORDER BY event_id LIMIT $1))
+        RETURNING event_id),
+      next AS (
+        SELECT t.event_id, row_number() OVER (ORDER BY t.event_id) AS rn
+        FROM taken t WHERE (SELECT o.position IS NULL FROM outbox o WHERE o.event_id = t.event_id)),
       counter AS (
         UPDATE outbox_positions SET last_position = last_position + (SELECT count(*) FROM next)
         RETURNING last_position - (SELECT count(*) FROM next) AS base),
@@ -948,6 +955,9 @@ final class Sql {
         JOIN unnest($2::text[], $3::text[], $4::text[]) AS s (sink, types, client)
           ON (s.types = '' OR p.type = ANY(string_to_array(s.types, ','))) AND (s.client = '' OR s.client = p.client))
       SELECT count(*) AS positioned FROM positioned""";
+
+  /** The dead rows {@link #DISPATCH_EVENTS} left in the queue, and their index entries, gone (outside a transaction). */
+  static final String VACUUM_DISPATCH_QUEUE = "VACUUM outbox_pending";
 
   /**
    * Deliveries to send now, of the shards {@code $1}, not among {@code $2} (in flight here), {@code $3} at most; a
@@ -1023,17 +1033,18 @@ final class Sql {
   /**
    * The outbox rows no relay has published yet (not positioned, or past the relay's mark), up to
    * {@link OpsStore#OUTBOX_BACKLOG_COUNTED_UP_TO}, and the age in seconds of the oldest (null when none): the older of the
-   * first unpositioned row and the first row past the mark, each the first entry of its index. Counting every row took longer than the
+   * first queued row and the first row past the mark, each the first entry of its index. Counting every row took longer than the
    * health pool's statement timeout in a storm of a million closes with Kafka off (nothing publishes then): the read failed
    * every 5 s, each time after seconds of a PostgreSQL core the closes needed.
    */
   static final String OUTBOX_BACKLOG = """
       WITH mark AS (SELECT last_position FROM outbox_relayed)
       SELECT least(%1$d,
-               (SELECT count(*) FROM (SELECT FROM outbox WHERE position IS NULL LIMIT %1$d) unpositioned)
+               (SELECT count(*) FROM (SELECT FROM outbox_pending LIMIT %1$d) unpositioned)
                + (SELECT count(*) FROM (SELECT FROM outbox, mark WHERE position > mark.last_position LIMIT %1$d) positioned)),
              (SELECT extract(epoch from now() - min(created_at)) FROM (
-                (SELECT created_at FROM outbox WHERE position IS NULL ORDER BY event_id LIMIT 1)
+                (SELECT (SELECT o.created_at FROM outbox o WHERE o.event_id = p.event_id) FROM outbox_pending p
+                 ORDER BY p.event_id LIMIT 1)
                 UNION ALL
                 (SELECT created_at FROM outbox, mark WHERE position > mark.last_position ORDER BY position LIMIT 1)) firsts)"""
       .formatted(OpsStore.OUTBOX_BACKLOG_COUNTED_UP_TO);

@@ -1,0 +1,112 @@
+package ordertimeout.store;
+
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.pgclient.PgBuilder;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.PoolOptions;
+import ordertimeout.support.Sql;
+import ordertimeout.support.TestDatabase;
+import ordertimeout.support.TestService;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The dispatcher takes the events waiting for a feed position from outbox_pending (V18), which every statement writing
+ * events fills: in event id order, each once, and the queue keeps only what waits, so the dispatcher's read costs the
+ * same after a million events as after the first (it walked every event positioned since the outbox's last vacuum
+ * when it read a partial index of outbox).
+ */
+class DispatchQueueTest {
+  private Vertx vertx;
+  private Pool pool;
+  private EventStore events;
+
+  @BeforeEach
+  void start() {
+    TestDatabase.reset();
+    vertx = Vertx.vertx();
+    pool = PgBuilder.pool().with(new PoolOptions().setMaxSize(1)).connectingTo(TestDatabase.connectOptions()).using(vertx).build();
+    events = EventStore.on(pool);
+  }
+
+  @AfterEach
+  void stop() {
+    TestService.await(vertx.close());
+    TestDatabase.reset();
+  }
+
+  @Test
+  void eventsGetPositionsInIdOrderAndThosePositionedOrDeletedElsewhereOnlyLeaveTheQueue() {
+    insertEvents(5);
+    List<Long> ids = Sql.rows("SELECT event_id FROM outbox ORDER BY event_id").stream()
+        .map(row -> ((Number) row.get("event_id")).longValue()).toList();
+    assertThat(Sql.count("SELECT count(*) FROM outbox_pending")).as("every event written is queued").isEqualTo(5);
+    long last = Sql.count("SELECT last_position FROM outbox_positions");
+    // a dispatcher of the version before the queue positions the second event; retention deletes the fourth
+    Sql.execute("UPDATE outbox SET position = ? WHERE event_id = ?", last + 1, ids.get(1));
+    Sql.execute("UPDATE outbox_positions SET last_position = ?", last + 1);
+    Sql.execute("DELETE FROM outbox WHERE event_id = ?", ids.get(3));
+
+    assertThat(TestService.await(events.dispatch(100, List.of()))).as("the first, third and fifth").isEqualTo(3);
+
+    assertThat(position(ids.get(0))).isEqualTo(last + 2);
+    assertThat(position(ids.get(1))).as("not positioned twice").isEqualTo(last + 1);
+    assertThat(position(ids.get(2))).isEqualTo(last + 3);
+    assertThat(position(ids.get(4))).isEqualTo(last + 4);
+    assertThat(Sql.count("SELECT last_position FROM outbox_positions")).as("no position skipped").isEqualTo(last + 4);
+    assertThat(Sql.count("SELECT count(*) FROM outbox_pending")).isZero();
+    assertThat(TestService.await(events.dispatch(100, List.of()))).isZero();
+  }
+
+  @Test
+  void theDispatchersReadDoesNotGrowWithTheEventsItPositioned() throws Exception {
+    insertEvents(1);
+    long alone = blocksOfNextDispatch();
+    insertEvents(60_000);
+    while (TestService.await(events.dispatch(20_000, List.of())) > 0) {
+      // every event positioned
+    }
+    insertEvents(1);
+
+    long behind60000 = blocksOfNextDispatch();
+
+    System.out.printf("DispatchQueueTest: the dispatcher's statement for one event touched %d buffers alone, %d behind "
+        + "60,000 positioned events%n", alone, behind60000);
+    // with the partial index of V8 (an entry per positioned event until the outbox is vacuumed): 873 buffers here
+    assertThat(behind60000).as("buffers touched, against %d alone", alone).isLessThan(alone + 40);
+  }
+
+  /** Buffers the dispatcher's statement touches to position what waits now, in a transaction rolled back. */
+  private static long blocksOfNextDispatch() throws Exception {
+    String statement = ordertimeout.store.Sql.DISPATCH_EVENTS.replace("$1", "1000").replace("$2", "'{}'").replace("$3", "'{}'").replace("$4", "'{}'");
+    try (Connection connection = TestDatabase.jdbc(); Statement s = connection.createStatement()) {
+      connection.setAutoCommit(false);
+      try (ResultSet plan = s.executeQuery("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement)) {
+        plan.next();
+        JsonObject top = new JsonArray(plan.getString(1)).getJsonObject(0).getJsonObject("Plan");
+        connection.rollback();
+        return top.getLong("Shared Hit Blocks") + top.getLong("Shared Read Blocks");
+      }
+    }
+  }
+
+  private static long position(long eventId) {
+    return Sql.count("SELECT position FROM outbox WHERE event_id = ?", eventId);
+  }
+
+  private static void insertEvents(int count) {
+    Sql.execute("""
+        INSERT INTO outbox (order_id, client, type, payload)
+        SELECT n, 'client-a', 'ORDER_CREATED', '{}' FROM generate_series(1, ?) AS n""", count);
+  }
+}
