@@ -56,12 +56,12 @@ public final class EventDispatchVerticle extends VerticleBase {
     AppConfig.Events events = config.events();
     current = store.dispatch(events.batchSize(), events.webhooks());
     current
-        .onSuccess(positioned -> {
+        .onSuccess(taken -> {
           if (backoffMillis > 0) {
             log.info("event dispatch works again");
             backoffMillis = 0;
           }
-          later(positioned == events.batchSize() ? 0 : events.dispatchIntervalMillis());
+          later(taken == events.batchSize() ? 0 : events.dispatchIntervalMillis());
         })
         .onFailure(failure -> {
           if (backoffMillis == 0) {

@@ -24,8 +24,8 @@ public final class EventStore {
   public static final String POOL = "order-timeout-events";
   private static final int POOL_SIZE = 2;
   /**
-   * The dispatcher vacuums outbox_pending after taking this many events: each leaves a dead row and index entry that
-   * its next reads walk until a vacuum, and autovacuum looks at a table once a minute at best (decision 0031).
+   * A node's dispatcher vacuums outbox_pending after taking this many events: each leaves a dead row and index entry
+   * that the next reads walk until a vacuum, and autovacuum looks at a table once a minute at best (decision 0031).
    */
   static final int VACUUM_QUEUE_AFTER = 10_000;
   private static final Logger log = LoggerFactory.getLogger(EventStore.class);
@@ -59,9 +59,11 @@ public final class EventStore {
 
   /**
    * One dispatcher transaction, if no other node's is running (then 0 at once): up to {@code limit} committed events
-   * get their feed positions, in event id order, and a delivery per webhook that wants them. The positions follow
-   * commit order: the transactions that give them run one at a time, each seeing what the previous committed. After
-   * every {@link #VACUUM_QUEUE_AFTER} events, the queue they came from is vacuumed before the answer.
+   * are taken off the queue, those without a position get their feed positions, in event id order, and a delivery per
+   * webhook that wants them. The positions follow commit order: the transactions that give them run one at a time,
+   * each seeing what the previous committed. Answers how many events were taken (positioned, or positioned before or
+   * deleted meanwhile). After every {@link #VACUUM_QUEUE_AFTER} events taken here, the queue is vacuumed before the
+   * answer.
    */
   public Future<Integer> dispatch(int limit, List<AppConfig.Webhook> webhooks) {
     String[] sinks = webhooks.stream().map(AppConfig.Webhook::url).toArray(String[]::new);
@@ -71,11 +73,11 @@ public final class EventStore {
             .compose(locked -> !locked.iterator().next().getBoolean("locked")
                 ? Future.succeededFuture(0)
                 : connection.preparedQuery(Sql.DISPATCH_EVENTS).execute(Tuple.of(limit, sinks, types, clients))
-                    .map(rows -> rows.iterator().next().getLong("positioned").intValue())))
-        .compose(positioned -> {
-          takenSinceVacuum += positioned;
+                    .map(rows -> rows.iterator().next().getLong("taken").intValue())))
+        .compose(taken -> {
+          takenSinceVacuum += taken;
           if (takenSinceVacuum < VACUUM_QUEUE_AFTER) {
-            return Future.succeededFuture(positioned);
+            return Future.succeededFuture(taken);
           }
           takenSinceVacuum = 0;
           return pool.query(Sql.VACUUM_DISPATCH_QUEUE).execute()
@@ -83,7 +85,7 @@ public final class EventStore {
                 if (vacuumed.failed()) {
                   log.warn("vacuum of the dispatcher's queue failed ({}); autovacuum will do it", vacuumed.cause().toString());
                 }
-                return Future.succeededFuture(positioned);
+                return Future.succeededFuture(taken);
               });
         });
   }

@@ -3,12 +3,10 @@
 -- an event its position left the entry behind until a vacuum of the whole outbox, which autovacuum runs once a fifth
 -- of the table has changed, so the dispatcher's read, ten times a second, walked every event positioned since (19-38
 -- ms a read behind 2,000,000 of them). This table holds only the waiting ones; the dispatcher vacuums it after every
--- 10,000 it took, and autovacuum whenever 1,000 rows went. No vacuum gives its empty pages back to the file system:
--- that waits for a moment without writers, which a queue written all the time rarely has (a vacuum took 161 ms in
--- the steady-state benchmark, against 1.3 ms without); the next events take those pages again.
+-- 10,000 it took, and autovacuum whenever 1,000 rows went.
 CREATE TABLE outbox_pending (event_id bigint PRIMARY KEY)
   WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000,
-        autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 1000, vacuum_truncate = false);
+        autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 1000);
 
 -- Every statement that writes events queues them, whichever node version runs it.
 CREATE FUNCTION outbox_pending_added() RETURNS trigger LANGUAGE plpgsql AS $$

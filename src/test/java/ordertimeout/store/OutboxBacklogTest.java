@@ -49,6 +49,17 @@ class OutboxBacklogTest {
   }
 
   @Test
+  void anEventDeletedWhileQueuedIsNotTheOldest() {
+    insertEvents(1, "now() - interval '2 hours'", null);
+    Sql.execute("DELETE FROM outbox"); // as retention does to an event past eventsMaxDays; its queue row stays here
+    insertEvents(1, "now() - interval '10 minutes'", null);
+
+    OutboxBacklog backlog = TestService.await(store.outboxBacklog());
+
+    assertThat(backlog.oldestAgeSeconds()).as("the oldest event still there").isBetween(600.0, 660.0);
+  }
+
+  @Test
   void aBacklogPastTheBoundReadsAsTheBound() {
     insertEvents(OpsStore.OUTBOX_BACKLOG_COUNTED_UP_TO + 500, "now()", null);
     insertEvents(1, "now() - interval '1 hour'", relayMark() + 1);

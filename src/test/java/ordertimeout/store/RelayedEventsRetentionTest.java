@@ -58,6 +58,18 @@ class RelayedEventsRetentionTest {
     assertThat(expired).isEqualTo(new Expired(3, 1));
   }
 
+  @Test
+  void anEventExpiredBeforeItsPositionLeavesTheDispatchersQueueToo() {
+    Sql.execute("INSERT INTO outbox (order_id, client, type, payload, created_at) "
+        + "VALUES (4, 'client-a', 'ORDER_CREATED', '{}', now() - interval '2 days')");
+    assertThat(Sql.count("SELECT count(*) FROM outbox_pending")).isEqualTo(1);
+
+    Expired expired = TestService.await(store.deleteExpiredEvents(1, 100, true));
+
+    assertThat(expired).as("the one without a position undelivered too").isEqualTo(new Expired(4, 2));
+    assertThat(Sql.count("SELECT count(*) FROM outbox_pending")).isZero();
+  }
+
   private static void insertEvent(long orderId, long position, String createdAt) {
     Sql.execute("INSERT INTO outbox (order_id, client, type, payload, created_at, position) VALUES (?, 'client-a', 'ORDER_CREATED', '{}', %s, ?)"
         .formatted(createdAt), orderId, position);
