@@ -937,7 +937,8 @@ final class Sql {
    */
   static final String DISPATCH_EVENTS = """
       WITH taken AS (
-        DELETE FROM outbox_pending WHERE event_id = ANY (ARRAY(SELECT event_id FROM outbox_pending ORDER BY event_id LIMIT $1))
+        DELETE FROM outbox_pending
+        WHERE event_id = ANY (ARRAY(SELECT event_id FROM outbox_pending ORDER BY event_id LIMIT $1))
         RETURNING event_id),
       next AS (
         SELECT t.event_id, row_number() OVER (ORDER BY t.event_id) AS rn
@@ -1047,7 +1048,7 @@ final class Sql {
   static final String OUTBOX_BACKLOG = """
       WITH mark AS (SELECT last_position FROM outbox_relayed)
       SELECT least(%1$d,
-               (SELECT count(*) FROM (SELECT FROM outbox_pending ORDER BY event_id LIMIT %1$d) unpositioned)
+               (SELECT count(*) FROM (SELECT FROM outbox_pending ORDER BY event_id LIMIT %1$d) queued)
                + (SELECT count(*) FROM (SELECT FROM outbox, mark WHERE position > mark.last_position LIMIT %1$d) positioned)),
              (SELECT extract(epoch from now() - min(created_at)) FROM (
                 (SELECT o.created_at FROM outbox_pending p
