@@ -2,18 +2,14 @@ package ordertimeout.store;
 
 import ordertimeout.order.OrderIds;
 import ordertimeout.support.Sql;
-import ordertimeout.support.TestDatabase;
-import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -25,27 +21,23 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class MigrationV11Test {
   private static final int ORDERS = 3000;
-  private final String database = "v11_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-  private String url;
+  private OwnDatabase database;
 
   @BeforeEach
   void databaseAtV10() {
-    Sql.execute("CREATE DATABASE " + database);
-    DatabaseSetup setup = TestDatabase.get();
-    String own = setup.connectOptions().getDatabase();
-    url = setup.jdbcUrl().replace("/" + own + "?", "/" + database + "?");
-    flyway("10").migrate();
+    database = new OwnDatabase("v11");
+    database.migrateTo("10");
   }
 
   @AfterEach
   void dropDatabase() {
-    Sql.execute("DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
+    database.close();
   }
 
   @Test
   void theOrdersOfV10StayAndEverythingOnThemWorksThroughTheParents() throws SQLException {
     long twoDaysAgo = OrderIds.firstIdAt(System.currentTimeMillis() - 2 * 86_400_000L);
-    try (Connection c = connect()) {
+    try (Connection c = database.connect()) {
       Sql.rows(c, """
           INSERT INTO orders (id, shard, client, user_id, category, status, close_reason, created_at, close_at, paid_at, closed_at)
           SELECT ? + n, n % 64, 'client-' || (n % 3), 'user-' || (n % 50), 'physical',
@@ -59,9 +51,9 @@ class MigrationV11Test {
     List<Map<String, Object>> holdingsBefore = holdings();
     assertThat(holdingsBefore).isNotEmpty();
 
-    flyway(null).migrate();
+    database.migrateToNewest();
 
-    try (Connection c = connect()) {
+    try (Connection c = database.connect()) {
       assertThat(one(c, "SELECT relkind::text FROM pg_class WHERE oid = 'orders'::regclass")).isEqualTo("p");
       assertThat(one(c, "SELECT relkind::text FROM pg_class WHERE oid = 'order_items'::regclass")).isEqualTo("p");
       assertThat(count(c, "SELECT count(*) FROM orders")).isEqualTo(ORDERS);
@@ -100,19 +92,8 @@ class MigrationV11Test {
     }
   }
 
-  private Flyway flyway(String target) {
-    var config = Flyway.configure()
-        .dataSource(url, TestDatabase.connectOptions().getUser(), TestDatabase.connectOptions().getPassword())
-        .locations("classpath:db/migration");
-    return (target == null ? config : config.target(target)).load();
-  }
-
-  private Connection connect() throws SQLException {
-    return DriverManager.getConnection(url, TestDatabase.connectOptions().getUser(), TestDatabase.connectOptions().getPassword());
-  }
-
   private List<Map<String, Object>> holdings() {
-    try (Connection c = connect()) {
+    try (Connection c = database.connect()) {
       return Sql.rows(c, "SELECT client, sum(unpaid) AS unpaid, sum(units) AS units FROM client_holdings GROUP BY client ORDER BY client");
     } catch (SQLException e) {
       throw new IllegalStateException(e);

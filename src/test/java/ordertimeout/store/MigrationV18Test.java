@@ -1,16 +1,12 @@
 package ordertimeout.store;
 
 import ordertimeout.support.Sql;
-import ordertimeout.support.TestDatabase;
-import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.util.UUID;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -20,26 +16,22 @@ import static org.assertj.core.api.Assertions.assertThat;
  * the positioned ones are not.
  */
 class MigrationV18Test {
-  private final String database = "v18_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-  private String url;
+  private OwnDatabase database;
 
   @BeforeEach
   void databaseAtV17() {
-    Sql.execute("CREATE DATABASE " + database);
-    DatabaseSetup setup = TestDatabase.get();
-    String own = setup.connectOptions().getDatabase();
-    url = setup.jdbcUrl().replace("/" + own + "?", "/" + database + "?");
-    flyway("17").migrate();
+    database = new OwnDatabase("v18");
+    database.migrateTo("17");
   }
 
   @AfterEach
   void dropDatabase() {
-    Sql.execute("DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
+    database.close();
   }
 
   @Test
   void theEventsWaitingForAPositionAreQueuedAndTheOthersNot() throws SQLException {
-    try (Connection c = connect()) {
+    try (Connection c = database.connect()) {
       Sql.rows(c, "INSERT INTO outbox (order_id, client, type, payload, position) "
           + "SELECT n, 'client-a', 'ORDER_CREATED', '{}', n FROM generate_series(1, 300) AS n");
       Sql.rows(c, "UPDATE outbox_positions SET last_position = 300");
@@ -47,9 +39,9 @@ class MigrationV18Test {
           + "SELECT n, 'client-a', 'ORDER_PAID', '{}' FROM generate_series(1, 200) AS n");
     }
 
-    flyway(null).migrate();
+    database.migrateToNewest();
 
-    try (Connection c = connect()) {
+    try (Connection c = database.connect()) {
       assertThat(Sql.count(c, """
           SELECT count(*) FROM outbox_pending p JOIN outbox o ON o.event_id = p.event_id
           WHERE o.position IS NULL AND o.type = 'ORDER_PAID'""")).isEqualTo(200);
@@ -62,14 +54,4 @@ class MigrationV18Test {
     }
   }
 
-  private Flyway flyway(String target) {
-    var config = Flyway.configure()
-        .dataSource(url, TestDatabase.connectOptions().getUser(), TestDatabase.connectOptions().getPassword())
-        .locations("classpath:db/migration");
-    return (target == null ? config : config.target(target)).load();
-  }
-
-  private Connection connect() throws SQLException {
-    return DriverManager.getConnection(url, TestDatabase.connectOptions().getUser(), TestDatabase.connectOptions().getPassword());
-  }
 }
