@@ -28,6 +28,7 @@ public final class Meters {
   public static final String PENDING_TIMERS = "ordertimeout.pending.timers";
   public static final String WHEEL_LOADED = "ordertimeout.wheel.loaded";
   public static final String WHEEL_RELOAD = "ordertimeout.wheel.reload";
+  public static final String WHEEL_CAUGHT_UP = "ordertimeout.wheel.caught.up";
   public static final String SHARDS_OWNED = "ordertimeout.shards.owned";
   public static final String TIMER_PUBLISH_FAILURES = "ordertimeout.timer.publish.failures";
 

@@ -58,6 +58,7 @@ public final class NodeStats {
   private final Counter idempotentReplays;
   private final Counter rateLimited;
   private final Timer wheelReload;
+  private final Counter wheelCaughtUp;
   private final Map<Integer, Timer> createsByStatus = new ConcurrentHashMap<>();
   /** -1 until the first reconciliation ran. */
   private volatile long reconciliationSkuDifferences = -1;
@@ -138,6 +139,8 @@ public final class NodeStats {
     wheelReload = Timer.builder(Meters.WHEEL_RELOAD)
         .description("Time to reload every pending deadline of the owned shards into the wheel")
         .register(registry);
+    wheelCaughtUp = counter(Meters.WHEEL_CAUGHT_UP,
+        "Unpaid orders of the kept shards whose timers were read again from the database after a node left the group");
     timerPublishFailures = counter(Meters.TIMER_PUBLISH_FAILURES,
         "Timer messages Kafka did not take; their orders are closed by the sweep or the next reload");
     outboxPublished = counter(Meters.OUTBOX_PUBLISHED, "Outbox events the broker acknowledged");
@@ -347,6 +350,11 @@ public final class NodeStats {
   public void shardsReloaded(long reloadMillis) {
     wheelReload.record(reloadMillis, TimeUnit.MILLISECONDS);
     lastReloadMillis = reloadMillis;
+  }
+
+  /** After a node left: the timers of {@code orders} recent orders of the shards this node kept were read again. */
+  public void timersCaughtUp(int orders) {
+    wheelCaughtUp.increment(orders);
   }
 
   /** A reconciliation ran: what it found (before any repair) and how many SKUs it repaired. */

@@ -137,6 +137,33 @@ public final class DeadlineStore {
     });
   }
 
+  /** A page of {@link #recentPendingPage}; the next page starts after the last id. */
+  public record RecentPage(Deadlines deadlines, long lastId) {}
+
+  /**
+   * A page of the unpaid orders after {@code afterId}, by id, in {@code shards}: the close timer of each at the later of
+   * its deadline and hold, and its reminder if not sent. What a node that left may have created without sending the
+   * timers.
+   */
+  public Future<RecentPage> recentPendingPage(int[] shards, long afterId, int limit) {
+    Integer[] boxedShards = Arrays.stream(shards).boxed().toArray(Integer[]::new);
+    return pool.preparedQuery(Sql.RECENT_PENDING_PAGE).execute(Tuple.of(afterId, boxedShards, limit)).map(rows -> {
+      int size = rows.size();
+      long[] ids = new long[size];
+      long[] closeAt = new long[size];
+      long[] remindAt = new long[size];
+      int i = 0;
+      for (Row row : rows) {
+        ids[i] = row.getLong("id");
+        closeAt[i] = millis(row.getOffsetDateTime("close_due"));
+        OffsetDateTime remind = row.getOffsetDateTime("remind_due");
+        remindAt[i] = remind == null ? Deadlines.NONE : millis(remind);
+        i++;
+      }
+      return new RecentPage(new Deadlines(ids, closeAt, remindAt), size == 0 ? afterId : ids[size - 1]);
+    });
+  }
+
   public record OverduePage(long[] ids, PageCursor next) {}
 
   /** A page of one shard's unpaid orders overdue by more than {@code graceSeconds}. */

@@ -475,6 +475,17 @@ final class Sql {
       ORDER BY hold_until, id LIMIT $4""";
 
   /**
+   * The timers of the unpaid orders after id {@code $1} (the id of a moment: every later order was created after it)
+   * in the shards {@code $2}, by id: the close at the later of deadline and hold, the reminder if not sent. Only the
+   * last partition or two hold such ids (pruned at execution), read by primary key.
+   */
+  static final String RECENT_PENDING_PAGE = """
+      SELECT id, greatest(close_at, hold_until) AS close_due, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_due
+      FROM orders
+      WHERE id > $1 AND shard = ANY($2) AND status = 'UNPAID'
+      ORDER BY id LIMIT $3""";
+
+  /**
    * Orders whose close waits for a started payment are not overdue until their hold ends. Parked orders are not the
    * sweep's: they are counted by {@link #COUNT_PARKED} (a gauge, an alarm) instead.
    */

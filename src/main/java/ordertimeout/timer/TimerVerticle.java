@@ -88,10 +88,58 @@ public final class TimerVerticle extends VerticleBase {
   /**
    * New shards: their timers may already have been published by another node before this one was
    * subscribed, so they are read from the database, replacing any that arrived through Kafka meanwhile.
+   * Shards gained beside shards kept mean a node left the group; it may have died with timers of the kept shards
+   * still in its producer, so those shards' recent orders are read again too ({@link #catchUpUntilDone}).
    */
   private void onAssigned(Message<ShardChange> message) {
     int[] shards = message.body().shards();
+    int[] kept = Arrays.stream(owned.list()).filter(shard -> Arrays.stream(shards).noneMatch(gained -> gained == shard)).toArray();
+    if (shards.length > 0 && kept.length > 0) {
+      long since = clock.millis() - catchUpMillis();
+      catchUpUntilDone(kept, OrderIds.firstIdAt(since) - 1);
+    }
     reloadUntilLoaded(shards).onComplete(loaded -> message.reply(shards.length));
+  }
+
+  /**
+   * How far back a node that left may have created orders whose timers never reached Kafka: its producer tries a
+   * record for up to a delivery timeout, and the group tells the others of its death up to a session timeout later,
+   * and as long again for the rebalance.
+   */
+  private long catchUpMillis() {
+    return 2L * config.kafka().sessionTimeoutMillis() + config.kafka().deliveryTimeoutMillis();
+  }
+
+  /**
+   * Puts the timers of the unpaid orders created after {@code afterId} in the shards {@code kept} into the wheel,
+   * replacing those it holds (as a reload does); tried again every second while the database is away and this node
+   * still owns any of the shards. Until then, their sweep is the net.
+   */
+  private void catchUpUntilDone(int[] kept, long afterId) {
+    long started = System.nanoTime();
+    catchUp(kept, afterId, 0).onComplete(done -> {
+      if (done.succeeded()) {
+        log.info("read again the timers of {} unpaid orders created in the last {} ms in the {} shards this node kept, "
+            + "in {} ms: a node that left may not have sent them", done.result(), catchUpMillis(), kept.length,
+            (System.nanoTime() - started) / 1_000_000);
+        stats.timersCaughtUp(done.result());
+        return;
+      }
+      int[] stillOwned = Arrays.stream(kept).filter(owned::owns).toArray();
+      if (stillOwned.length > 0) {
+        log.warn("reading again the recent orders of the kept shards failed ({}); trying again in 1 s", done.cause().toString());
+        vertx.setTimer(1000, id -> catchUpUntilDone(stillOwned, afterId));
+      }
+    });
+  }
+
+  private Future<Integer> catchUp(int[] kept, long afterId, int found) {
+    int pageSize = config.timer().reloadPageSize();
+    return store.recentPendingPage(kept, afterId, pageSize).compose(page -> {
+      schedule(page.deadlines(), true);
+      int total = found + page.deadlines().size();
+      return page.deadlines().size() < pageSize ? Future.succeededFuture(total) : catchUp(kept, page.lastId(), total);
+    });
   }
 
   /** A load that fails (the database away) is tried again every second, for the shards this node still owns. */

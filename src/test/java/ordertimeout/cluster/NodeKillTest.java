@@ -10,6 +10,7 @@ import ordertimeout.support.Invariants;
 import ordertimeout.support.KafkaBroker;
 import ordertimeout.support.NodeProcess;
 import ordertimeout.support.Prometheus;
+import ordertimeout.support.SeedOrders;
 import ordertimeout.support.Sql;
 import ordertimeout.support.StockLedger;
 import ordertimeout.support.TestDatabase;
@@ -48,13 +49,20 @@ import static org.assertj.core.api.Assertions.assertThat;
  * through all of them (some paid, some cancelled); one node is killed with SIGKILL while deadlines
  * fall due. Every unpaid order must still close exactly once, never early, with the stock right; the
  * close log and the events topic must agree; and the killed node's orders must be closed by the wheels of
- * the nodes that took its shards and loaded them from the database, not by the sweep. The sweep's grace
- * is a minute here, so that it is only a safety net: a close it makes means a wheel missed a deadline. Every event
- * also reaches a webhook, sent by its shard's owner, the killed node's by the survivors, each order's in the order written.
+ * the nodes that took its shards and loaded them from the database, not by the sweep. So must the orders the killed node
+ * committed in the shards the survivors kept whose timers were still in its producer: a few are written into the
+ * database just before the kill, with no timer sent, and the survivors read them again when they learn that a node
+ * left. The sweep's grace is a minute here, so that it is only a safety net: a close it makes means a wheel missed a
+ * deadline. Every event also reaches a webhook, sent by its shard's owner, the killed node's by the survivors, each
+ * order's in the order written.
  */
 class NodeKillTest {
   private static final int ORDERS = 10_000;
   private static final int SKUS = 1_000;
+  /** Orders the killed node committed in each survivor's kept shards whose timers it never sent (seeded). */
+  private static final int UNSENT_PER_SURVIVOR = 10;
+  /** When they fall due after the kill: after the survivors learnt of it (a session timeout and a rebalance). */
+  private static final long UNSENT_DUE_AFTER_MILLIS = 20_000;
   private static final int SESSION_TIMEOUT_MILLIS = 6_000;
   private static final int SWEEP_GRACE_SECONDS = 60;
   /**
@@ -115,6 +123,13 @@ class NodeKillTest {
       for (NodeProcess survivor : survivors) {
         reloadsBeforeKill.put(survivor, reloads(survivor));
       }
+      List<Long> unsent = new ArrayList<>();
+      for (NodeProcess survivor : survivors) {
+        for (int shard : owned(survivor).stream().sorted().limit(UNSENT_PER_SURVIVOR).toList()) {
+          unsent.add(SeedOrders.idsInShard(shard, 1)[0]);
+        }
+      }
+      SeedOrders.insert("SKU-UNSENT", unsent.stream().mapToLong(Long::longValue).toArray(), UNSENT_DUE_AFTER_MILLIS, 100, null);
       Instant killedAt = Instant.now();
       victim.kill();
       // the database's clock, as closed_at and created_at: whatever closed after this was closed by a survivor
@@ -157,13 +172,13 @@ class NodeKillTest {
           () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
 
       // every order ended once, as its requests said
-      assertThat(Sql.count("SELECT count(*) FROM orders")).isEqualTo(ORDERS);
+      assertThat(Sql.count("SELECT count(*) FROM orders")).isEqualTo(ORDERS + unsent.size());
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID' AND id = ANY(?)",
           (Object) paid.stream().map(Long::valueOf).toArray(Long[]::new))).as("orders whose pay answered 200, paid").isEqualTo(paid.size());
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID'")).isEqualTo(paid.size());
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE close_reason = 'USER_CANCELLED'")).isEqualTo(cancelled.size());
       long timedOut = Sql.count("SELECT count(*) FROM orders WHERE close_reason = 'TIMEOUT'");
-      assertThat(timedOut).isEqualTo(ORDERS - paid.size() - cancelled.size());
+      assertThat(timedOut).isEqualTo(ORDERS - paid.size() - cancelled.size() + unsent.size());
       Invariants.assertHold(); // one close log line per closed order, none early, stock = unpaid items, events agree
 
       // the events topic, read from the beginning like a downstream consumer, agrees with the close log
@@ -197,13 +212,20 @@ class NodeKillTest {
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE id IN (" + String.join(",", takenOver) + ") AND closed_at > ?", deadFrom))
           .as("closed after the kill, so by a survivor").isEqualTo(takenOver.size());
       long wheelCloses = 0;
+      double caughtUp = 0;
       for (NodeProcess survivor : survivors) {
         JsonObject stats = survivor.stats();
         JsonObject byPath = stats.getJsonObject("timeoutClosesByPath");
         wheelCloses += byPath.getLong("wheel");
+        caughtUp += new Prometheus(survivor.metrics()).sum("ordertimeout_wheel_caught_up_total");
         assertThat(byPath.getLong("sweep")).as("timeout closes by the sweep on node %d (%s): every close a survivor made, the killed "
-            + "node's orders among them, must be its wheel's", survivor.nodeId(), stats.encode()).isZero();
+            + "node's orders among them, must be its wheel's. Closed a sweep's grace late: %s", survivor.nodeId(), stats.encode(),
+            closedAGraceLate(deadFrom, victimShards)).isZero();
       }
+      assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ANY(?) AND close_reason = 'TIMEOUT' AND closed_at > ?",
+          unsent.toArray(Long[]::new), deadFrom)).as("the killed node's orders in the kept shards whose timers it never sent, "
+          + "closed after the kill").isEqualTo(unsent.size());
+      assertThat(caughtUp).as("timers of recent orders the survivors read again for their kept shards").isGreaterThanOrEqualTo(unsent.size());
       assertThat(wheelCloses).as("timeout closes by the survivors' wheels").isGreaterThanOrEqualTo(takenOver.size());
 
       // lateness, as a safety net: the killed node's shards against the takeover time plus a generous margin, the others for comparison
@@ -244,6 +266,16 @@ class NodeKillTest {
     assertThat(arrivedByOrder).as("each order's events, in the order they reached the webhook").isEqualTo(writtenByOrder);
     System.out.printf("NodeKillTest: %d events reached the webhook in %d requests (%d sent again)%n",
         arrived.size(), requests.size(), requests.size() - arrived.size());
+  }
+
+  /** Orders closed a sweep's grace after their deadline or later, as the sweep closes them: what to look for in the nodes' logs. */
+  private static String closedAGraceLate(java.sql.Timestamp deadFrom, Set<Integer> victimShards) {
+    return Sql.rows("SELECT id, shard, (id >> " + ordertimeout.order.OrderIds.SEQUENCE_BITS + ") & 1023 AS created_by, "
+            + "(extract(epoch FROM created_at - ?) * 1000)::bigint AS created_after_kill_ms, close_at, closed_at FROM orders "
+            + "WHERE close_reason = 'TIMEOUT' AND closed_at >= close_at + ? * interval '1 second' ORDER BY id", deadFrom,
+            SWEEP_GRACE_SECONDS).stream()
+        .map(row -> row + (victimShards.contains(((Number) row.get("shard")).intValue()) ? " (a shard of the killed node)" : " (a kept shard)"))
+        .collect(Collectors.joining("; "));
   }
 
   /** The worst lateness of the timeout closes due after {@code after} on the shards {@code shardCondition} selects. */

@@ -27,12 +27,12 @@ import java.util.stream.Collectors;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * On the partitioned orders (V11), the statements of the wheel's reload by shard (deadlines, reminders, holds) and the
- * sweep's overdue page still read the partial indexes of each partition: the planner's own choice on 200,000 orders
- * in one day's partition with fresh statistics, no sequential scan of a partition that holds rows
- * ({@link SearchIndexTest#seqScansOfRows}; the search's own plans are SearchIndexTest's). Then that partition (with
- * its 200,000 orders and their items) is taken out as the partitions job does, DETACH and DROP, and the time it took
- * printed: no assertion on it.
+ * On the partitioned orders (V11), the statements of the wheel's reload by shard (deadlines, reminders, holds), its
+ * catch-up of the last seconds' orders and the sweep's overdue page still read the indexes of each partition: the
+ * planner's own choice on 200,000 orders in one day's partition with fresh statistics, no sequential scan of a
+ * partition that holds rows ({@link SearchIndexTest#seqScansOfRows}; the search's own plans are SearchIndexTest's).
+ * Then that partition (with its 200,000 orders and their items) is taken out as the partitions job does, DETACH and
+ * DROP, and the time it took printed: no assertion on it.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -83,7 +83,9 @@ class PartitionPlansTest {
         "reload of deadlines", plan(ordertimeout.store.Sql.PENDING_DEADLINES_PAGE, 7, ts(NOW.minusSeconds(1)), -1L, 1000),
         "reload of reminders", plan(ordertimeout.store.Sql.PENDING_REMINDERS_PAGE, 7, ts(NOW.minusSeconds(1)), -1L, 1000),
         "reload of holds", plan(ordertimeout.store.Sql.PENDING_HOLDS_PAGE, 7, ts(NOW.minusSeconds(1)), -1L, 1000),
-        "sweep", plan(ordertimeout.store.Sql.OVERDUE_PAGE, 7, -36_000, -36_000, ts(NOW.minusSeconds(86_400)), -1L, 1000));
+        "sweep", plan(ordertimeout.store.Sql.OVERDUE_PAGE, 7, -36_000, -36_000, ts(NOW.minusSeconds(86_400)), -1L, 1000),
+        "catch-up of recent orders", plan(ordertimeout.store.Sql.RECENT_PENDING_PAGE, from + (ORDERS - 5_000) * 4096L,
+            new Integer[] {7, 8, 9}, 1000));
     plans.forEach((what, plan) -> {
       assertThat(SearchIndexTest.seqScansOfRows(plan)).as(what + ":\n" + plan).isEmpty();
       assertThat(plan).as(what + ":\n" + plan).containsPattern("Index (Only )?Scan using \\w+ on " + orders + "|Bitmap Heap Scan on " + orders);
