@@ -1,4 +1,7 @@
 package ordertimeout.bus;
 
-/** Shards this node was given or lost in a rebalance of the timer consumer group. */
-public record ShardChange(int[] shards) {}
+/**
+ * Shards this node was given or lost in a rebalance of the timer consumer group, and when it heard of it (its wall
+ * clock, before anything was done about it).
+ */
+public record ShardChange(int[] shards, long heardAtMillis) {}

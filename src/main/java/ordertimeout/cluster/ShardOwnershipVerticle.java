@@ -85,11 +85,12 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   }
 
   private void onAssigned(Set<TopicPartition> partitions) {
-    int[] shards = shardsOf(partitions);
+    ShardChange change = new ShardChange(shardsOf(partitions), config.node().wallClock().millis());
+    int[] shards = change.shards();
     owned.add(shards);
     long started = System.nanoTime();
     positionsOf(partitions)
-        .compose(positioned -> vertx.eventBus().request(Addresses.SHARDS_ASSIGNED, new ShardChange(shards), RELOAD))
+        .compose(positioned -> vertx.eventBus().request(Addresses.SHARDS_ASSIGNED, change, RELOAD))
         .onSuccess(loaded -> {
           if (shards.length > 0) {
             log.info("took shards {} in {} ms; this node owns {} shards now", Arrays.toString(shards),
@@ -122,10 +123,11 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     if (partitions.isEmpty()) {
       return;
     }
-    int[] shards = shardsOf(partitions);
+    ShardChange change = new ShardChange(shardsOf(partitions), config.node().wallClock().millis());
+    int[] shards = change.shards();
     owned.remove(shards);
-    vertx.eventBus().send(Addresses.SHARDS_HANDED_OVER, new ShardChange(shards));
-    vertx.eventBus().request(Addresses.SHARDS_REVOKED, new ShardChange(shards))
+    vertx.eventBus().send(Addresses.SHARDS_HANDED_OVER, change);
+    vertx.eventBus().request(Addresses.SHARDS_REVOKED, change)
         .onSuccess(dropped -> log.info("gave up shards {}; this node owns {} shards now", Arrays.toString(shards),
             owned.list().length))
         .onFailure(failure -> {

@@ -476,8 +476,8 @@ final class Sql {
 
   /**
    * The timers of the unpaid orders after id {@code $1} (the id of a moment: every later order was created after it)
-   * in the shards {@code $2}, by id: the close at the later of deadline and hold, the reminder if not sent. Only the
-   * last partition or two hold such ids (pruned at execution), read by primary key.
+   * in the shards {@code $2}, by id: the close at the later of deadline and hold, the reminder if not sent. Planned
+   * for its id, it reads only the partitions from that id's on, by index (PartitionPlansTest).
    */
   static final String RECENT_PENDING_PAGE = """
       SELECT id, greatest(close_at, hold_until) AS close_due, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_due

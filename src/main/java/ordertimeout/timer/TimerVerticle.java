@@ -88,26 +88,28 @@ public final class TimerVerticle extends VerticleBase {
   /**
    * New shards: their timers may already have been published by another node before this one was
    * subscribed, so they are read from the database, replacing any that arrived through Kafka meanwhile.
-   * Shards gained beside shards kept mean a node left the group; it may have died with timers of the kept shards
-   * still in its producer, so those shards' recent orders are read again too ({@link #catchUpUntilDone}).
+   * A rebalance that leaves this node shards it kept may be one in which a node left the group (with nothing gained
+   * here when others took its shards, or when it owned none); it may have died with timers of the kept shards still
+   * in its producer, so those shards' recent orders are read again too ({@link #catchUpUntilDone}).
    */
   private void onAssigned(Message<ShardChange> message) {
     int[] shards = message.body().shards();
     int[] kept = Arrays.stream(owned.list()).filter(shard -> Arrays.stream(shards).noneMatch(gained -> gained == shard)).toArray();
-    if (shards.length > 0 && kept.length > 0) {
-      long since = clock.millis() - catchUpMillis();
+    if (kept.length > 0) {
+      long since = message.body().heardAtMillis() - catchUpMillis();
       catchUpUntilDone(kept, OrderIds.firstIdAt(since) - 1);
     }
     reloadUntilLoaded(shards).onComplete(loaded -> message.reply(shards.length));
   }
 
   /**
-   * How far back a node that left may have created orders whose timers never reached Kafka: its producer tries a
-   * record for up to a delivery timeout, and the group tells the others of its death up to a session timeout later,
-   * and as long again for the rebalance.
+   * How far back a node that left may have minted the ids of orders whose timers never reached Kafka: it commits an
+   * order up to a request deadline after minting its id, its producer tries the record for up to a delivery timeout,
+   * and the group tells the others of its death up to a session timeout later, and as long again for the rebalance.
    */
   private long catchUpMillis() {
-    return 2L * config.kafka().sessionTimeoutMillis() + config.kafka().deliveryTimeoutMillis();
+    return 2L * config.kafka().sessionTimeoutMillis() + config.kafka().deliveryTimeoutMillis()
+        + config.intake().requestDeadlineMillis();
   }
 
   /**

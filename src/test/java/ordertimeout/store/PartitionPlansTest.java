@@ -90,6 +90,10 @@ class PartitionPlansTest {
       assertThat(SearchIndexTest.seqScansOfRows(plan)).as(what + ":\n" + plan).isEmpty();
       assertThat(plan).as(what + ":\n" + plan).containsPattern("Index (Only )?Scan using \\w+ on " + orders + "|Bitmap Heap Scan on " + orders);
     });
+    // ids from the last seconds: only the partitions from that id's on (here the last), by primary key
+    String catchUp = plans.get("catch-up of recent orders");
+    assertThat(partitionsIn(catchUp)).as(catchUp).containsExactly(orders);
+    assertThat(catchUp).as(catchUp).contains("Index Scan using " + orders + "_pkey");
   }
 
   /**
