@@ -140,7 +140,7 @@ public final class NodeStats {
         .description("Time to reload every pending deadline of the owned shards into the wheel")
         .register(registry);
     wheelCaughtUp = counter(Meters.WHEEL_CAUGHT_UP,
-        "Unpaid orders of the kept shards whose timers were read again from the database after a node left the group");
+        "Recent unpaid orders of the kept shards whose timers were read again after a rebalance (a node that left may not have sent them)");
     timerPublishFailures = counter(Meters.TIMER_PUBLISH_FAILURES,
         "Timer messages Kafka did not take; their orders are closed by the sweep or the next reload");
     outboxPublished = counter(Meters.OUTBOX_PUBLISHED, "Outbox events the broker acknowledged");
@@ -352,7 +352,7 @@ public final class NodeStats {
     lastReloadMillis = reloadMillis;
   }
 
-  /** After a node left: the timers of {@code orders} recent orders of the shards this node kept were read again. */
+  /** After a rebalance: the timers of {@code orders} recent orders of the shards this node kept were read again. */
   public void timersCaughtUp(int orders) {
     wheelCaughtUp.increment(orders);
   }

@@ -141,9 +141,9 @@ public final class DeadlineStore {
   public record RecentPage(Deadlines deadlines, long lastId) {}
 
   /**
-   * A page of the unpaid orders after {@code afterId}, by id, in {@code shards}: the close timer of each at the later of
-   * its deadline and hold, and its reminder if not sent. What a node that left may have created without sending the
-   * timers.
+   * A page of the unpaid orders after {@code afterId}, by id, in {@code shards}: the close timer of each at the later
+   * of its deadline and hold, and its reminder if not sent. What a node that left may have created without sending
+   * the timers.
    */
   public Future<RecentPage> recentPendingPage(int[] shards, long afterId, int limit) {
     Integer[] boxedShards = Arrays.stream(shards).boxed().toArray(Integer[]::new);

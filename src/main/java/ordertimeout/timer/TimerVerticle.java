@@ -94,7 +94,9 @@ public final class TimerVerticle extends VerticleBase {
    */
   private void onAssigned(Message<ShardChange> message) {
     int[] shards = message.body().shards();
-    int[] kept = Arrays.stream(owned.list()).filter(shard -> Arrays.stream(shards).noneMatch(gained -> gained == shard)).toArray();
+    int[] kept = Arrays.stream(owned.list())
+        .filter(shard -> Arrays.stream(shards).noneMatch(gained -> gained == shard))
+        .toArray();
     if (kept.length > 0) {
       long since = message.body().heardAtMillis() - catchUpMillis();
       catchUpUntilDone(kept, OrderIds.firstIdAt(since) - 1);
@@ -129,7 +131,8 @@ public final class TimerVerticle extends VerticleBase {
       }
       int[] stillOwned = Arrays.stream(kept).filter(owned::owns).toArray();
       if (stillOwned.length > 0) {
-        log.warn("reading again the recent orders of the kept shards failed ({}); trying again in 1 s", done.cause().toString());
+        log.warn("reading again the recent orders of the kept shards failed ({}); trying again in 1 s",
+            done.cause().toString());
         vertx.setTimer(1000, id -> catchUpUntilDone(stillOwned, afterId));
       }
     });

@@ -49,10 +49,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * through all of them (some paid, some cancelled); one node is killed with SIGKILL while deadlines
  * fall due. Every unpaid order must still close exactly once, never early, with the stock right; the
  * close log and the events topic must agree; and the killed node's orders must be closed by the wheels of
- * the nodes that took its shards and loaded them from the database, not by the sweep. So must the orders the killed node
- * committed in the shards the survivors kept whose timers were still in its producer: a few are written into the
- * database just before the kill, with no timer sent, and the survivors read them again when they learn that a node
- * left. The sweep's grace is a minute here, so that it is only a safety net: a close it makes means a wheel missed a
+ * the nodes that took its shards and loaded them from the database, not by the sweep. So must the orders the killed
+ * node committed in the shards the survivors kept whose timers were still in its producer: a few are written into
+ * the database just before the kill, with no timer sent, and the survivors read them again when they learn that a
+ * node left. The sweep's grace is a minute here, so that it is only a safety net: a close it makes means a wheel missed a
  * deadline. Every event also reaches a webhook, sent by its shard's owner, the killed node's by the survivors, each
  * order's in the order written.
  */
@@ -129,7 +129,8 @@ class NodeKillTest {
           unsent.add(SeedOrders.idsInShard(shard, 1)[0]);
         }
       }
-      SeedOrders.insert("SKU-UNSENT", unsent.stream().mapToLong(Long::longValue).toArray(), UNSENT_DUE_AFTER_MILLIS, 100, null);
+      long[] unsentIds = unsent.stream().mapToLong(Long::longValue).toArray();
+      SeedOrders.insert("SKU-UNSENT", unsentIds, UNSENT_DUE_AFTER_MILLIS, 100, null);
       Instant killedAt = Instant.now();
       victim.kill();
       // the database's clock, as closed_at and created_at: whatever closed after this was closed by a survivor
@@ -218,13 +219,15 @@ class NodeKillTest {
         JsonObject byPath = stats.getJsonObject("timeoutClosesByPath");
         wheelCloses += byPath.getLong("wheel");
         caughtUp += new Prometheus(survivor.metrics()).sum("ordertimeout_wheel_caught_up_total");
-        assertThat(byPath.getLong("sweep")).as("timeout closes by the sweep on node %d (%s): every close a survivor made, the killed "
-            + "node's orders among them, must be its wheel's. Closed a sweep's grace late: %s", survivor.nodeId(), stats.encode(),
-            closedAGraceLate(deadFrom, victimShards)).isZero();
+        assertThat(byPath.getLong("sweep")).as("timeout closes by the sweep on node %d (%s): every close a survivor made, "
+            + "the killed node's orders among them, must be its wheel's. Closed a sweep's grace late: %s", survivor.nodeId(),
+            stats.encode(), closedAGraceLate(deadFrom, victimShards)).isZero();
       }
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ANY(?) AND close_reason = 'TIMEOUT' "
-              + "AND closed_at < close_at + ? * interval '1 millisecond'", unsent.toArray(Long[]::new), LATENESS_SAFETY_NET_MILLIS))
-          .as("the killed node's orders in the kept shards whose timers it never sent, closed by a wheel, not a sweep's grace late")
+              + "AND closed_at < close_at + ? * interval '1 millisecond'", unsent.toArray(Long[]::new),
+          LATENESS_SAFETY_NET_MILLIS))
+          .as("the killed node's orders in the kept shards whose timers it never sent, closed by a wheel, not a sweep's "
+              + "grace late")
           .isEqualTo(unsent.size());
       assertThat(caughtUp).as("recent orders the survivors read again for their kept shards (those above among them)")
           .isGreaterThanOrEqualTo(unsent.size());
@@ -270,13 +273,17 @@ class NodeKillTest {
         arrived.size(), requests.size(), requests.size() - arrived.size());
   }
 
-  /** Orders closed a sweep's grace after their deadline or later, as the sweep closes them: what to look for in the nodes' logs. */
+  /**
+   * Orders closed a sweep's grace after their deadline or later, as the sweep closes them, with the node that created
+   * each: what to look for in the nodes' logs.
+   */
   private static String closedAGraceLate(java.sql.Timestamp deadFrom, Set<Integer> victimShards) {
     return Sql.rows("SELECT id, shard, (id >> " + ordertimeout.order.OrderIds.SEQUENCE_BITS + ") & 1023 AS created_by, "
-            + "(extract(epoch FROM created_at - ?) * 1000)::bigint AS created_after_kill_ms, close_at, closed_at FROM orders "
-            + "WHERE close_reason = 'TIMEOUT' AND closed_at >= close_at + ? * interval '1 second' ORDER BY id", deadFrom,
-            SWEEP_GRACE_SECONDS).stream()
-        .map(row -> row + (victimShards.contains(((Number) row.get("shard")).intValue()) ? " (a shard of the killed node)" : " (a kept shard)"))
+            + "(extract(epoch FROM created_at - ?) * 1000)::bigint AS created_after_kill_ms, close_at, closed_at "
+            + "FROM orders WHERE close_reason = 'TIMEOUT' AND closed_at >= close_at + ? * interval '1 second' ORDER BY id",
+            deadFrom, SWEEP_GRACE_SECONDS).stream()
+        .map(row -> row + (victimShards.contains(((Number) row.get("shard")).intValue())
+            ? " (a shard of the killed node)" : " (a kept shard)"))
         .collect(Collectors.joining("; "));
   }
 

@@ -56,8 +56,8 @@ class RecentPendingPageTest {
         pages++;
         Deadlines deadlines = page.deadlines();
         for (int i = 0; i < deadlines.size(); i++) {
-          assertThat(read.put(deadlines.orderIds()[i], new long[] {deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]}))
-              .as("order %d read twice", deadlines.orderIds()[i]).isNull();
+          long[] timers = {deadlines.closeAtMillis()[i], deadlines.remindAtMillis()[i]};
+          assertThat(read.put(deadlines.orderIds()[i], timers)).as("order %d read twice", deadlines.orderIds()[i]).isNull();
         }
         if (deadlines.size() < 2) {
           break;
@@ -76,7 +76,8 @@ class RecentPendingPageTest {
     expected.put(reminded[0], new long[] {millis("close_at", reminded[0]), Deadlines.NONE});
     assertThat(read.keySet()).as("recent unpaid orders of shards 3 and 4: not older ones, not paid ones, not shard 5's")
         .containsExactlyInAnyOrderElementsOf(expected.keySet());
-    expected.forEach((id, timers) -> assertThat(read.get(id)).as("close and reminder of order %d", id).containsExactly(timers));
+    expected.forEach((id, timers) ->
+        assertThat(read.get(id)).as("close and reminder of order %d", id).containsExactly(timers));
   }
 
   private static long millis(String column, long id) {
