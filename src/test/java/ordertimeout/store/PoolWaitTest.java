@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -37,6 +38,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 @ExtendWith(VertxExtension.class)
 class PoolWaitTest {
   private static final int CONNECTIONS = 2;
+  /** Well before the test's timeout, which would say nothing of where it stood. */
+  private static final long WATCHDOG_MILLIS = 50_000;
   private static PgConnectOptions database;
 
   @BeforeAll
@@ -56,11 +59,18 @@ class PoolWaitTest {
     int requests = 2000;
     AtomicInteger served = new AtomicInteger();
     AtomicInteger timedOut = new AtomicInteger();
+    AtomicInteger ended = new AtomicInteger();
+    AtomicReference<String> stage = new AtomicReference<>("opening every connection");
     List<Future<?>> all = Collections.synchronizedList(new ArrayList<>());
     List<Throwable> unhandled = Collections.synchronizedList(new ArrayList<>());
     vertx.exceptionHandler(unhandled::add);
     Promise<Void> issued = Promise.promise();
+    // a request the pool neither serves nor fails would leave the test to its timeout: say where it stood instead
+    vertx.setTimer(WATCHDOG_MILLIS, timer -> test.failNow(new AssertionError(String.format(
+        "not done after %d ms, %s: %d requests issued, %d ended (%d served, %d timed out), unhandled %s",
+        WATCHDOG_MILLIS, stage.get(), all.size(), ended.get(), served.get(), timedOut.get(), unhandled))));
     openEveryConnection(vertx, pool).onSuccess(opened -> {
+      stage.set("issuing and waiting for every request to end");
       // Two event loops each ask for one connection a millisecond, held 2.5 ms on average: a queue builds, and
       // grants and expired waits cross all the time.
       for (int issuer = 0; issuer < 2; issuer++) {
@@ -69,6 +79,7 @@ class PoolWaitTest {
             if (all.size() < requests) {
               long holdMillis = 1 + ThreadLocalRandom.current().nextInt(4);
               all.add(pool.withConnection(conn -> hold(vertx, holdMillis))
+                  .onComplete(done -> ended.incrementAndGet())
                   .onSuccess(done -> served.incrementAndGet())
                   .recover(failure -> {
                     if (!isWaitTimeout(failure)) return Future.failedFuture(failure);
@@ -95,11 +106,15 @@ class PoolWaitTest {
             assertThat(timedOut.get()).as("timed out").isPositive();
           });
           // A connection lost to an expired wait never comes back; one on its way back is given a moment.
+          stage.set("taking every connection back");
           return retry(vertx, 20, () -> everyConnection(pool));
         })
-        .compose(connections -> Future.all(connections.stream()
-                .map(conn -> conn.query("SELECT 1").execute().eventually(conn::close))
-                .toList()))
+        .compose(connections -> {
+          stage.set("running a statement on every connection");
+          return Future.all(connections.stream()
+              .map(conn -> conn.query("SELECT 1").execute().eventually(conn::close))
+              .toList());
+        })
         .onComplete(test.succeedingThenComplete());
   }
 
