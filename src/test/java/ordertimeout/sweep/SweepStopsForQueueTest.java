@@ -1,15 +1,14 @@
 package ordertimeout.sweep;
 
-import ordertimeout.bus.Addresses;
-import ordertimeout.bus.CancelTimers;
 import ordertimeout.support.Await;
+import ordertimeout.support.SeedOrders;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -17,10 +16,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A sweep pass already under way when close batches start to queue stops at its next page (and counts as left out)
- * instead of handing its pages to the queue. Three orders lost by the wheel are found a page (one order) at a time; the
- * first page's close waits on a locked stock row while two wheel batches (one order each, they cannot join) queue
- * behind it; once it is let through, one wheel batch takes the only place and waits on another locked row, the other
- * stays queued, and the pass must end there.
+ * instead of handing its pages to the queue. Three orders lost by the wheel (written behind the node's back, in one
+ * shard, with one deadline, so that a pass finds all of them or none, and finds the others on the page after the
+ * first) are found a page (one order) at a time; the first page's close waits on a locked stock row while two wheel
+ * batches (one order each, they cannot join) queue behind it; once it is let through, one wheel batch takes the only
+ * place and waits on another locked row, the other stays queued, and the pass must end there.
  */
 class SweepStopsForQueueTest extends ServiceTestBase {
 
@@ -34,12 +34,9 @@ class SweepStopsForQueueTest extends ServiceTestBase {
   void aPassUnderWayStopsAtItsNextPageWhenCloseBatchesQueue() throws Exception {
     api.setStock("SLOW", 10);
     api.setStock("HELD", 10);
-    List<String> lost = new ArrayList<>();
-    for (int i = 0; i < 3; i++) {
-      String id = create("u-lost-" + i, 3, "SLOW", 1).getString("id");
-      service.vertx().eventBus().send(Addresses.TIMER_CANCEL, CancelTimers.one(Long.parseLong(id)));
-      lost.add(id);
-    }
+    long[] lostIds = SeedOrders.idsInShard(5, 3);
+    SeedOrders.insert("SLOW", lostIds, 3000, 0, null);
+    List<String> lost = Arrays.stream(lostIds).mapToObj(Long::toString).toList();
     List<String> held = List.of(create("u-held-1", 8, "HELD", 1).getString("id"), create("u-held-2", 8, "HELD", 1).getString("id"));
 
     try (Connection slowRow = Sql.lockedInventoryRow("SLOW"); Connection heldRow = Sql.lockedInventoryRow("HELD")) {
