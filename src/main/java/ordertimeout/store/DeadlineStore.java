@@ -14,6 +14,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.Arrays;
+import java.util.function.ToLongFunction;
 
 /** What the timer, the close verticle and the sweep ask of the database: batched closes, reminders, pages of deadlines. */
 public final class DeadlineStore {
@@ -148,19 +149,11 @@ public final class DeadlineStore {
   public Future<RecentPage> recentPendingPage(int[] shards, long afterId, int limit) {
     Integer[] boxedShards = Arrays.stream(shards).boxed().toArray(Integer[]::new);
     return pool.preparedQuery(Sql.RECENT_PENDING_PAGE).execute(Tuple.of(afterId, boxedShards, limit)).map(rows -> {
-      int size = rows.size();
-      long[] ids = new long[size];
-      long[] closeAt = new long[size];
-      long[] remindAt = new long[size];
-      int i = 0;
-      for (Row row : rows) {
-        ids[i] = row.getLong("id");
-        closeAt[i] = millis(row.getOffsetDateTime("close_due"));
+      Deadlines page = deadlines(rows, row -> millis(row.getOffsetDateTime("close_due")), row -> {
         OffsetDateTime remind = row.getOffsetDateTime("remind_due");
-        remindAt[i] = remind == null ? Deadlines.NONE : millis(remind);
-        i++;
-      }
-      return new RecentPage(new Deadlines(ids, closeAt, remindAt), size == 0 ? afterId : ids[size - 1]);
+        return remind == null ? Deadlines.NONE : millis(remind);
+      });
+      return new RecentPage(page, page.size() == 0 ? afterId : page.orderIds()[page.size() - 1]);
     });
   }
 
@@ -203,19 +196,25 @@ public final class DeadlineStore {
    */
   private Deadlines dueLater(RowSet<Row> rows, boolean close) {
     long now = clock.millis();
+    ToLongFunction<Row> due = row -> now + Math.max(1, row.getLong("due_in_millis"));
+    ToLongFunction<Row> none = row -> Deadlines.NONE;
+    return close ? deadlines(rows, due, none) : deadlines(rows, none, due);
+  }
+
+  /** The orders of {@code rows} (column {@code id}) with the close and reminder times the two functions read. */
+  private static Deadlines deadlines(RowSet<Row> rows, ToLongFunction<Row> closeAt, ToLongFunction<Row> remindAt) {
     int size = rows.size();
     long[] ids = new long[size];
-    long[] closeAt = new long[size];
-    long[] remindAt = new long[size];
+    long[] closes = new long[size];
+    long[] reminders = new long[size];
     int i = 0;
     for (Row row : rows) {
       ids[i] = row.getLong("id");
-      long due = now + Math.max(1, row.getLong("due_in_millis"));
-      closeAt[i] = close ? due : Deadlines.NONE;
-      remindAt[i] = close ? Deadlines.NONE : due;
+      closes[i] = closeAt.applyAsLong(row);
+      reminders[i] = remindAt.applyAsLong(row);
       i++;
     }
-    return new Deadlines(ids, closeAt, remindAt);
+    return new Deadlines(ids, closes, reminders);
   }
 
   private static long millis(OffsetDateTime time) {
