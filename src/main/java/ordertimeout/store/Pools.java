@@ -26,9 +26,11 @@ public final class Pools {
   /**
    * How long a transaction or statement waits for a free connection before it fails. The pool's own connection
    * timeout bounds the wait: since vertx-sql-client 5.0.8 a connection granted just as that timeout fires goes back
-   * to the pool (PoolWaitTest).
+   * to the pool (PoolWaitTest), and a request the pool leaves unanswered fails a margin later (AnsweringPool).
    */
   public static final long CONNECTION_WAIT_MILLIS = 30_000;
+  /** How long past its own connection timeout a pool may stay silent before {@link AnsweringPool} answers for it. */
+  static final long UNANSWERED_MARGIN_MILLIS = 1000;
   /** PostgreSQL's keepalive probes after the first: this many, this far apart, before it ends the session. */
   private static final int KEEPALIVE_PROBES = 3;
   private static final int KEEPALIVE_PROBE_SECONDS = 10;
@@ -58,14 +60,14 @@ public final class Pools {
 
   /**
    * {@code connectionWaitMillis}: how long a caller waits for a free connection; {@code network}: the client's socket
-   * options, SO_KEEPALIVE turned on.
+   * options, SO_KEEPALIVE turned on. Every request for a connection is answered ({@link AnsweringPool}).
    */
   public static Pool shared(Vertx vertx, String name, PgConnectOptions connectOptions, int maxSize, int eventLoops,
                      AppConfig.PoolWaits waits, long connectionWaitMillis, NetClientOptions network) {
     PgConnectOptions sessions = new PgConnectOptions(connectOptions);
     sessions.addProperty("lock_timeout", Integer.toString(waits.lockTimeoutMillis()));
     sessions.addProperty("statement_timeout", Integer.toString(waits.statementTimeoutMillis()));
-    return PgBuilder.pool()
+    Pool pool = PgBuilder.pool()
         .with(new PoolOptions().setMaxSize(maxSize).setShared(true).setName(name).setEventLoopSize(eventLoops)
             .setMaxWaitQueueSize(waits.maxWaitQueue())
             .setConnectionTimeout((int) connectionWaitMillis).setConnectionTimeoutUnit(TimeUnit.MILLISECONDS))
@@ -73,5 +75,6 @@ public final class Pools {
         .connectingTo(sessions)
         .using(vertx)
         .build();
+    return new AnsweringPool(vertx, pool, name, connectionWaitMillis + UNANSWERED_MARGIN_MILLIS);
   }
 }

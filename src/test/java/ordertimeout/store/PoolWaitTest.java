@@ -3,15 +3,15 @@ package ordertimeout.store;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.vertx.core.net.NetClientOptions;
 import io.vertx.junit5.Timeout;
 import io.vertx.junit5.VertxExtension;
 import io.vertx.junit5.VertxTestContext;
-import io.vertx.pgclient.PgBuilder;
 import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
-import io.vertx.sqlclient.PoolOptions;
 import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
+import ordertimeout.config.AppConfig;
 import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -20,8 +20,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
@@ -29,19 +31,17 @@ import java.util.function.Supplier;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The plain vertx-sql-client pool, with its own connection timeout as {@link Pools} sets it: a wait for a connection
- * ends on time, and a connection granted just as its waiter's timeout fires goes back to the pool. Up to
- * vertx-sql-client 5.0.7 such a grant went to the request that had already failed ("Promise already completed" in the
- * log) and the connection never came back, so under load a pool ran dry: this test fails on 5.0.7
- * ({@code mvn test -Dtest=PoolWaitTest -Dvertx.version=5.0.7}).
+ * The pool as {@link Pools} builds it: a wait for a connection ends on time, and a connection granted just as its
+ * waiter's timeout fires goes back to the pool. Up to vertx-sql-client 5.0.7 such a grant went to the request that had
+ * already failed ("Promise already completed" in the log) and the connection never came back, so under load a pool ran
+ * dry: this test fails on 5.0.7 ({@code mvn test -Dtest=PoolWaitTest -Dvertx.version=5.0.7}). A request that 5.0.8
+ * leaves unanswered (decision 0008) is failed by {@link AnsweringPool} a second after its wait.
  */
 @ExtendWith(VertxExtension.class)
 class PoolWaitTest {
   private static final int CONNECTIONS = 2;
   /** Well before the test's timeout, which would say nothing of where it stood. */
   private static final long WATCHDOG_MILLIS = 50_000;
-  /** How long taking every connection waits for a pool that neither grants nor refuses one (see everyConnection). */
-  private static final long UNANSWERED_MILLIS = 1000;
   private static PgConnectOptions database;
 
   @BeforeAll
@@ -142,26 +142,17 @@ class PoolWaitTest {
         })));
   }
 
-  /** The pool as {@link Pools} builds it (not shared, so that each test has its own), waiting at most the bound. */
+  /** The pool as {@link Pools} builds it, under a name of its own so that each test has its own. */
   private static Pool pool(Vertx vertx, int waitMillis) {
-    return PgBuilder.pool()
-        .with(new PoolOptions().setMaxSize(CONNECTIONS).setEventLoopSize(2)
-            .setConnectionTimeout(waitMillis).setConnectionTimeoutUnit(TimeUnit.MILLISECONDS))
-        .connectingTo(database)
-        .using(vertx)
-        .build();
+    return Pools.shared(vertx, "pool-wait-test-" + UUID.randomUUID(), database, CONNECTIONS, 2,
+        new AppConfig.PoolWaits(1000, 5000, AppConfig.PoolWaits.UNBOUNDED), waitMillis, new NetClientOptions());
   }
 
-  /**
-   * Every connection of the pool at once, or a failure when one does not come within the pool's wait. A connect that
-   * ends just as its waiter's wait ends leaves that waiter without any answer in vertx-sql-client 5.0.8 (the wait's
-   * timer finds the waiter gone, and the grant, finding the timer fired, takes the connection back), so this waits at
-   * most {@value #UNANSWERED_MILLIS} ms; a connection granted after that goes back to the pool.
-   */
+  /** Every connection of the pool at once, or a failure when one does not come within the pool's wait. */
   private static Future<List<SqlConnection>> everyConnection(Pool pool) {
     List<Future<SqlConnection>> connections = new ArrayList<>();
     for (int i = 0; i < CONNECTIONS; i++) connections.add(pool.getConnection());
-    return Future.join(connections).timeout(UNANSWERED_MILLIS, TimeUnit.MILLISECONDS).transform(all -> {
+    return Future.join(connections).transform(all -> {
       if (all.succeeded()) return Future.succeededFuture(all.result().<SqlConnection>list());
       connections.forEach(conn -> conn.onSuccess(SqlConnection::close));
       return Future.failedFuture(all.cause());
@@ -180,16 +171,19 @@ class PoolWaitTest {
 
   private static <T> Future<T> retry(Vertx vertx, int attempts, Supplier<Future<T>> action) {
     return action.get().recover(failure -> {
-      if (attempts <= 1 || !(isWaitTimeout(failure) || failure instanceof java.util.concurrent.TimeoutException)) {
+      if (attempts <= 1 || !isWaitTimeout(failure)) {
         return Future.failedFuture(failure);
       }
       return hold(vertx, 50).compose(waited -> retry(vertx, attempts - 1, action));
     });
   }
 
-  /** The pool's own failure when no connection came within its wait ("Timeout", "Timeout waiting for connection"). */
+  /**
+   * The pool's own failure when no connection came within its wait ("Timeout", "Timeout waiting for connection"), or
+   * {@link AnsweringPool}'s when the pool left the request unanswered.
+   */
   private static boolean isWaitTimeout(Throwable failure) {
-    return String.valueOf(failure.getMessage()).startsWith("Timeout");
+    return failure instanceof TimeoutException || String.valueOf(failure.getMessage()).startsWith("Timeout");
   }
 
   private static Future<Void> expectWaitTimeout(Future<?> statement) {
