@@ -190,21 +190,26 @@ final class Sql {
     return "to_char(" + timestamp + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')";
   }
 
-  /** The items of order {@code o.id} as a JSON array, by SKU (order_items' primary key). */
-  private static final String ORDER_ITEMS_JSON = itemsJsonOfOrder("");
+  /**
+   * The items of order {@code o.id} as a JSON array, by SKU (order_items' primary key), in a statement of the one order
+   * {@code $1}: the id given again keeps only its partition of order_items in the plan, which the correlation alone
+   * does not (statements are planned on every call, decision 0007). Statements of an array of ids read their items
+   * once instead ({@link #ITEMS_OF_ORDERS_1}).
+   */
+  private static final String ITEMS_JSON_OF_ORDER_1 = "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) "
+      + "ORDER BY i.sku) FROM order_items i WHERE i.order_id = o.id AND i.order_id = $1)";
 
   /**
-   * {@link #ORDER_ITEMS_JSON} in a statement of the one order {@code $1}: the id given again keeps only its partition of
-   * order_items in the plan, which the correlation alone does not (statements are planned on every call, decision 0007).
-   * Not for statements of an array of ids: {@code i.order_id = ANY($1)} beside the correlation made each order's lookup
-   * walk the whole array (a close batch of 4,000 orders took 4.2 s instead of 0.74 s).
+   * The items of the orders {@code $1}, a row per order: {@code json} as an event's payload writes them, {@code skus} and
+   * {@code qtys} as {@link #SELECT_ORDERS} reads them. Read once for the statement, where {@code order_id = ANY($1)}
+   * keeps only the partitions of those ids in the plan; a lookup per order ({@code WHERE i.order_id = o.id}) was planned
+   * over every partition of order_items on every call (decision 0007). With {@code i.order_id = ANY($1)} beside such a
+   * correlation, each order's lookup walked the whole array (a close batch of 4,000 took 4.2 s, not 0.74).
    */
-  private static final String ITEMS_JSON_OF_ORDER_1 = itemsJsonOfOrder(" AND i.order_id = $1");
-
-  private static String itemsJsonOfOrder(String alsoWhere) {
-    return "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) FROM order_items i "
-        + "WHERE i.order_id = o.id" + alsoWhere + ")";
-  }
+  private static final String ITEMS_OF_ORDERS_1 = """
+      items AS (
+        SELECT i.order_id, jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) AS json, %s
+        FROM order_items i WHERE i.order_id = ANY($1) GROUP BY i.order_id)""".formatted(ITEMS_AS_ARRAYS);
 
   // ---- pay and close
 
@@ -217,7 +222,7 @@ final class Sql {
    * may be paid before its deadline or before the end of the hold a started payment got ({@code hold_until}): the
    * negation of {@link #CLOSE_DUE}'s condition.
    */
-  static final String PAY = pay(ITEMS_JSON_OF_ORDER_1, """
+  static final String PAY = pay(ITEMS_JSON_OF_ORDER_1, "", """
       paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
         WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID'
@@ -231,9 +236,9 @@ final class Sql {
    * {@link #SELECT_ORDERS} reads them (their state after the pay, items as arrays; an order without items, which the
    * API never makes, is left out as there), so that a group that paid all its orders need not read them again; an id
    * given twice is paid once. {@code o.id = ANY($1)} repeats the join's condition so that the planner keeps only the
-   * partitions of those ids.
+   * partitions of those ids; their items are read once ({@link #ITEMS_OF_ORDERS_1}).
    */
-  static final String PAY_ORDERS = pay(ORDER_ITEMS_JSON, """
+  static final String PAY_ORDERS = pay("it.json", "LEFT JOIN items it ON it.order_id = o.id", """
       payable AS (
         SELECT o.id
         FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS requested(id, client)
@@ -245,31 +250,32 @@ final class Sql {
         FROM (SELECT DISTINCT id FROM payable) AS p
         WHERE o.id = p.id AND o.id = ANY($1) AND o.status = 'UNPAID'
         RETURNING o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
-                  o.hold_until, o.paid_at, o.closed_at)""", """
+                  o.hold_until, o.paid_at, o.closed_at),
+      """ + ITEMS_OF_ORDERS_1, """
       SELECT %s, items.skus, items.qtys
-      FROM paid o CROSS JOIN LATERAL (SELECT %s FROM order_items i WHERE i.order_id = o.id) AS items
-      WHERE items.skus IS NOT NULL""".formatted(ORDER_COLUMNS, ITEMS_AS_ARRAYS));
+      FROM paid o JOIN items ON items.order_id = o.id""".formatted(ORDER_COLUMNS));
 
   /**
-   * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns), which gets its log lines and
-   * events; {@code itemsJson} writes their items; {@code answer} reads {@code paid}.
+   * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns) and what {@code itemsJoin} joins
+   * it with; {@code paid} gets its log lines and events, whose items {@code itemsJson} writes; {@code answer} reads
+   * {@code paid}.
    */
-  private static String pay(String itemsJson, String paidCtes, String answer) {
+  private static String pay(String itemsJson, String itemsJoin, String paidCtes, String answer) {
     return """
         WITH %s,
         logged AS (
           INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
         evented AS (
           INSERT INTO outbox (order_id, client, type, payload, created_at)
-          SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o)
-        %s""".formatted(paidCtes, eventPayload("o", itemsJson), answer);
+          SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o %s)
+        %s""".formatted(paidCtes, eventPayload("o", itemsJson), itemsJoin, answer);
   }
 
   /**
    * The compare-and-set of a close, with its log line and ORDER_CLOSED event. {@code $1} is an array
    * of ids, {@code $2} the reason; {@code casCondition} adds the deadline check for timeouts, or the
    * client check for requests ({@code $3}, null for admins). A closed order's failed closes are forgotten
-   * (its close_failures row, parked or not, goes).
+   * (its close_failures row, parked or not, goes). The orders' items are read once ({@link #ITEMS_OF_ORDERS_1}).
    */
   private static String close(String casCondition) {
     return """
@@ -277,14 +283,15 @@ final class Sql {
           UPDATE orders SET status = 'CLOSED', close_reason = $2, closed_at = clock_timestamp()
           WHERE id = ANY($1) AND status = 'UNPAID' %s
           RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at),
+        %s,
         forgotten AS (
           DELETE FROM close_failures WHERE order_id IN (SELECT id FROM closed)),
         logged AS (
           INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'CLOSED', close_reason, closed_at FROM closed),
         evented AS (
           INSERT INTO outbox (order_id, client, type, payload, created_at)
-          SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o)
-        SELECT id, close_at, hold_until, closed_at FROM closed""".formatted(casCondition, eventPayload("o", ORDER_ITEMS_JSON));
+          SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o LEFT JOIN items it ON it.order_id = o.id)
+        SELECT id, close_at, hold_until, closed_at FROM closed""".formatted(casCondition, ITEMS_OF_ORDERS_1, eventPayload("o", "it.json"));
   }
 
   /** A parked order (close_failures.parked_at set): the wheel and the sweep leave it to an admin's retry. */
@@ -439,12 +446,14 @@ final class Sql {
         WHERE id = ANY($1) AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at <= now() AND close_at > now()
         RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, reminded_at, hold_until,
                   paid_at, closed_at),
+      {items},
       logged AS (
         INSERT INTO order_log (order_id, event, at) SELECT id, 'REMINDED', reminded_at FROM reminded),
       evented AS (
         INSERT INTO outbox (order_id, client, type, payload, created_at)
-        SELECT o.id, o.client, 'ORDER_CLOSE_REMINDER', {payload}, o.reminded_at FROM reminded o)
-      SELECT id FROM reminded""".replace("{payload}", eventPayload("o", ORDER_ITEMS_JSON));
+        SELECT o.id, o.client, 'ORDER_CLOSE_REMINDER', {payload}, o.reminded_at
+        FROM reminded o LEFT JOIN items it ON it.order_id = o.id)
+      SELECT id FROM reminded""".replace("{items}", ITEMS_OF_ORDERS_1).replace("{payload}", eventPayload("o", "it.json"));
 
   static final String SELECT_NOT_YET_REMINDED = """
       SELECT id, (extract(epoch FROM remind_at - now()) * 1000)::bigint AS due_in_millis FROM orders
@@ -690,14 +699,15 @@ final class Sql {
                reminded_at = CASE WHEN remind_at + $2::int * interval '1 second' > now() THEN NULL ELSE reminded_at END
         WHERE id = ANY($1) AND status = 'UNPAID' AND close_at > now()
         RETURNING *, close_at - $2::int * interval '1 second' AS previous_close_at),
+      {items},
       logged AS (
         INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'EXTENDED', 'from ' || previous_close_at, now() FROM moved),
       evented AS (
         INSERT INTO outbox (order_id, client, type, payload, created_at)
         SELECT o.id, o.client, 'ORDER_DEADLINE_EXTENDED', %s || jsonb_build_object('previousCloseAt', {previous}), now()
-        FROM moved o)
+        FROM moved o LEFT JOIN items it ON it.order_id = o.id)
       SELECT id, close_at, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_at FROM moved"""
-      .formatted(eventPayload("o", ORDER_ITEMS_JSON)).replace("{previous}", utc("o.previous_close_at"));
+      .formatted(eventPayload("o", "it.json")).replace("{items}", ITEMS_OF_ORDERS_1).replace("{previous}", utc("o.previous_close_at"));
 
   // ---- inventory: stock levels and the admins' changes, each logged by the statement that makes it (InventoryStore)
 

@@ -155,6 +155,10 @@ class BulkJobTest extends ServiceTestBase {
       assertThat(closeAt).isEqualTo(i == 0 ? before.get(i) : before.get(i).plusSeconds(120));
     }
     assertThat(Sql.count("SELECT count(*) FROM outbox WHERE type = 'ORDER_DEADLINE_EXTENDED'")).isEqualTo(8);
+    assertThat(Sql.rows("SELECT payload::text AS payload FROM outbox WHERE type = 'ORDER_DEADLINE_EXTENDED'"))
+        .as("each event carries its order's items")
+        .allSatisfy(event -> assertThat(new JsonObject((String) event.get("payload")).getJsonArray("items"))
+            .isEqualTo(new JsonArray().add(new JsonObject().put("sku", "SKU-E").put("qty", 1))));
   }
 
   @Test
