@@ -97,14 +97,13 @@ class PartitionPlansTest {
   }
 
   /**
-   * The statements that change one order by id are planned on every call (decision 0007), so each partition they keep
-   * costs planning time: only the partitions of their id, of orders and of order_items, are left in the plan. The
-   * statements of an array of ids (pay groups, close batches) keep every partition of order_items: given the array,
-   * their items' lookup per order walked all of it (Sql.ORDER_ITEMS_JSON).
+   * The statements that change orders by id are planned on every call (decision 0007), so each partition they keep
+   * costs planning time: only the partitions of their ids, of orders and of order_items, are left in the plan, for
+   * one order and for an array of them (whose items are read once, Sql.ITEMS_OF_ORDERS_1).
    */
   @Test
   @Order(2)
-  void statementsOfOneOrderPlanOnlyItsPartitions() throws SQLException {
+  void statementsOfOrdersByIdPlanOnlyTheirPartitions() throws SQLException {
     Map<String, String> plans = new LinkedHashMap<>();
     try (Connection connection = TestDatabase.jdbc()) {
       Sql.rows(connection, "SET plan_cache_mode = force_custom_plan");
@@ -114,6 +113,12 @@ class PartitionPlansTest {
           one + ", now() + interval '1 hour', now()"));
       plans.put("late payment", customPlan(connection, ordertimeout.store.Sql.NOTE_LATE_PAYMENT, one + ", 'closed'"));
       plans.put("reopen", customPlan(connection, ordertimeout.store.Sql.REOPEN_PAID, one + ", 'TIMEOUT', now()"));
+      String some = "ARRAY[" + (from + 4096) + ", " + (from + 8192) + ", " + (from + 12288) + "]::bigint[]";
+      plans.put("pay group", customPlan(connection, ordertimeout.store.Sql.PAY_ORDERS, some + ", ARRAY[NULL, NULL, NULL]::text[]"));
+      plans.put("close batch", customPlan(connection, ordertimeout.store.Sql.CLOSE_DUE, some + ", 'TIMEOUT'"));
+      plans.put("close on request", customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST, some + ", 'ADMIN', NULL"));
+      plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, some));
+      plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS, some + ", 60"));
     }
     plans.forEach((what, plan) -> assertThat(partitionsIn(plan)).as(what + ":\n" + plan).containsExactlyInAnyOrder(orders, items));
   }
