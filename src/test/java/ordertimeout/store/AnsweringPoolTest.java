@@ -12,7 +12,6 @@ import io.vertx.sqlclient.Query;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
 import io.vertx.sqlclient.SqlConnection;
-import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -27,7 +26,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A request the pool never answers (vertx-sql-client 5.0.8, decision 0008) fails after the bound, whichever way it
- * asked for a connection; a connection granted after that goes back. The real pool behind it: {@code PoolWaitTest}.
+ * asked for a connection; a connection granted after that goes back; the pool's own answers pass as they are. The
+ * real pool behind it: {@code PoolWaitTest}.
  */
 @ExtendWith(VertxExtension.class)
 @Timeout(value = 10, timeUnit = TimeUnit.SECONDS)
@@ -41,11 +41,6 @@ class AnsweringPoolTest {
     long start = System.nanoTime();
     List<Future<?>> requests = List.of(
         pool.getConnection(),
-        pool.preparedQuery("SELECT $1::int").execute(Tuple.of(1)),
-        pool.preparedQuery("SELECT 1").execute(),
-        pool.preparedQuery("SELECT $1::int").executeBatch(List.of(Tuple.of(1))),
-        pool.preparedQuery("SELECT 1").mapping(row -> row.getInteger(0)).execute(),
-        pool.query("SELECT 1").execute(),
         pool.withTransaction(conn -> conn.query("SELECT 1").execute()),
         pool.withConnection(conn -> conn.query("SELECT 1").execute()));
     Future.join(requests).onComplete(all -> test.verify(() -> {
@@ -73,18 +68,32 @@ class AnsweringPoolTest {
   }
 
   @Test
-  void aConnectionGrantedInTimeIsTheAnswerAndAStatementGivesItBack(Vertx vertx, VertxTestContext test) {
+  void aConnectionGrantedInTimeIsTheAnswerAndATransactionGivesItBack(Vertx vertx, VertxTestContext test) {
     SilentPool granting = new SilentPool();
     Pool pool = new AnsweringPool(vertx, granting, "granting", BOUND_MILLIS);
     AtomicInteger closed = new AtomicInteger();
-    Future<RowSet<Row>> statement = pool.preparedQuery("SELECT 1").execute();
-    assertThat(closed).hasValue(0);
+    Future<RowSet<Row>> transaction = pool.withConnection(conn -> conn.preparedQuery("SELECT 1").execute());
     granting.requests.get(0).complete(connection(closed));
-    statement.onComplete(ran -> test.verify(() -> {
+    transaction.onComplete(ran -> test.verify(() -> {
       assertThat(ran.succeeded()).as("ran: " + ran.cause()).isTrue();
       assertThat(closed).as("connections given back").hasValue(1);
-      // the bound's timer was cancelled: nothing fires later
-      vertx.setTimer(2 * BOUND_MILLIS, later -> test.completeNow());
+      test.completeNow();
+    }));
+  }
+
+  /** The pool's own refusal (its wait ran out, its queue is full) reaches the caller as it is, before the bound. */
+  @Test
+  void thePoolsOwnFailureIsTheAnswer(Vertx vertx, VertxTestContext test) {
+    SilentPool refusing = new SilentPool();
+    Pool pool = new AnsweringPool(vertx, refusing, "refusing", BOUND_MILLIS);
+    IllegalStateException tooBusy = new IllegalStateException("the pool's own refusal");
+    long start = System.nanoTime();
+    Future<SqlConnection> request = pool.getConnection();
+    refusing.requests.get(0).fail(tooBusy);
+    request.onComplete(answered -> test.verify(() -> {
+      assertThat(answered.cause()).isSameAs(tooBusy);
+      assertThat((System.nanoTime() - start) / 1_000_000).as("ms").isLessThan(BOUND_MILLIS);
+      test.completeNow();
     }));
   }
 
@@ -101,17 +110,17 @@ class AnsweringPoolTest {
 
     @Override
     public Query<RowSet<Row>> query(String sql) {
-      throw new AssertionError("statements must take a connection of their own through getConnection");
+      throw new UnsupportedOperationException();
     }
 
     @Override
     public PreparedQuery<RowSet<Row>> preparedQuery(String sql) {
-      throw new AssertionError("statements must take a connection of their own through getConnection");
+      throw new UnsupportedOperationException();
     }
 
     @Override
     public PreparedQuery<RowSet<Row>> preparedQuery(String sql, io.vertx.sqlclient.PrepareOptions options) {
-      throw new AssertionError("statements must take a connection of their own through getConnection");
+      throw new UnsupportedOperationException();
     }
 
     @Override

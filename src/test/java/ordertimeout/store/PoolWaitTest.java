@@ -120,6 +120,7 @@ class PoolWaitTest {
         .onComplete(test.succeedingThenComplete());
   }
 
+  /** The pool's own timeout answers, not {@link AnsweringPool}'s a second later. */
   @Test
   void statementsOnThePoolWaitForAConnectionAtMostTheBound(Vertx vertx, VertxTestContext test) {
     Pool pool = pool(vertx, 200);
@@ -178,18 +179,20 @@ class PoolWaitTest {
     });
   }
 
-  /**
-   * The pool's own failure when no connection came within its wait ("Timeout", "Timeout waiting for connection"), or
-   * {@link AnsweringPool}'s when the pool left the request unanswered.
-   */
+  /** The pool's own failure, or {@link AnsweringPool}'s when the pool left the request unanswered. */
   private static boolean isWaitTimeout(Throwable failure) {
-    return failure instanceof TimeoutException || String.valueOf(failure.getMessage()).startsWith("Timeout");
+    return failure instanceof TimeoutException || isPoolsOwnTimeout(failure);
+  }
+
+  /** The pool's own failure when no connection came within its wait ("Timeout", "Timeout waiting for connection"). */
+  private static boolean isPoolsOwnTimeout(Throwable failure) {
+    return String.valueOf(failure.getMessage()).startsWith("Timeout");
   }
 
   private static Future<Void> expectWaitTimeout(Future<?> statement) {
     return statement.transform(result -> {
       if (result.succeeded()) return Future.failedFuture(new AssertionError("ran without a free connection"));
-      if (!isWaitTimeout(result.cause())) return Future.failedFuture(result.cause());
+      if (!isPoolsOwnTimeout(result.cause())) return Future.failedFuture(result.cause());
       return Future.succeededFuture();
     });
   }
