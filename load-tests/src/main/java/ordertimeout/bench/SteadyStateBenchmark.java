@@ -106,6 +106,8 @@ public final class SteadyStateBenchmark {
     AtomicReference<CpuWindow.Split> cpuSplit = new AtomicReference<>();
     AtomicReference<CompletableFuture<Void>> counting = new AtomicReference<>();
     AtomicReference<CompletableFuture<JsonObject>> statementCosts = new AtomicReference<>();
+    AtomicReference<WaitSampler> sampler = new AtomicReference<>();
+    AtomicReference<JsonObject> waits = new AtomicReference<>();
     CpuWindow.Split split;
     try {
       if (useGatling) {
@@ -120,9 +122,11 @@ public final class SteadyStateBenchmark {
             () -> {
               cpu.set(CpuWindow.start(postgresDir));
               counting.set(CompletableFuture.runAsync(db::countStatements));
+              sampler.set(WaitSampler.start(db));
             },
             () -> {
               cpuSplit.set(cpu.get().stop(0));
+              waits.set(stopQuietly(sampler.get()));
               statementCosts.set(counting.get().thenApply(counted -> db.statementCosts(TOP_STATEMENTS)));
             });
       }
@@ -163,7 +167,7 @@ public final class SteadyStateBenchmark {
     } else {
       result.put("openLoad", open.toJson().put("connections", connections).put("pipelining", pipelining));
       statements = statementCosts.get().get(1, TimeUnit.MINUTES);
-      result.put("postgresStatements", statements);
+      result.put("postgresStatements", statements).put("postgresSessions", waits.get());
     }
     result
         .put("created", (long) created)
@@ -213,6 +217,7 @@ public final class SteadyStateBenchmark {
         split.jvmCores(), split.generatorCores(), split.postgresCores(), split.otherCores(), split.gcCount(), split.gcMillis());
     if (statements != null) {
       BenchDatabase.printStatements("steady-state", statements, "create sent", open.sent());
+      WaitSampler.print("steady-state", waits.get());
     }
     if (split.otherCores() > 0.1 && kafkaBootstrap == null) {
       System.out.printf("steady-state: WARNING: other processes used %.2f cores during the run%s; the figures are not the service's alone%n",
@@ -225,6 +230,15 @@ public final class SteadyStateBenchmark {
           + "%d reads not PAID after their pay was answered%n", (long) early, (long) unpaid, (long) endedTwice, wrongStock, staleReads);
     }
     return holds;
+  }
+
+  private static JsonObject stopQuietly(WaitSampler sampler) {
+    try {
+      return sampler.stop();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return new JsonObject();
+    }
   }
 
   private static double lateness(BenchDatabase db, double fraction, double createdFromEpochSeconds) {
