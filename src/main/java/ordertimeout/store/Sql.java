@@ -196,15 +196,16 @@ final class Sql {
    * does not (statements are planned on every call, decision 0007). Statements of an array of ids read their items
    * once instead ({@link #ITEMS_OF_ORDERS_1}).
    */
-  private static final String ITEMS_JSON_OF_ORDER_1 = "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) "
-      + "ORDER BY i.sku) FROM order_items i WHERE i.order_id = o.id AND i.order_id = $1)";
+  private static final String ITEMS_JSON_OF_ORDER_1 = "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', "
+      + "i.qty) ORDER BY i.sku) FROM order_items i WHERE i.order_id = o.id AND i.order_id = $1)";
 
   /**
-   * The items of the orders {@code $1}, a row per order: {@code json} as an event's payload writes them, {@code skus} and
-   * {@code qtys} as {@link #SELECT_ORDERS} reads them. Read once for the statement, where {@code order_id = ANY($1)}
-   * keeps only the partitions of those ids in the plan; a lookup per order ({@code WHERE i.order_id = o.id}) was planned
-   * over every partition of order_items on every call (decision 0007). With {@code i.order_id = ANY($1)} beside such a
-   * correlation, each order's lookup walked the whole array (a close batch of 4,000 took 4.2 s, not 0.74).
+   * The items of the orders {@code $1}, a row per order: {@code json} as an event's payload writes them,
+   * {@code skus} and {@code qtys} as {@link #SELECT_ORDERS} reads them. Read once for the statement, where
+   * {@code order_id = ANY($1)} keeps only the partitions of those ids in the plan; a lookup per order
+   * ({@code WHERE i.order_id = o.id}) was planned over every partition of order_items on every call (decision 0007).
+   * With {@code i.order_id = ANY($1)} beside such a correlation, each order's lookup walked the whole array (a close
+   * batch of 4,000 took 4.2 s, not 0.74).
    */
   private static final String ITEMS_OF_ORDERS_1 = """
       items AS (
@@ -291,7 +292,8 @@ final class Sql {
         evented AS (
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o LEFT JOIN items it ON it.order_id = o.id)
-        SELECT id, close_at, hold_until, closed_at FROM closed""".formatted(casCondition, ITEMS_OF_ORDERS_1, eventPayload("o", "it.json"));
+        SELECT id, close_at, hold_until, closed_at FROM closed"""
+        .formatted(casCondition, ITEMS_OF_ORDERS_1, eventPayload("o", "it.json"));
   }
 
   /** A parked order (close_failures.parked_at set): the wheel and the sweep leave it to an admin's retry. */
@@ -453,7 +455,8 @@ final class Sql {
         INSERT INTO outbox (order_id, client, type, payload, created_at)
         SELECT o.id, o.client, 'ORDER_CLOSE_REMINDER', {payload}, o.reminded_at
         FROM reminded o LEFT JOIN items it ON it.order_id = o.id)
-      SELECT id FROM reminded""".replace("{items}", ITEMS_OF_ORDERS_1).replace("{payload}", eventPayload("o", "it.json"));
+      SELECT id FROM reminded"""
+      .replace("{items}", ITEMS_OF_ORDERS_1).replace("{payload}", eventPayload("o", "it.json"));
 
   static final String SELECT_NOT_YET_REMINDED = """
       SELECT id, (extract(epoch FROM remind_at - now()) * 1000)::bigint AS due_in_millis FROM orders
@@ -707,7 +710,8 @@ final class Sql {
         SELECT o.id, o.client, 'ORDER_DEADLINE_EXTENDED', %s || jsonb_build_object('previousCloseAt', {previous}), now()
         FROM moved o LEFT JOIN items it ON it.order_id = o.id)
       SELECT id, close_at, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_at FROM moved"""
-      .formatted(eventPayload("o", "it.json")).replace("{items}", ITEMS_OF_ORDERS_1).replace("{previous}", utc("o.previous_close_at"));
+      .formatted(eventPayload("o", "it.json")).replace("{items}", ITEMS_OF_ORDERS_1)
+      .replace("{previous}", utc("o.previous_close_at"));
 
   // ---- inventory: stock levels and the admins' changes, each logged by the statement that makes it (InventoryStore)
 

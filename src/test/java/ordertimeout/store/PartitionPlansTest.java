@@ -114,11 +114,14 @@ class PartitionPlansTest {
       plans.put("late payment", customPlan(connection, ordertimeout.store.Sql.NOTE_LATE_PAYMENT, one + ", 'closed'"));
       plans.put("reopen", customPlan(connection, ordertimeout.store.Sql.REOPEN_PAID, one + ", 'TIMEOUT', now()"));
       String some = "ARRAY[" + (from + 4096) + ", " + (from + 8192) + ", " + (from + 12288) + "]::bigint[]";
-      plans.put("pay group", customPlan(connection, ordertimeout.store.Sql.PAY_ORDERS, some + ", ARRAY[NULL, NULL, NULL]::text[]"));
+      plans.put("pay group", customPlan(connection, ordertimeout.store.Sql.PAY_ORDERS,
+          some + ", ARRAY[NULL, NULL, NULL]::text[]"));
       plans.put("close batch", customPlan(connection, ordertimeout.store.Sql.CLOSE_DUE, some + ", 'TIMEOUT'"));
-      plans.put("close on request", customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST, some + ", 'ADMIN', NULL"));
+      plans.put("close on request", customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST,
+          some + ", 'ADMIN', NULL"));
       plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, some));
-      plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS, some + ", 60"));
+      plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS,
+          some + ", 60"));
     }
     plans.forEach((what, plan) -> assertThat(partitionsIn(plan)).as(what + ":\n" + plan).containsExactlyInAnyOrder(orders, items));
   }

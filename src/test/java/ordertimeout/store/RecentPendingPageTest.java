@@ -24,7 +24,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class RecentPendingPageTest {
   private static final String SKU = "SKU-RECENT";
 
-  /** The seeded orders are not whole orders (one PAID without its pay): the invariants of a later test would count them. */
+  /** The seeded orders are not whole orders (one PAID without its pay): a later test's invariants would count them. */
   @AfterEach
   void leaveNoOrderBehind() {
     TestDatabase.reset();

@@ -80,7 +80,8 @@ final class WaitSampler {
       byStatement.entrySet().stream()
           .sorted(Comparator.comparingLong((Map.Entry<String, Map<String, Long>> e) -> total(e.getValue())).reversed())
           .limit(8)
-          .forEach(e -> statements.add(new JsonObject().put("statement", e.getKey()).put("sessions", sessions(e.getValue()))));
+          .forEach(e -> statements.add(
+              new JsonObject().put("statement", e.getKey()).put("sessions", sessions(e.getValue()))));
       return new JsonObject().put("samples", samples).put("intervalMillis", INTERVAL_MILLIS)
           .put("sessions", sessions(overall)).put("byStatement", statements);
     }
@@ -98,8 +99,8 @@ final class WaitSampler {
   }
 
   static void print(String label, JsonObject waits) {
-    System.out.printf("%s. PostgreSQL sessions of the service, sampled every %d ms (%d samples), on average: %s%n", label,
-        waits.getLong("intervalMillis"), waits.getLong("samples"), line(waits.getJsonObject("sessions")));
+    System.out.printf("%s. PostgreSQL sessions of the service, sampled every %d ms (%d samples), on average: %s%n",
+        label, waits.getLong("intervalMillis"), waits.getLong("samples"), line(waits.getJsonObject("sessions")));
     for (Object entry : waits.getJsonArray("byStatement")) {
       JsonObject statement = (JsonObject) entry;
       System.out.printf("  %-48s %s%n", statement.getString("statement"), line(statement.getJsonObject("sessions")));
@@ -108,7 +109,8 @@ final class WaitSampler {
 
   private static String line(JsonObject sessions) {
     Map<String, Object> ordered = new LinkedHashMap<>(sessions.getMap());
-    return ordered.entrySet().stream().map(e -> e.getKey() + " " + String.format("%.2f", ((Number) e.getValue()).doubleValue()))
+    return ordered.entrySet().stream()
+        .map(e -> e.getKey() + " " + String.format("%.2f", ((Number) e.getValue()).doubleValue()))
         .collect(Collectors.joining(", "));
   }
 }
