@@ -68,13 +68,13 @@ class AnsweringPoolTest {
   }
 
   @Test
-  void aConnectionGrantedInTimeIsTheAnswerAndATransactionGivesItBack(Vertx vertx, VertxTestContext test) {
+  void aConnectionGrantedInTimeIsTheAnswerAndGoesBackAfterItsWork(Vertx vertx, VertxTestContext test) {
     SilentPool granting = new SilentPool();
     Pool pool = new AnsweringPool(vertx, granting, "granting", BOUND_MILLIS);
     AtomicInteger closed = new AtomicInteger();
-    Future<RowSet<Row>> transaction = pool.withConnection(conn -> conn.preparedQuery("SELECT 1").execute());
+    Future<RowSet<Row>> work = pool.withConnection(conn -> conn.preparedQuery("SELECT 1").execute());
     granting.requests.get(0).complete(connection(closed));
-    transaction.onComplete(ran -> test.verify(() -> {
+    work.onComplete(ran -> test.verify(() -> {
       assertThat(ran.succeeded()).as("ran: " + ran.cause()).isTrue();
       assertThat(closed).as("connections given back").hasValue(1);
       test.completeNow();
