@@ -10,6 +10,7 @@ import ordertimeout.support.OwnNode;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TcpProxy;
 import ordertimeout.support.TestDatabase;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -36,6 +37,12 @@ class AnswerDeadlineTest {
   private static final Duration SAFETY = Duration.ofSeconds(60);
   private static final String SKU = "SKU-ANSWER-DEADLINE";
   private static final int ANSWER_WITHIN_MILLIS = 2500;
+
+  /** Its invariants are checked over the whole database: whatever an earlier test left would count against it. */
+  @BeforeEach
+  void emptyDatabase() {
+    TestDatabase.reset();
+  }
 
   @Test
   void everyRequestIsAnsweredWithinItsBoundWhileTheDatabaseIsSilentAndAResendLearnsTheOutcome() throws Exception {
