@@ -60,11 +60,6 @@ final class BenchDatabase implements AutoCloseable {
     return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), overrides::get));
   }
 
-  /** A connection of its own, for a sampler that runs beside the benchmark. */
-  Connection openJdbc() throws SQLException {
-    return setup.openJdbc();
-  }
-
   void execute(String sql, Object... params) {
     try (Connection c = setup.openJdbc(); PreparedStatement s = c.prepareStatement(sql)) {
       for (int i = 0; i < params.length; i++) {

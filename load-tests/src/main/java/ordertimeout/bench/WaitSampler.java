@@ -49,7 +49,7 @@ final class WaitSampler {
   }
 
   private void sample(BenchDatabase db) {
-    try (Connection c = db.openJdbc(); Statement s = c.createStatement()) {
+    try (Connection c = db.setup.openJdbc(); Statement s = c.createStatement()) {
       while (running) {
         long next = System.currentTimeMillis() + INTERVAL_MILLIS;
         try (ResultSet r = s.executeQuery(SAMPLE)) {
