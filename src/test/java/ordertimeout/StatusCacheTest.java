@@ -12,15 +12,18 @@ import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The status cache of a node alone: a repeated read is answered from memory, another client's read of a kept order is
- * still not found, and every write (pay, cancel, admin close, extend, payment started, a late pay that reopens, the
+ * The status cache of a node alone: a create keeps its order (a replayed one keeps nothing), a repeated read is
+ * answered from memory, another client's read of a kept order is still not found, and every write (pay, cancel, admin close, extend, payment started, a late pay that reopens, the
  * wheel's timeout close, bulk close and bulk extend) is seen by the very next read, each order having been read (and
  * kept) just before it.
  */
@@ -49,6 +52,48 @@ class StatusCacheTest extends ServiceTestBase {
     assertThat(api.as(SHOP_B).order(id).code()).as("another client's read of a kept order").isEqualTo("order_not_found");
     assertThat(api.get("/v1/orders/" + id, Api.ADMIN_KEY).json()).as("an admin's").isEqualTo(first);
     assertThat(hits()).isEqualTo(hits + 3);
+  }
+
+  @Test
+  void aCreateKeepsItsOrderAsPostgreSqlHasIt() {
+    api.setStock("SKU-1", 10);
+    api.setStock("SKU-2", 10);
+    JsonObject created = create("u-1", 600, "SKU-2", 2, "SKU-1", 1);
+    String id = created.getString("id");
+    double hits = hits();
+
+    JsonObject first = api.order(id).json();
+    assertThat(hits()).as("the first read was a hit").isEqualTo(hits + 1);
+    assertThat(first).isEqualTo(created);
+    Map<String, Object> stored = Sql.rows("""
+        SELECT status, user_id, (extract(epoch FROM created_at) * 1000000)::bigint AS created_micros,
+               (extract(epoch FROM close_at) * 1000000)::bigint AS close_micros,
+               (extract(epoch FROM remind_at) * 1000000)::bigint AS remind_micros,
+               (SELECT string_agg(sku || '=' || qty, ',' ORDER BY sku) FROM order_items WHERE order_id = o.id) AS items
+        FROM orders o WHERE id = ?""", Long.parseLong(id)).get(0);
+    assertThat(first.getString("status")).isEqualTo(stored.get("status"));
+    assertThat(first.getString("userId")).isEqualTo(stored.get("user_id"));
+    assertThat(micros(first, "createdAt")).isEqualTo(stored.get("created_micros"));
+    assertThat(micros(first, "closeAt")).isEqualTo(stored.get("close_micros"));
+    assertThat(micros(first, "remindAt")).isEqualTo(stored.get("remind_micros"));
+    assertThat(first.getJsonArray("items").stream().map(item -> (JsonObject) item)
+        .map(item -> item.getString("sku") + "=" + item.getInteger("qty")).collect(Collectors.joining(",")))
+        .isEqualTo(stored.get("items"));
+    assertThat(api.as(SHOP_B).order(id).code()).as("another client's read").isEqualTo("order_not_found");
+  }
+
+  /** A replayed create answers the order as first created; that answer must not be kept over a later write. */
+  @Test
+  void aReplayedCreateKeepsNothing() {
+    api.setStock("SKU-1", 10);
+    String key = UUID.randomUUID().toString();
+    JsonObject body = orderBody("u-1", 600, "SKU-1", 1);
+    String id = api.createOrder(key, body).json().getString("id");
+    assertThat(api.pay(id).status()).isEqualTo(200);
+
+    Api.Response replayed = api.createOrder(key, body);
+    assertThat(replayed.json().getString("status")).as("the replay answers the create's answer").isEqualTo("UNPAID");
+    assertThat(statusOf(id)).isEqualTo("PAID");
   }
 
   @Test
@@ -147,6 +192,11 @@ class StatusCacheTest extends ServiceTestBase {
   private void finish(String jobId) {
     Await.until("job " + jobId + " finished", Duration.ofSeconds(30),
         () -> "SUCCEEDED".equals(api.get("/v1/admin/jobs/" + jobId, Api.ADMIN_KEY).json().getString("status")));
+  }
+
+  private static Long micros(JsonObject order, String field) {
+    Instant at = Instant.parse(order.getString(field));
+    return TimeUnit.SECONDS.toMicros(at.getEpochSecond()) + TimeUnit.NANOSECONDS.toMicros(at.getNano());
   }
 
   private double hits() {

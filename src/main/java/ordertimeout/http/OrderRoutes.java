@@ -97,6 +97,7 @@ final class OrderRoutes {
     NewOrder order = new NewOrder(id, OrderIds.shardOf(id, config.database().shards()), request.userId(),
         request.category(), request.items(), timeoutSeconds, policy.reminderAfterSeconds(timeoutSeconds));
     IdempotencyKey idempotency = new IdempotencyKey(caller.client(), key, request.hash());
+    long cacheTicket = store.createTicket(id);
     createPermit(ctx, caller.client(), limits)
         .compose(permitted -> creates.submit(new CreateRequest(order, idempotency, decideBy), decideBy))
         .onSuccess(outcome -> {
@@ -106,6 +107,7 @@ final class OrderRoutes {
             rescheduleReplayed(outcome.order());
           } else {
             stats.orderCreated();
+            store.created(id, cacheTicket, caller.client(), outcome.order());
             schedule(outcome.order());
           }
           json(ctx, 201, outcome.order().toJson());

@@ -76,6 +76,22 @@ public final class OrderStore {
     });
   }
 
+  /** Taken before an order's create is submitted, and handed to {@link #created} once the create committed. */
+  public long createTicket(long id) {
+    return statusCache.ticket(id);
+  }
+
+  /**
+   * A new order as its create committed it, kept for its buyer's first reads, unless a write of it ended since
+   * {@code ticket} was taken or is under way. Not kept when it was stored under another id than {@code ticketId} (its
+   * id was taken): the ticket counts the writes of another stripe of ids.
+   */
+  public void created(long ticketId, long ticket, String client, Order order) {
+    if (order.id() == ticketId) {
+      statusCache.keep(order.id(), ticket, client, order);
+    }
+  }
+
   /**
    * Pays a group of orders (group commit): one result per request, in order, each decided on its own: the order after
    * the request and whether this request changed it, or {@link OrderRejected} when there is no such order (for that

@@ -6,6 +6,7 @@ import ordertimeout.order.OrderItem;
 import ordertimeout.order.OrderStatus;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,7 +19,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The status cache's rules, without a database: a read that went to PostgreSQL keeps nothing when a write of its order
- * ended meanwhile or is under way, a failed write forgets too, and no read ever returns an order older than what was
+ * ended meanwhile or is under way, nor does a create under another id than its ticket's, a failed write forgets too, and no read ever returns an order older than what was
  * committed when the read began, though the write that committed it has not ended yet (an event of it may already be
  * out): threads racing on a few orders, each order's "database" a version number.
  */
@@ -56,6 +57,21 @@ class StatusCacheRacesTest {
     Future<Void> failed = cache.writing(new Long[] {7L}, () -> Future.failedFuture("the commit's outcome is unknown"));
     assertThat(failed.failed()).isTrue();
     assertThat(cache.get(7)).isNull();
+  }
+
+  /** A ticket counts the writes of one stripe of ids: a create stored under another id (its id was taken) keeps nothing. */
+  @Test
+  void aCreateKeepsItsOrderOnlyUnderTheIdOfItsTicket() {
+    StatusCache cache = new StatusCache(100);
+    OrderStore store = new OrderStore(null, false, Duration.ofSeconds(1), cache);
+    cache.end(new Long[] {1L});
+    long ticketOfOne = store.createTicket(1);
+    cache.end(new Long[] {2L}); // a write of order 2 ended after that ticket; each stripe counted one write
+    store.created(1, ticketOfOne, CLIENT, order(2, 0));
+    assertThat(cache.get(2)).isNull();
+
+    store.created(1, ticketOfOne, CLIENT, order(1, 0));
+    assertThat(cache.get(1)).as("under its own id").isNotNull();
   }
 
   @Test
