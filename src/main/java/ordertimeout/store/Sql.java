@@ -2,8 +2,8 @@ package ordertimeout.store;
 
 /**
  * Every SQL statement of the service, named. Parameters are always bound ($n). Statements that touch
- * several inventory rows are preceded by {@link #LOCK_STOCK_OF_ORDERS} or {@link #LOCK_STOCK_BY_SKU},
- * which lock them in SKU order, so that concurrent transactions cannot deadlock on inventory.
+ * several inventory rows lock them in SKU order first ({@link #LOCK_STOCK_OF_ORDERS}, {@link #LOCK_STOCK_BY_SKU}, or
+ * the same lock inside the statement), so that concurrent transactions cannot deadlock on inventory.
  */
 final class Sql {
   private Sql() {}
@@ -328,19 +328,27 @@ final class Sql {
       SELECT inv.sku, held.qty, inv.available FROM inventory AS inv JOIN held ON held.sku = inv.sku
       ORDER BY inv.sku FOR UPDATE OF inv""";
 
-  /** A close gives the reservation back to what is available; {@code $1} SKUs, {@code $2} quantities. */
-  static final String RELEASE_STOCK = """
-      UPDATE inventory AS inv
-      SET available = inv.available + d.qty, reserved = inv.reserved - d.qty, updated_at = now()
-      FROM unnest($1::text[], $2::bigint[]) AS d (sku, qty)
-      WHERE inv.sku = d.sku""";
+  /** Closed orders ({@code $1}) give their reservation back to what is available ({@link #moveStockOfOrders}). */
+  static final String RELEASE_STOCK_OF_ORDERS =
+      moveStockOfOrders("available = inv.available + l.qty, reserved = inv.reserved - l.qty");
 
-  /** A payment turns the reservation into a sale; {@code $1} SKUs, {@code $2} quantities. */
-  static final String SELL_STOCK = """
-      UPDATE inventory AS inv
-      SET reserved = inv.reserved - d.qty, updated_at = now()
-      FROM unnest($1::text[], $2::bigint[]) AS d (sku, qty)
-      WHERE inv.sku = d.sku""";
+  /** Paid orders' ({@code $1}) reservation becomes a sale ({@link #moveStockOfOrders}). */
+  static final String SELL_STOCK_OF_ORDERS = moveStockOfOrders("reserved = inv.reserved - l.qty");
+
+  /**
+   * Sets {@code assignments} on the inventory rows of the orders' SKUs, {@code l.qty} being what the orders hold of
+   * each, in one statement: every row is locked in SKU order ({@link #LOCK_STOCK_OF_ORDERS}'s lock, the
+   * {@code FOR UPDATE} above its sort, materialized) before the update writes any.
+   */
+  private static String moveStockOfOrders(String assignments) {
+    return """
+        WITH held AS (SELECT sku, sum(qty) AS qty FROM order_items WHERE order_id = ANY($1) GROUP BY sku),
+        locked AS MATERIALIZED (
+          SELECT inv.sku, held.qty FROM inventory AS inv JOIN held ON held.sku = inv.sku
+          ORDER BY inv.sku FOR UPDATE OF inv)
+        UPDATE inventory AS inv SET %s, updated_at = now()
+        FROM locked l WHERE inv.sku = l.sku""".formatted(assignments);
+  }
 
   // ---- payments at the deadline's edge and deadline changes (OrderStore): each by primary key, in the transaction of
   // its request, the order's row locked before any inventory row (as pays and closes lock them)

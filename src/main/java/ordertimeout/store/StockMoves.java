@@ -7,19 +7,20 @@ import io.vertx.sqlclient.Tuple;
 
 /**
  * Moves the stock of orders that were just closed or paid (or paid after their close), inside the caller's transaction: locks the
- * inventory rows in SKU order and sums what the orders hold in one statement, then updates them.
+ * inventory rows in SKU order, sums what the orders hold and updates the rows, in one statement (a paid-after-close
+ * order's in two, since it needs every SKU available first).
  */
 final class StockMoves {
   private StockMoves() {}
 
   /** Closed orders: reserved back to available. */
   static Future<Void> release(SqlConnection conn, Long[] orderIds) {
-    return move(conn, orderIds, Sql.RELEASE_STOCK);
+    return move(conn, orderIds, Sql.RELEASE_STOCK_OF_ORDERS);
   }
 
   /** Paid orders: the reservation becomes a sale. */
   static Future<Void> sell(SqlConnection conn, Long[] orderIds) {
-    return move(conn, orderIds, Sql.SELL_STOCK);
+    return move(conn, orderIds, Sql.SELL_STOCK_OF_ORDERS);
   }
 
   /**
@@ -43,23 +44,9 @@ final class StockMoves {
     });
   }
 
-  private static Future<Void> move(SqlConnection conn, Long[] orderIds, String update) {
-    if (orderIds.length == 0) {
-      return Future.succeededFuture();
-    }
-    return conn.preparedQuery(Sql.LOCK_STOCK_OF_ORDERS).execute(Tuple.of(orderIds))
-        .compose(held -> {
-          String[] skus = new String[held.size()];
-          Long[] quantities = new Long[held.size()];
-          int i = 0;
-          for (Row row : held) {
-            skus[i] = row.getString("sku");
-            quantities[i++] = row.getLong("qty");
-          }
-          return skus.length == 0
-              ? Future.succeededFuture()
-              : conn.preparedQuery(update).execute(Tuple.tuple().addArrayOfString(skus).addArrayOfLong(quantities));
-        })
-        .mapEmpty();
+  private static Future<Void> move(SqlConnection conn, Long[] orderIds, String statement) {
+    return orderIds.length == 0
+        ? Future.succeededFuture()
+        : conn.preparedQuery(statement).execute(Tuple.of(orderIds)).mapEmpty();
   }
 }
