@@ -72,9 +72,7 @@ public final class DeadlineStore {
           Future<Deadlines> notYetDue = count == ids.length
               ? Future.succeededFuture(Deadlines.EMPTY)
               : stillUnpaid(conn, boxed);
-          return StockMoves.release(conn, box(closedIds))
-              .compose(released -> notYetDue)
-              .map(later -> new ClosedBatch(closedIds, ordinary, afterHold, later));
+          return notYetDue.map(later -> new ClosedBatch(closedIds, ordinary, afterHold, later));
         })));
   }
 

@@ -246,7 +246,7 @@ public final class OrderStore {
     Long[] ids = {id};
     return conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name()))
         .compose(closed -> closed.size() == 1
-            ? StockMoves.release(conn, ids).compose(released -> changed(conn, id, client))
+            ? changed(conn, id, client)
             : selectOrder(conn, id, client).map(now -> new StateChange(now, false)));
   }
 
@@ -282,7 +282,7 @@ public final class OrderStore {
     Long[] ids = {id};
     return writeTransaction(ids, conn -> conn.preparedQuery(Sql.PAY).execute(Tuple.of(id, client))
         .compose(paid -> paid.size() == 1
-            ? StockMoves.sell(conn, ids).compose(sold -> changed(conn, id, client))
+            ? changed(conn, id, client)
             : selectOrder(conn, id, client).compose(order -> order.status() != OrderStatus.UNPAID
                 ? Future.succeededFuture(new StateChange(order, false))
                 : closeIfDue(conn, id, client))));
@@ -312,14 +312,11 @@ public final class OrderStore {
           .compose(rows -> {
             rows.forEach(row -> orders.put(row.getLong("id"), row));
             paid.addAll(orders.keySet());
-            return StockMoves.sell(conn, paid.toArray(Long[]::new));
-          })
-          .compose(sold -> {
             Long[] notPaid = Arrays.stream(ids).distinct().filter(id -> !orders.containsKey(id)).toArray(Long[]::new);
             return notPaid.length == 0
                 ? Future.succeededFuture(orders)
-                : conn.preparedQuery(Sql.SELECT_ORDERS).execute(Tuple.of((Object) notPaid)).map(rows -> {
-                  rows.forEach(row -> orders.put(row.getLong("id"), row));
+                : conn.preparedQuery(Sql.SELECT_ORDERS).execute(Tuple.of((Object) notPaid)).map(found -> {
+                  found.forEach(row -> orders.put(row.getLong("id"), row));
                   return orders;
                 });
           })
@@ -360,11 +357,11 @@ public final class OrderStore {
    * lines and ORDER_CLOSED events, and their stock given back. The ids it closed.
    */
   static Future<Long[]> closeOnRequest(SqlConnection conn, Long[] ids, CloseReason reason, String client) {
-    return conn.preparedQuery(Sql.CLOSE_ON_REQUEST).execute(Tuple.of(ids, reason.name(), client)).compose(rows -> {
+    return conn.preparedQuery(Sql.CLOSE_ON_REQUEST).execute(Tuple.of(ids, reason.name(), client)).map(rows -> {
       Long[] closed = new Long[rows.size()];
       int i = 0;
       for (Row row : rows) closed[i++] = row.getLong("id");
-      return StockMoves.release(conn, closed).map(released -> closed);
+      return closed;
     });
   }
 

@@ -215,7 +215,7 @@ final class Sql {
   // ---- pay and close
 
   /**
-   * The compare-and-set of one pay, with its log line and ORDER_PAID event; {@code $2} is the client, null for an
+   * The compare-and-set of one pay, with its stock sold, its log line and ORDER_PAID event; {@code $2} is the client, null for an
    * admin (any client's order). By primary key. The client check is written {@code IS NOT DISTINCT FROM} (the same as
    * {@code =} here: client is never null) so that it cannot be an index condition: with {@code client = $2} the planner,
    * on a table without statistics yet, took orders_unpaid_by_user and read every unpaid order of the
@@ -223,7 +223,7 @@ final class Sql {
    * may be paid before its deadline or before the end of the hold a started payment got ({@code hold_until}): the
    * negation of {@link #CLOSE_DUE}'s condition.
    */
-  static final String PAY = pay(ITEMS_JSON_OF_ORDER_1, "", """
+  static final String PAY = pay("i.order_id = $1", ITEMS_JSON_OF_ORDER_1, "", """
       paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
         WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID'
@@ -239,7 +239,7 @@ final class Sql {
    * given twice is paid once. {@code o.id = ANY($1)} repeats the join's condition so that the planner keeps only the
    * partitions of those ids; their items are read once ({@link #ITEMS_OF_ORDERS_1}).
    */
-  static final String PAY_ORDERS = pay("it.json", "LEFT JOIN items it ON it.order_id = o.id", """
+  static final String PAY_ORDERS = pay("i.order_id = ANY($1)", "it.json", "LEFT JOIN items it ON it.order_id = o.id", """
       payable AS (
         SELECT o.id
         FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS requested(id, client)
@@ -258,22 +258,23 @@ final class Sql {
 
   /**
    * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns) and what {@code itemsJoin} joins
-   * it with; {@code paid} gets its log lines and events, whose items {@code itemsJson} writes; {@code answer} reads
-   * {@code paid}.
+   * it with; {@code paid} gets its stock sold ({@code itemIds}: the statement's ids, as a condition on their items),
+   * its log lines and events, whose items {@code itemsJson} writes; {@code answer} reads {@code paid}.
    */
-  private static String pay(String itemsJson, String itemsJoin, String paidCtes, String answer) {
+  private static String pay(String itemIds, String itemsJson, String itemsJoin, String paidCtes, String answer) {
     return """
         WITH %s,
+        %s,
         logged AS (
           INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
         evented AS (
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o %s)
-        %s""".formatted(paidCtes, eventPayload("o", itemsJson), itemsJoin, answer);
+        %s""".formatted(paidCtes, stockMove("paid", itemIds, SELL), eventPayload("o", itemsJson), itemsJoin, answer);
   }
 
   /**
-   * The compare-and-set of a close, with its log line and ORDER_CLOSED event. {@code $1} is an array
+   * The compare-and-set of a close, with its stock given back, its log line and ORDER_CLOSED event. {@code $1} is an array
    * of ids, {@code $2} the reason; {@code casCondition} adds the deadline check for timeouts, or the
    * client check for requests ({@code $3}, null for admins). A closed order's failed closes are forgotten
    * (its close_failures row, parked or not, goes). The orders' items are read once ({@link #ITEMS_OF_ORDERS_1}).
@@ -285,6 +286,7 @@ final class Sql {
           WHERE id = ANY($1) AND status = 'UNPAID' %s
           RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at),
         %s,
+        %s,
         forgotten AS (
           DELETE FROM close_failures WHERE order_id IN (SELECT id FROM closed)),
         logged AS (
@@ -293,7 +295,8 @@ final class Sql {
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o LEFT JOIN items it ON it.order_id = o.id)
         SELECT id, close_at, hold_until, closed_at FROM closed"""
-        .formatted(casCondition, ITEMS_OF_ORDERS_1, eventPayload("o", "it.json"));
+        .formatted(casCondition, ITEMS_OF_ORDERS_1, stockMove("closed", "i.order_id = ANY($1)", RELEASE),
+            eventPayload("o", "it.json"));
   }
 
   /** A parked order (close_failures.parked_at set): the wheel and the sweep leave it to an admin's retry. */
@@ -328,26 +331,30 @@ final class Sql {
       SELECT inv.sku, held.qty, inv.available FROM inventory AS inv JOIN held ON held.sku = inv.sku
       ORDER BY inv.sku FOR UPDATE OF inv""";
 
-  /** Closed orders ({@code $1}) give their reservation back to what is available ({@link #moveStockOfOrders}). */
-  static final String RELEASE_STOCK_OF_ORDERS =
-      moveStockOfOrders("available = inv.available + l.qty, reserved = inv.reserved - l.qty");
+  /** What a close does to its orders' stock ({@link #stockMove}): the reservation goes back to what is available. */
+  private static final String RELEASE = "available = inv.available + l.qty, reserved = inv.reserved - l.qty";
 
-  /** Paid orders' ({@code $1}) reservation becomes a sale ({@link #moveStockOfOrders}). */
-  static final String SELL_STOCK_OF_ORDERS = moveStockOfOrders("reserved = inv.reserved - l.qty");
+  /** What a pay does to its orders' stock ({@link #stockMove}): the reservation becomes a sale. */
+  private static final String SELL = "reserved = inv.reserved - l.qty";
 
   /**
-   * Sets {@code assignments} on the inventory rows of the orders' SKUs, {@code l.qty} being what the orders hold of
-   * each, in one statement: every row is locked in SKU order ({@link #LOCK_STOCK_OF_ORDERS}'s lock, the
-   * {@code FOR UPDATE} above its sort, materialized) before the update writes any.
+   * The stock move of the orders a statement just changed ({@code changed}: the CTE of their rows), in that
+   * statement: what they hold of each SKU ({@code idCondition} on their items repeats the statement's ids, so that the
+   * planner keeps only their partitions), their inventory rows locked in SKU order ({@link #LOCK_STOCK_OF_ORDERS}'s
+   * lock: the {@code FOR UPDATE} above the sort, materialized), and {@code assignments} made with {@code l.qty}. The
+   * sort takes every row of {@code changed} before the first lock, so the order rows are locked before any inventory
+   * row, as everywhere else, and every inventory row is locked before any is written.
    */
-  private static String moveStockOfOrders(String assignments) {
+  private static String stockMove(String changed, String idCondition, String assignments) {
     return """
-        WITH held AS (SELECT sku, sum(qty) AS qty FROM order_items WHERE order_id = ANY($1) GROUP BY sku),
+        held AS (
+          SELECT i.sku, sum(i.qty) AS qty FROM order_items i JOIN %s c ON c.id = i.order_id WHERE %s GROUP BY i.sku),
         locked AS MATERIALIZED (
           SELECT inv.sku, held.qty FROM inventory AS inv JOIN held ON held.sku = inv.sku
-          ORDER BY inv.sku FOR UPDATE OF inv)
-        UPDATE inventory AS inv SET %s, updated_at = now()
-        FROM locked l WHERE inv.sku = l.sku""".formatted(assignments);
+          ORDER BY inv.sku FOR UPDATE OF inv),
+        moved AS (
+          UPDATE inventory AS inv SET %s, updated_at = now() FROM locked l WHERE inv.sku = l.sku)"""
+        .formatted(changed, idCondition, assignments);
   }
 
   // ---- payments at the deadline's edge and deadline changes (OrderStore): each by primary key, in the transaction of

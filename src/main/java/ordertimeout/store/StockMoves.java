@@ -6,22 +6,11 @@ import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
 
 /**
- * Moves the stock of orders that were just closed or paid (or paid after their close), inside the caller's transaction: locks the
- * inventory rows in SKU order, sums what the orders hold and updates the rows, in one statement (a paid-after-close
- * order's in two, since it needs every SKU available first).
+ * Moves the stock of a closed order paid after all, inside the caller's transaction: its inventory rows locked in SKU
+ * order and checked, then updated. (A pay's or a close's statement moves its orders' stock itself: {@code Sql.stockMove}.)
  */
 final class StockMoves {
   private StockMoves() {}
-
-  /** Closed orders: reserved back to available. */
-  static Future<Void> release(SqlConnection conn, Long[] orderIds) {
-    return move(conn, orderIds, Sql.RELEASE_STOCK_OF_ORDERS);
-  }
-
-  /** Paid orders: the reservation becomes a sale. */
-  static Future<Void> sell(SqlConnection conn, Long[] orderIds) {
-    return move(conn, orderIds, Sql.SELL_STOCK_OF_ORDERS);
-  }
 
   /**
    * A closed order paid after all: its units go from available to sold, when every SKU has them available; false,
@@ -42,11 +31,5 @@ final class StockMoves {
       return conn.preparedQuery(Sql.TAKE_SOLD_STOCK).execute(Tuple.tuple().addArrayOfString(skus).addArrayOfLong(quantities))
           .map(true);
     });
-  }
-
-  private static Future<Void> move(SqlConnection conn, Long[] orderIds, String statement) {
-    return orderIds.length == 0
-        ? Future.succeededFuture()
-        : conn.preparedQuery(statement).execute(Tuple.of(orderIds)).mapEmpty();
   }
 }
