@@ -201,9 +201,9 @@ final class Sql {
 
   /**
    * The items of the orders {@code $1}, a row per order: {@code json} as an event's payload writes them,
-   * {@code skus} and {@code qtys} as {@link #SELECT_ORDERS} reads them. Read once for the statement, where
-   * {@code order_id = ANY($1)} keeps only the partitions of those ids in the plan; a lookup per order
-   * ({@code WHERE i.order_id = o.id}) was planned over every partition of order_items on every call (decision 0007).
+   * {@code skus} and {@code qtys} as {@link #SELECT_ORDERS} reads them and {@link #heldInItems} sums them. Read once
+   * for the statement, where {@code order_id = ANY($1)} keeps only the partitions of those ids in the plan; a lookup
+   * per order ({@code WHERE i.order_id = o.id}) was planned over every partition of order_items on every call (decision 0007).
    * With {@code i.order_id = ANY($1)} beside such a correlation, each order's lookup walked the whole array (a close
    * batch of 4,000 took 4.2 s, not 0.74).
    */
@@ -223,7 +223,7 @@ final class Sql {
    * may be paid before its deadline or before the end of the hold a started payment got ({@code hold_until}): the
    * negation of {@link #CLOSE_DUE}'s condition.
    */
-  static final String PAY = pay("i.order_id = $1", ITEMS_JSON_OF_ORDER_1, "", """
+  static final String PAY = pay(heldByOrder1("paid"), ITEMS_JSON_OF_ORDER_1, "", """
       paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
         WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID'
@@ -239,7 +239,7 @@ final class Sql {
    * given twice is paid once. {@code o.id = ANY($1)} repeats the join's condition so that the planner keeps only the
    * partitions of those ids; their items are read once ({@link #ITEMS_OF_ORDERS_1}).
    */
-  static final String PAY_ORDERS = pay("i.order_id = ANY($1)", "it.json", "LEFT JOIN items it ON it.order_id = o.id", """
+  static final String PAY_ORDERS = pay(heldInItems("paid"), "it.json", "LEFT JOIN items it ON it.order_id = o.id", """
       payable AS (
         SELECT o.id
         FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS requested(id, client)
@@ -258,10 +258,10 @@ final class Sql {
 
   /**
    * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns) and what {@code itemsJoin} joins
-   * it with; {@code paid} gets its stock sold ({@code itemIds}: the statement's ids, as a condition on their items),
+   * it with; {@code paid} gets its stock sold ({@code held}: what it holds per SKU, {@link #stockMove}),
    * its log lines and events, whose items {@code itemsJson} writes; {@code answer} reads {@code paid}.
    */
-  private static String pay(String itemIds, String itemsJson, String itemsJoin, String paidCtes, String answer) {
+  private static String pay(String held, String itemsJson, String itemsJoin, String paidCtes, String answer) {
     return """
         WITH %s,
         %s,
@@ -270,7 +270,7 @@ final class Sql {
         evented AS (
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o %s)
-        %s""".formatted(paidCtes, stockMove("paid", itemIds, SELL), eventPayload("o", itemsJson), itemsJoin, answer);
+        %s""".formatted(paidCtes, stockMove(held, SELL), eventPayload("o", itemsJson), itemsJoin, answer);
   }
 
   /**
@@ -295,7 +295,7 @@ final class Sql {
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o LEFT JOIN items it ON it.order_id = o.id)
         SELECT id, close_at, hold_until, closed_at FROM closed"""
-        .formatted(casCondition, ITEMS_OF_ORDERS_1, stockMove("closed", "i.order_id = ANY($1)", RELEASE),
+        .formatted(casCondition, ITEMS_OF_ORDERS_1, stockMove(heldInItems("closed"), RELEASE),
             eventPayload("o", "it.json"));
   }
 
@@ -338,23 +338,34 @@ final class Sql {
   private static final String SELL = "reserved = inv.reserved - l.qty";
 
   /**
-   * The stock move of the orders a statement just changed ({@code changed}: the CTE of their rows), in that
-   * statement: what they hold of each SKU ({@code idCondition} on their items repeats the statement's ids, so that the
-   * planner keeps only their partitions), their inventory rows locked in SKU order ({@link #LOCK_STOCK_OF_ORDERS}'s
-   * lock: the {@code FOR UPDATE} above the sort, materialized), and {@code assignments} made with {@code l.qty}. The
-   * sort takes every row of {@code changed} before the first lock, so the order rows are locked before any inventory
-   * row, as everywhere else, and every inventory row is locked before any is written.
+   * The stock move of the orders a statement just changed, in that statement: {@code held}, what they hold of each SKU
+   * ({@link #heldInItems} or {@link #heldByOrder1}); their inventory rows locked in SKU order
+   * ({@link #LOCK_STOCK_OF_ORDERS}'s lock: the {@code FOR UPDATE} above the sort, materialized); and
+   * {@code assignments} made with {@code l.qty}. The sort takes all of {@code held}, which aggregates every changed
+   * order, before the first lock: the order rows are locked before any inventory row, as everywhere else, and every
+   * inventory row is locked before any is written.
    */
-  private static String stockMove(String changed, String idCondition, String assignments) {
+  private static String stockMove(String held, String assignments) {
     return """
-        held AS (
-          SELECT i.sku, sum(i.qty) AS qty FROM order_items i JOIN %s c ON c.id = i.order_id WHERE %s GROUP BY i.sku),
+        held AS (%s),
         locked AS MATERIALIZED (
           SELECT inv.sku, held.qty FROM inventory AS inv JOIN held ON held.sku = inv.sku
           ORDER BY inv.sku FOR UPDATE OF inv),
         moved AS (
           UPDATE inventory AS inv SET %s, updated_at = now() FROM locked l WHERE inv.sku = l.sku)"""
-        .formatted(changed, idCondition, assignments);
+        .formatted(held, assignments);
+  }
+
+  /** What the orders of CTE {@code changed} hold of each SKU, from the statement's {@link #ITEMS_OF_ORDERS_1}. */
+  private static String heldInItems(String changed) {
+    return "SELECT s.sku, sum(s.qty) AS qty FROM %s c JOIN items it ON it.order_id = c.id, "
+        .formatted(changed) + "unnest(it.skus, it.qtys) AS s (sku, qty) GROUP BY s.sku";
+  }
+
+  /** What order {@code $1} holds of each SKU, if it is in CTE {@code changed} (by key: its partition only). */
+  private static String heldByOrder1(String changed) {
+    return "SELECT i.sku, sum(i.qty) AS qty FROM order_items i JOIN %s c ON c.id = i.order_id ".formatted(changed)
+        + "WHERE i.order_id = $1 GROUP BY i.sku";
   }
 
   // ---- payments at the deadline's edge and deadline changes (OrderStore): each by primary key, in the transaction of
