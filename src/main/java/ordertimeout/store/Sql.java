@@ -1,7 +1,11 @@
 package ordertimeout.store;
 
 /**
- * Every SQL statement of the service, named. Parameters are always bound ($n). Statements that touch
+ * Every SQL statement of the service, named. Parameters are always bound ($n). A statement that finds its orders by
+ * id writes their status check {@code status IS NOT DISTINCT FROM 'UNPAID'} (the same: status is never null), which
+ * no index can serve and no partial index's predicate matches, so that the planner reads the primary key: with
+ * {@code status = 'UNPAID'} it took an index led by the status, or a partial index of unpaid orders with the id in
+ * third place, and walked all of it for each lookup ({@code OrdersByIdPlanTest}). Statements that touch
  * several inventory rows lock them in SKU order first ({@link #LOCK_STOCK_OF_ORDERS}, {@link #LOCK_STOCK_BY_SKU}, or
  * the same lock inside the statement), so that concurrent transactions cannot deadlock on inventory.
  */
@@ -226,7 +230,7 @@ final class Sql {
   static final String PAY = pay(heldByOrder1("paid"), ITEMS_JSON_OF_ORDER_1, "", """
       paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
-        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID'
+        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status IS NOT DISTINCT FROM 'UNPAID'
           AND (close_at > now() OR hold_until > now())
         RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at)""",
       "SELECT id FROM paid");
@@ -244,12 +248,12 @@ final class Sql {
         SELECT o.id
         FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS requested(id, client)
           ON o.id = requested.id AND (requested.client IS NULL OR o.client = requested.client)
-        WHERE o.id = ANY($1) AND o.status = 'UNPAID' AND (o.close_at > now() OR o.hold_until > now())
+        WHERE o.id = ANY($1) AND o.status IS NOT DISTINCT FROM 'UNPAID' AND (o.close_at > now() OR o.hold_until > now())
         FOR UPDATE OF o SKIP LOCKED),
       paid AS (
         UPDATE orders o SET status = 'PAID', paid_at = now()
         FROM (SELECT DISTINCT id FROM payable) AS p
-        WHERE o.id = p.id AND o.id = ANY($1) AND o.status = 'UNPAID'
+        WHERE o.id = p.id AND o.id = ANY($1) AND o.status IS NOT DISTINCT FROM 'UNPAID'
         RETURNING o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
                   o.hold_until, o.paid_at, o.closed_at),
       """ + ITEMS_OF_ORDERS_1, """
@@ -283,7 +287,7 @@ final class Sql {
     return """
         WITH closed AS (
           UPDATE orders SET status = 'CLOSED', close_reason = $2, closed_at = clock_timestamp()
-          WHERE id = ANY($1) AND status = 'UNPAID' %s
+          WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' %s
           RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at),
         %s,
         %s,
@@ -319,7 +323,7 @@ final class Sql {
    */
   static final String SELECT_NOT_YET_DUE = """
       SELECT id, (extract(epoch FROM greatest(close_at, hold_until) - now()) * 1000)::bigint AS due_in_millis
-      FROM orders WHERE id = ANY($1) AND status = 'UNPAID' AND greatest(close_at, hold_until) > now()""";
+      FROM orders WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND greatest(close_at, hold_until) > now()""";
 
   /**
    * Locks the inventory rows of the orders' SKUs in SKU order (concurrent batches touching many SKUs
@@ -387,7 +391,7 @@ final class Sql {
   static final String START_PAYMENT = """
       WITH held AS (
         UPDATE orders SET hold_until = close_at + $3 * interval '1 second'
-        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status = 'UNPAID' AND hold_until IS NULL
+        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status IS NOT DISTINCT FROM 'UNPAID' AND hold_until IS NULL
           AND close_at > now()
         RETURNING id, hold_until),
       logged AS (
@@ -406,7 +410,7 @@ final class Sql {
       WITH moved AS (
         UPDATE orders SET close_at = $2, remind_at = remind_at + ($2 - close_at),
                reminded_at = CASE WHEN remind_at + ($2 - close_at) > now() THEN NULL ELSE reminded_at END
-        WHERE id = $1 AND status = 'UNPAID' AND close_at = $3
+        WHERE id = $1 AND status IS NOT DISTINCT FROM 'UNPAID' AND close_at = $3
         RETURNING *),
       logged AS (
         INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'EXTENDED', 'from ' || $3::timestamptz, now() FROM moved),
@@ -471,7 +475,7 @@ final class Sql {
   static final String REMIND_DUE = """
       WITH reminded AS (
         UPDATE orders SET reminded_at = now()
-        WHERE id = ANY($1) AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at <= now() AND close_at > now()
+        WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND reminded_at IS NULL AND remind_at <= now() AND close_at > now()
         RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, reminded_at, hold_until,
                   paid_at, closed_at),
       {items},
@@ -486,7 +490,7 @@ final class Sql {
 
   static final String SELECT_NOT_YET_REMINDED = """
       SELECT id, (extract(epoch FROM remind_at - now()) * 1000)::bigint AS due_in_millis FROM orders
-      WHERE id = ANY($1) AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at > now()""";
+      WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND reminded_at IS NULL AND remind_at > now()""";
 
   // ---- reload and sweep: keyset pages over partial indexes by shard
 
@@ -544,7 +548,7 @@ final class Sql {
   static final String RECORD_CLOSE_FAILURE = """
       INSERT INTO close_failures AS f (order_id, failures, first_failed_at, last_failed_at, last_error, parked_at)
       SELECT o.id, 1, now(), now(), $2, CASE WHEN $3 <= 1 THEN now() END
-      FROM orders o WHERE o.id = $1 AND o.status = 'UNPAID'
+      FROM orders o WHERE o.id = $1 AND o.status IS NOT DISTINCT FROM 'UNPAID'
       ON CONFLICT (order_id) DO UPDATE
         SET failures = f.failures + 1, last_failed_at = now(), last_error = EXCLUDED.last_error,
             parked_at = CASE WHEN f.failures + 1 >= $3 THEN now() END
@@ -726,7 +730,7 @@ final class Sql {
         UPDATE orders SET close_at = close_at + $2::int * interval '1 second',
                remind_at = remind_at + $2::int * interval '1 second',
                reminded_at = CASE WHEN remind_at + $2::int * interval '1 second' > now() THEN NULL ELSE reminded_at END
-        WHERE id = ANY($1) AND status = 'UNPAID' AND close_at > now()
+        WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND close_at > now()
         RETURNING *, close_at - $2::int * interval '1 second' AS previous_close_at),
       {items},
       logged AS (
