@@ -23,9 +23,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The status cache of a node alone: a create keeps its order (a replayed one keeps nothing), a repeated read is
- * answered from memory, another client's read of a kept order is still not found, and every write (pay, cancel, admin close, extend, payment started, a late pay that reopens, the
- * wheel's timeout close, bulk close and bulk extend) is seen by the very next read, each order having been read (and
- * kept) just before it.
+ * answered from memory, another client's read of a kept order is still not found, and every write (pay, cancel, admin
+ * close, extend, payment started, a late pay that reopens, the wheel's timeout close, bulk close and bulk extend) is
+ * seen by the very next read, each order having been read (and kept) just before it.
  */
 class StatusCacheTest extends ServiceTestBase {
   private static final String SHOP_B = "shop-b-key";

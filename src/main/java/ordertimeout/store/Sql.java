@@ -207,7 +207,8 @@ final class Sql {
    * The items of the orders {@code $1}, a row per order: {@code json} as an event's payload writes them,
    * {@code skus} and {@code qtys} as {@link #SELECT_ORDERS} reads them and {@link #heldInItems} sums them. Read once
    * for the statement, where {@code order_id = ANY($1)} keeps only the partitions of those ids in the plan; a lookup
-   * per order ({@code WHERE i.order_id = o.id}) was planned over every partition of order_items on every call (decision 0007).
+   * per order ({@code WHERE i.order_id = o.id}) was planned over every partition of order_items on every call
+   * (decision 0007).
    * With {@code i.order_id = ANY($1)} beside such a correlation, each order's lookup walked the whole array (a close
    * batch of 4,000 took 4.2 s, not 0.74).
    */
@@ -219,11 +220,11 @@ final class Sql {
   // ---- pay and close
 
   /**
-   * The compare-and-set of one pay, with its stock sold, its log line and ORDER_PAID event; {@code $2} is the client, null for an
-   * admin (any client's order). By primary key. The client check is written {@code IS NOT DISTINCT FROM} (the same as
-   * {@code =} here: client is never null) so that it cannot be an index condition: with {@code client = $2} the planner,
-   * on a table without statistics yet, took orders_unpaid_by_user and read every unpaid order of the
-   * client to find one (3 ms with 3,000 unpaid, most of PostgreSQL's time in the steady-state benchmark). An order
+   * The compare-and-set of one pay, with its stock sold, its log line and ORDER_PAID event; {@code $2} is the client,
+   * null for an admin (any client's order). By primary key. The client check is written {@code IS NOT DISTINCT FROM}
+   * (the same as {@code =} here: client is never null) so that it cannot be an index condition: with
+   * {@code client = $2} the planner, on a table without statistics yet, took orders_unpaid_by_user and read every unpaid
+   * order of the client to find one (3 ms with 3,000 unpaid, most of PostgreSQL's time in the steady-state benchmark). An order
    * may be paid before its deadline or before the end of the hold a started payment got ({@code hold_until}): the
    * negation of {@link #CLOSE_DUE}'s condition.
    */
@@ -278,8 +279,8 @@ final class Sql {
   }
 
   /**
-   * The compare-and-set of a close, with its stock given back, its log line and ORDER_CLOSED event. {@code $1} is an array
-   * of ids, {@code $2} the reason; {@code casCondition} adds the deadline check for timeouts, or the
+   * The compare-and-set of a close, with its stock given back, its log line and ORDER_CLOSED event. {@code $1} is an
+   * array of ids, {@code $2} the reason; {@code casCondition} adds the deadline check for timeouts, or the
    * client check for requests ({@code $3}, null for admins). A closed order's failed closes are forgotten
    * (its close_failures row, parked or not, goes). The orders' items are read once ({@link #ITEMS_OF_ORDERS_1}).
    */
@@ -323,7 +324,8 @@ final class Sql {
    */
   static final String SELECT_NOT_YET_DUE = """
       SELECT id, (extract(epoch FROM greatest(close_at, hold_until) - now()) * 1000)::bigint AS due_in_millis
-      FROM orders WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND greatest(close_at, hold_until) > now()""";
+      FROM orders
+      WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND greatest(close_at, hold_until) > now()""";
 
   /**
    * Locks the inventory rows of the orders' SKUs in SKU order (concurrent batches touching many SKUs
@@ -391,8 +393,8 @@ final class Sql {
   static final String START_PAYMENT = """
       WITH held AS (
         UPDATE orders SET hold_until = close_at + $3 * interval '1 second'
-        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status IS NOT DISTINCT FROM 'UNPAID' AND hold_until IS NULL
-          AND close_at > now()
+        WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status IS NOT DISTINCT FROM 'UNPAID'
+          AND hold_until IS NULL AND close_at > now()
         RETURNING id, hold_until),
       logged AS (
         INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'PAYMENT_STARTED', 'hold until ' || hold_until, now() FROM held)
@@ -475,7 +477,8 @@ final class Sql {
   static final String REMIND_DUE = """
       WITH reminded AS (
         UPDATE orders SET reminded_at = now()
-        WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND reminded_at IS NULL AND remind_at <= now() AND close_at > now()
+        WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND reminded_at IS NULL AND remind_at <= now()
+          AND close_at > now()
         RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, reminded_at, hold_until,
                   paid_at, closed_at),
       {items},

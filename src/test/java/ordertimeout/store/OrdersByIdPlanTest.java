@@ -43,7 +43,8 @@ class OrdersByIdPlanTest {
         INSERT INTO orders (id, shard, client, user_id, category, status, close_reason, created_at, close_at, paid_at,
                             closed_at)
         SELECT ? + n * 4096, n % 64, 'client-1', 'user-' || (n % 5000), 'physical',
-               (ARRAY['UNPAID', 'PAID', 'CLOSED', 'PAID', 'CLOSED'])[n % 5 + 1], CASE WHEN n % 5 IN (2, 4) THEN 'TIMEOUT' END,
+               (ARRAY['UNPAID', 'PAID', 'CLOSED', 'PAID', 'CLOSED'])[n % 5 + 1],
+               CASE WHEN n % 5 IN (2, 4) THEN 'TIMEOUT' END,
                now(), now() + (n % 900) * interval '1 second', CASE WHEN n % 5 IN (1, 3) THEN now() END,
                CASE WHEN n % 5 IN (2, 4) THEN now() END
         FROM generate_series(1, ?) AS n""", from, ORDERS);
@@ -89,8 +90,8 @@ class OrdersByIdPlanTest {
 
   /** The indexes of the orders partition a plan reads. */
   private List<String> indexesOfOrdersIn(String plan) {
-    return Pattern.compile("(?:Index Scan|Index Only Scan) using (\\w+) on " + orders + "\\b|Bitmap Index Scan on (" + orders
-            + "\\w*)").matcher(plan).results()
+    return Pattern.compile("(?:Index Scan|Index Only Scan) using (\\w+) on " + orders + "\\b"
+            + "|Bitmap Index Scan on (" + orders + "\\w*)").matcher(plan).results()
         .map(match -> match.group(1) != null ? match.group(1) : match.group(2)).collect(Collectors.toList());
   }
 

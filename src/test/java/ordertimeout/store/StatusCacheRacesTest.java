@@ -19,9 +19,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The status cache's rules, without a database: a read that went to PostgreSQL keeps nothing when a write of its order
- * ended meanwhile or is under way, nor does a create under another id than its ticket's, a failed write forgets too, and no read ever returns an order older than what was
- * committed when the read began, though the write that committed it has not ended yet (an event of it may already be
- * out): threads racing on a few orders, each order's "database" a version number.
+ * ended meanwhile or is under way, nor does a create under another id than its ticket's; a failed write forgets too;
+ * and no read ever returns an order older than what was committed when the read began, though the write that
+ * committed it has not ended yet (an event of it may already be out): threads racing on a few orders, each order's
+ * "database" a version number.
  */
 class StatusCacheRacesTest {
   private static final String CLIENT = "shop-a";
@@ -59,7 +60,7 @@ class StatusCacheRacesTest {
     assertThat(cache.get(7)).isNull();
   }
 
-  /** A ticket counts the writes of one stripe of ids: a create stored under another id (its id was taken) keeps nothing. */
+  /** A ticket counts one stripe's writes: a create stored under another id (its id was taken) keeps nothing. */
   @Test
   void aCreateKeepsItsOrderOnlyUnderTheIdOfItsTicket() {
     StatusCache cache = new StatusCache(100);
