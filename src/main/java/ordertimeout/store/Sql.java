@@ -225,8 +225,8 @@ final class Sql {
    * (the same as {@code =} here: client is never null) so that it cannot be an index condition: with
    * {@code client = $2} the planner, on a table without statistics yet, took orders_unpaid_by_user and read every
    * unpaid order of the client to find one (3 ms with 3,000 unpaid, most of PostgreSQL's time in the steady-state
-   * benchmark). An order may be paid before its deadline or before the end of the hold a started payment got ({@code hold_until}): the
-   * negation of {@link #CLOSE_DUE}'s condition.
+   * benchmark). An order may be paid before its deadline or before the end of the hold a started payment got
+   * ({@code hold_until}): the negation of {@link #CLOSE_DUE}'s condition.
    */
   static final String PAY = pay(heldByOrder1("paid"), ITEMS_JSON_OF_ORDER_1, "", """
       paid AS (
