@@ -97,6 +97,8 @@ public final class DatabaseSetup implements AutoCloseable {
           .setServerConfig("fsync", fsync ? "on" : "off")
           // loaded, not created: CREATE EXTENSION pg_stat_statements shows what each statement costs (the benchmarks do)
           .setServerConfig("shared_preload_libraries", "pg_stat_statements")
+          // pg_stat_activity shows a session's whole statement (the pays' and closes' run past the default 1 KB)
+          .setServerConfig("track_activity_query_size", "16384")
           .start();
       PgConnectOptions options = new PgConnectOptions()
           .setHost("127.0.0.1")

@@ -3,6 +3,7 @@ package ordertimeout.store;
 import ordertimeout.order.OrderIds;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
+import org.assertj.core.api.SoftAssertions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -23,6 +24,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -31,7 +33,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * catch-up of the last seconds' orders and the sweep's overdue page still read the indexes of each partition: the
  * planner's own choice on 200,000 orders in one day's partition with fresh statistics, no sequential scan of a
  * partition that holds rows ({@link SearchIndexTest#seqScansOfRows}; the search's own plans are SearchIndexTest's).
- * Then that partition (with its 200,000 orders and their items) is taken out as the partitions job does, DETACH and
+ * The statements that change orders by id keep only their partitions, and on a smaller day of their own read its
+ * orders by primary key. Then the big partition (with its 200,000 orders and their items) is taken out as the partitions job does, DETACH and
  * DROP, and the time it took printed: no assertion on it.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -126,8 +129,68 @@ class PartitionPlansTest {
     plans.forEach((what, plan) -> assertThat(partitionsIn(plan)).as(what + ":\n" + plan).containsExactlyInAnyOrder(orders, items));
   }
 
+  /**
+   * The statements that change orders by id find them by primary key, also where the partial index of unpaid orders,
+   * whose third column is the id, is small: a day of its own with 15,000 orders, 3,000 of them unpaid, and fresh
+   * statistics (a day's partition under load, as in the steady-state benchmark). With {@code status = 'UNPAID'} the close
+   * batch took the index led by the status and the reminders the partial index of unsent reminders, and in the
+   * benchmark the pay group of 8 read all of the unpaid index for each of its two lookups (3.4 ms under load).
+   */
   @Test
   @Order(3)
+  void ordersByIdAreFoundByPrimaryKeyOnADayWithFewUnpaid() throws SQLException {
+    long day = OrderIds.firstIdAt(OrderPartitions.dayStart(System.currentTimeMillis()) + 210 * DAY);
+    long nextDay = OrderIds.firstIdAt(OrderPartitions.dayStart(System.currentTimeMillis()) + 211 * DAY);
+    String dayOrders = OrderPartitions.name(OrderPartitions.ORDERS, day);
+    String dayItems = OrderPartitions.name(OrderPartitions.ITEMS, day);
+    Sql.execute("CREATE TABLE " + dayOrders + " PARTITION OF orders FOR VALUES FROM (" + day + ") TO (" + nextDay + ")");
+    Sql.execute("CREATE TABLE " + dayItems + " PARTITION OF order_items FOR VALUES FROM (" + day + ") TO (" + nextDay + ")");
+    try {
+      Sql.execute("""
+          INSERT INTO orders (id, shard, client, user_id, category, status, close_reason, created_at, close_at, paid_at,
+                              closed_at)
+          SELECT ? + n * 4096, n % 64, 'client-1', 'user-' || (n % 5000), 'physical',
+                 (ARRAY['UNPAID', 'PAID', 'CLOSED', 'PAID', 'CLOSED'])[n % 5 + 1],
+                 CASE WHEN n % 5 IN (2, 4) THEN 'TIMEOUT' END, now(), now() + (n % 900) * interval '1 second',
+                 CASE WHEN n % 5 IN (1, 3) THEN now() END, CASE WHEN n % 5 IN (2, 4) THEN now() END
+          FROM generate_series(1, 15000) AS n""", day);
+      Sql.execute("INSERT INTO order_items (order_id, sku, qty) SELECT ? + n * 4096, 'SKU-' || (n % 1000), 1 "
+          + "FROM generate_series(1, 15000) AS n", day);
+      Sql.execute("ANALYZE " + dayOrders);
+      Sql.execute("ANALYZE " + dayItems);
+      String some = IntStream.rangeClosed(1, 8).mapToObj(i -> Long.toString(day + i * 5 * 4096L))
+          .collect(Collectors.joining(", ", "ARRAY[", "]::bigint[]"));
+      String one = Long.toString(day + 5 * 4096);
+      Map<String, String> plans = new LinkedHashMap<>();
+      try (Connection connection = TestDatabase.jdbc()) {
+        Sql.rows(connection, "SET plan_cache_mode = force_custom_plan");
+        plans.put("pay", customPlan(connection, ordertimeout.store.Sql.PAY, one + ", NULL"));
+        plans.put("pay group", customPlan(connection, ordertimeout.store.Sql.PAY_ORDERS,
+            some + ", ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[]"));
+        plans.put("close batch", customPlan(connection, ordertimeout.store.Sql.CLOSE_DUE, some + ", 'TIMEOUT'"));
+        plans.put("close on request", customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST,
+            some + ", 'ADMIN', NULL"));
+        plans.put("orders not yet due", customPlan(connection, ordertimeout.store.Sql.SELECT_NOT_YET_DUE, some));
+        plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, some));
+        plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS,
+            some + ", 60"));
+      }
+      Pattern indexes = Pattern.compile("(?:Index Scan|Index Only Scan) using (\\w+) on " + dayOrders + "\\b"
+          + "|Bitmap Index Scan on (" + dayOrders + "\\w*)");
+      SoftAssertions.assertSoftly(softly -> plans.forEach((what, plan) -> {
+        List<String> used = indexes.matcher(plan).results()
+            .map(match -> match.group(1) != null ? match.group(1) : match.group(2)).toList();
+        softly.assertThat(used).as(what + ":\n" + plan).isNotEmpty().containsOnly(dayOrders + "_pkey");
+        softly.assertThat(plan).as(what + ":\n" + plan).doesNotContain("Seq Scan on " + dayOrders);
+      }));
+    } finally {
+      Sql.execute("DROP TABLE " + dayOrders);
+      Sql.execute("DROP TABLE " + dayItems);
+    }
+  }
+
+  @Test
+  @Order(4)
   void droppingADayOf200000OrdersTakesOnlyACatalogChange() {
     assertThat(Sql.count("SELECT count(*) FROM " + orders)).isEqualTo(ORDERS);
     long started = System.nanoTime();

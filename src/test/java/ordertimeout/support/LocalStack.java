@@ -25,6 +25,7 @@ public final class LocalStack {
         .setDataDirectory(pgData)
         .setCleanDataDirectory(false)
         .setServerConfig("max_connections", "300")
+        .setServerConfig("track_activity_query_size", "16384")
         .start();
     KafkaBroker kafka;
     TestRedis redis;

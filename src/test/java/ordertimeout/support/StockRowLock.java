@@ -15,7 +15,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * (or pay) transactions waiting for it, so that a test can cut one with {@code pg_terminate_backend}.
  */
 public final class StockRowLock implements AutoCloseable {
-  /** What the backend of a stock move waiting for an inventory row lock is running (the store's LOCK_STOCK_OF_ORDERS). */
+  /**
+   * The backends of stock moves waiting for an inventory row lock: a pay's or close's statement, or a late payment's
+   * LOCK_STOCK_OF_ORDERS (a create's lock says FOR UPDATE alone). Their lock comes after the first kilobyte of the
+   * pays' and closes' statements, so it needs the embedded database's whole statement in pg_stat_activity
+   * ({@code track_activity_query_size}).
+   */
   private static final String WAITING_STOCK_MOVES = """
       SELECT pid FROM pg_stat_activity
       WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF inv%' AND pid <> pg_backend_pid()
