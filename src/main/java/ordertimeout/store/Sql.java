@@ -5,7 +5,7 @@ package ordertimeout.store;
  * id writes their status check {@code status IS NOT DISTINCT FROM 'UNPAID'} (the same: status is never null), which
  * no index can serve and no partial index's predicate matches, so that the planner reads the primary key: with
  * {@code status = 'UNPAID'} it took an index led by the status, or a partial index of unpaid orders with the id in
- * third place, and walked all of it for each lookup ({@code OrdersByIdPlanTest}). Statements that touch
+ * third place, and walked all of it for each lookup ({@code PartitionPlansTest}). Statements that touch
  * several inventory rows lock them in SKU order first ({@link #LOCK_STOCK_OF_ORDERS}, {@link #LOCK_STOCK_BY_SKU}, or
  * the same lock inside the statement), so that concurrent transactions cannot deadlock on inventory.
  */
