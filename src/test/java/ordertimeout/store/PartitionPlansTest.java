@@ -18,13 +18,15 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
-import java.util.stream.IntStream;
+import java.util.stream.LongStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -34,8 +36,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * planner's own choice on 200,000 orders in one day's partition with fresh statistics, no sequential scan of a
  * partition that holds rows ({@link SearchIndexTest#seqScansOfRows}; the search's own plans are SearchIndexTest's).
  * The statements that change orders by id keep only their partitions, and on a smaller day of their own read its
- * orders by primary key. Then the big partition (with its 200,000 orders and their items) is taken out as the partitions job does, DETACH and
- * DROP, and the time it took printed: no assertion on it.
+ * orders by primary key. Then the big partition (with its 200,000 orders and their items) is taken out as the
+ * partitions job does, DETACH and DROP, and the time it took printed: no assertion on it.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -107,24 +109,14 @@ class PartitionPlansTest {
   @Test
   @Order(2)
   void statementsOfOrdersByIdPlanOnlyTheirPartitions() throws SQLException {
-    Map<String, String> plans = new LinkedHashMap<>();
+    Map<String, String> plans;
     try (Connection connection = TestDatabase.jdbc()) {
-      Sql.rows(connection, "SET plan_cache_mode = force_custom_plan");
-      plans.put("pay", customPlan(connection, ordertimeout.store.Sql.PAY, (from + 4096) + ", NULL"));
-      String one = Long.toString(from + 4096);
+      long one = from + 4096;
+      plans = plansOfOrdersById(connection, one, new long[] {from + 4096, from + 8192, from + 12288});
       plans.put("deadline move", customPlan(connection, ordertimeout.store.Sql.MOVE_DEADLINE_IF_UNCHANGED,
           one + ", now() + interval '1 hour', now()"));
       plans.put("late payment", customPlan(connection, ordertimeout.store.Sql.NOTE_LATE_PAYMENT, one + ", 'closed'"));
       plans.put("reopen", customPlan(connection, ordertimeout.store.Sql.REOPEN_PAID, one + ", 'TIMEOUT', now()"));
-      String some = "ARRAY[" + (from + 4096) + ", " + (from + 8192) + ", " + (from + 12288) + "]::bigint[]";
-      plans.put("pay group", customPlan(connection, ordertimeout.store.Sql.PAY_ORDERS,
-          some + ", ARRAY[NULL, NULL, NULL]::text[]"));
-      plans.put("close batch", customPlan(connection, ordertimeout.store.Sql.CLOSE_DUE, some + ", 'TIMEOUT'"));
-      plans.put("close on request", customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST,
-          some + ", 'ADMIN', NULL"));
-      plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, some));
-      plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS,
-          some + ", 60"));
     }
     plans.forEach((what, plan) -> assertThat(partitionsIn(plan)).as(what + ":\n" + plan).containsExactlyInAnyOrder(orders, items));
   }
@@ -132,8 +124,8 @@ class PartitionPlansTest {
   /**
    * The statements that change orders by id find them by primary key, also where the partial index of unpaid orders,
    * whose third column is the id, is small: a day of its own with 15,000 orders, 3,000 of them unpaid, and fresh
-   * statistics (a day's partition under load, as in the steady-state benchmark). With {@code status = 'UNPAID'} the close
-   * batch took the index led by the status and the reminders the partial index of unsent reminders, and in the
+   * statistics (a day's partition under load, as in the steady-state benchmark). With {@code status = 'UNPAID'} the
+   * close batch took the index led by the status and the reminders the partial index of unsent reminders, and in the
    * benchmark the pay group of 8 read all of the unpaid index for each of its two lookups (3.4 ms under load).
    */
   @Test
@@ -143,8 +135,9 @@ class PartitionPlansTest {
     long nextDay = OrderIds.firstIdAt(OrderPartitions.dayStart(System.currentTimeMillis()) + 211 * DAY);
     String dayOrders = OrderPartitions.name(OrderPartitions.ORDERS, day);
     String dayItems = OrderPartitions.name(OrderPartitions.ITEMS, day);
-    Sql.execute("CREATE TABLE " + dayOrders + " PARTITION OF orders FOR VALUES FROM (" + day + ") TO (" + nextDay + ")");
-    Sql.execute("CREATE TABLE " + dayItems + " PARTITION OF order_items FOR VALUES FROM (" + day + ") TO (" + nextDay + ")");
+    String range = " FOR VALUES FROM (" + day + ") TO (" + nextDay + ")";
+    Sql.execute("CREATE TABLE " + dayOrders + " PARTITION OF orders" + range);
+    Sql.execute("CREATE TABLE " + dayItems + " PARTITION OF order_items" + range);
     try {
       Sql.execute("""
           INSERT INTO orders (id, shard, client, user_id, category, status, close_reason, created_at, close_at, paid_at,
@@ -158,22 +151,11 @@ class PartitionPlansTest {
           + "FROM generate_series(1, 15000) AS n", day);
       Sql.execute("ANALYZE " + dayOrders);
       Sql.execute("ANALYZE " + dayItems);
-      String some = IntStream.rangeClosed(1, 8).mapToObj(i -> Long.toString(day + i * 5 * 4096L))
-          .collect(Collectors.joining(", ", "ARRAY[", "]::bigint[]"));
-      String one = Long.toString(day + 5 * 4096);
-      Map<String, String> plans = new LinkedHashMap<>();
+      long[] some = LongStream.rangeClosed(1, 8).map(i -> day + i * 5 * 4096L).toArray();
+      Map<String, String> plans;
       try (Connection connection = TestDatabase.jdbc()) {
-        Sql.rows(connection, "SET plan_cache_mode = force_custom_plan");
-        plans.put("pay", customPlan(connection, ordertimeout.store.Sql.PAY, one + ", NULL"));
-        plans.put("pay group", customPlan(connection, ordertimeout.store.Sql.PAY_ORDERS,
-            some + ", ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[]"));
-        plans.put("close batch", customPlan(connection, ordertimeout.store.Sql.CLOSE_DUE, some + ", 'TIMEOUT'"));
-        plans.put("close on request", customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST,
-            some + ", 'ADMIN', NULL"));
-        plans.put("orders not yet due", customPlan(connection, ordertimeout.store.Sql.SELECT_NOT_YET_DUE, some));
-        plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, some));
-        plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS,
-            some + ", 60"));
+        plans = plansOfOrdersById(connection, some[0], some);
+        plans.put("orders not yet due", customPlan(connection, ordertimeout.store.Sql.SELECT_NOT_YET_DUE, array(some)));
       }
       Pattern indexes = Pattern.compile("(?:Index Scan|Index Only Scan) using (\\w+) on " + dayOrders + "\\b"
           + "|Bitmap Index Scan on (" + dayOrders + "\\w*)");
@@ -202,6 +184,29 @@ class PartitionPlansTest {
     System.out.printf("PartitionPlansTest: DETACH and DROP of a partition of %,d orders (and their %,d items): %,d us%n",
         ORDERS, ORDERS, micros);
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE id >= ? AND id < ?", from, to)).isZero();
+  }
+
+  /**
+   * The plans, on {@code connection} (set to plan every call), of the statements that change orders by id: the pay of
+   * order {@code one}, and the array statements of the orders {@code some}.
+   */
+  private static Map<String, String> plansOfOrdersById(Connection connection, long one, long[] some) {
+    Sql.rows(connection, "SET plan_cache_mode = force_custom_plan");
+    String ids = array(some);
+    Map<String, String> plans = new LinkedHashMap<>();
+    plans.put("pay", customPlan(connection, ordertimeout.store.Sql.PAY, one + ", NULL"));
+    String anyClient = "ARRAY[" + String.join(", ", Collections.nCopies(some.length, "NULL")) + "]::text[]";
+    plans.put("pay group", customPlan(connection, ordertimeout.store.Sql.PAY_ORDERS, ids + ", " + anyClient));
+    plans.put("close batch", customPlan(connection, ordertimeout.store.Sql.CLOSE_DUE, ids + ", 'TIMEOUT'"));
+    plans.put("close on request",
+        customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST, ids + ", 'ADMIN', NULL"));
+    plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, ids));
+    plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS, ids + ", 60"));
+    return plans;
+  }
+
+  private static String array(long[] ids) {
+    return Arrays.stream(ids).mapToObj(Long::toString).collect(Collectors.joining(", ", "ARRAY[", "]::bigint[]"));
   }
 
   /** EXPLAIN of a service statement prepared as the service's sessions run it, planned for {@code arguments} (SQL). */
