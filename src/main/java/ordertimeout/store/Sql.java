@@ -127,47 +127,14 @@ final class Sql {
                      AND a.application_name <> current_setting('application_name'))))""";
 
   /**
-   * The orders, their items, log lines, ORDER_CREATED events and stock reservations (summed per SKU), in one
-   * statement from parallel arrays. The clock is read here, after the locks were granted, so that lock waits do not
-   * eat into the time to pay. An order whose id is taken already inserts nothing at all (no items, no reservation),
-   * and is missing from the rows returned.
+   * The orders, their items, log lines, ORDER_CREATED events and stock reservations, from parallel arrays: {@code $1}
+   * ids, {@code $2} shards, {@code $3} clients, {@code $4} user ids, {@code $5} categories, {@code $6} timeouts and
+   * {@code $7} reminder delays in seconds; the items as {@code $8} order ids, {@code $9} SKUs, {@code $10} quantities.
+   * One statement, planned once per session (migration V19). An order whose id is taken already inserts nothing at all
+   * (no items, no reservation), and is missing from the rows returned.
    */
-  static final String INSERT_ORDERS = """
-      WITH t AS (SELECT clock_timestamp() AS at),
-      input AS (
-        SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[])
-          AS i (id, shard, client, user_id, category, timeout_seconds, remind_after_seconds)),
-      items_in AS (
-        SELECT * FROM unnest($8::bigint[], $9::text[], $10::int[]) AS d (order_id, sku, qty)),
-      created AS (
-        INSERT INTO orders (id, shard, client, user_id, category, status, created_at, close_at, remind_at)
-        SELECT i.id, i.shard, i.client, i.user_id, i.category, 'UNPAID', t.at,
-               t.at + i.timeout_seconds * interval '1 second', t.at + i.remind_after_seconds * interval '1 second'
-        FROM input i CROSS JOIN t
-        ON CONFLICT (id) DO NOTHING
-        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at),
-      created_items AS (
-        SELECT d.order_id, d.sku, d.qty FROM items_in d JOIN created c ON c.id = d.order_id),
-      items AS (
-        INSERT INTO order_items (order_id, sku, qty) SELECT order_id, sku, qty FROM created_items),
-      reserved AS (
-        UPDATE inventory AS inv
-        SET available = inv.available - d.qty, reserved = inv.reserved + d.qty, updated_at = now()
-        FROM (SELECT sku, sum(qty) AS qty FROM created_items GROUP BY sku) AS d
-        WHERE inv.sku = d.sku),
-      logged AS (
-        INSERT INTO order_log (order_id, event, detail, at)
-        SELECT id, 'CREATED', category, created_at FROM created),
-      evented AS (
-        INSERT INTO outbox (order_id, client, type, payload, created_at)
-        SELECT c.id, c.client, 'ORDER_CREATED',
-               {payload},
-               c.created_at
-        FROM created c JOIN created_items d ON d.order_id = c.id
-        GROUP BY c.id, c.client, c.user_id, c.category, c.status, c.close_reason, c.created_at, c.close_at, c.remind_at,
-                 c.hold_until, c.paid_at, c.closed_at)
-      SELECT id, created_at, close_at, remind_at FROM created"""
-      .replace("{payload}", eventPayload("c", "jsonb_agg(jsonb_build_object('sku', d.sku, 'qty', d.qty) ORDER BY d.sku)"));
+  static final String INSERT_ORDERS =
+      "SELECT id, created_at, close_at, remind_at FROM create_orders($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
   static final String INSERT_IDEMPOTENCY_KEYS = """
       INSERT INTO idempotency_keys (client, key, request_hash, response_status, response_body, order_id)

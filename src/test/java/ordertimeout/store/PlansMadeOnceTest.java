@@ -11,7 +11,9 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 
@@ -19,12 +21,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The statements planned once per session (functions with force_generic_plan: the status read, order_view of
- * migration V13, and a create group's per-user count, unpaid_of_users of V17). A plan made while the orders'
- * partitions were empty must still find orders through an index once they fill, never by reading a partition whole;
- * the count must probe each user by key. The read's plan on analyzed empty partitions takes an index with the id in
- * second or third place, a whole index a read (decision 0007): this test does not catch that. Each test makes the
- * session's plan on empty tables, puts 20,000 unpaid orders into today's partition from another session, and reads
- * the plan of the next call from auto_explain, sent to this session as notices.
+ * migration V13, a create group's per-user count, unpaid_of_users of V17, and its insert, create_orders of V19). A
+ * plan made while the orders' partitions were empty must still find orders through an index once they fill, never by
+ * reading a partition whole; the count must probe each user by key, the insert each SKU's stock. The read's plan on
+ * analyzed empty partitions takes an index with the id in second or third place, a whole index a read (decision
+ * 0007): this test does not catch that. Each test makes the session's plan on empty tables, fills them from another
+ * session, and reads the plan of the next call from auto_explain, sent to this session as notices.
  */
 class PlansMadeOnceTest {
   private static final int ORDERS = 20_000;
@@ -112,5 +114,51 @@ class PlansMadeOnceTest {
       assertThat(plan).as("by the index of unpaid orders only, without reading a partition whole")
           .doesNotContain("Seq Scan").doesNotContain("by_client_user").doesNotContain("client_user_id_id_idx");
     }
+  }
+
+  /**
+   * The insert's plan made while the inventory held one SKU; then the shop loads 20,000 more. Without
+   * {@code enable_seqscan = off} the plan joined a hash of the whole inventory, read on every call. Also what it
+   * writes: an order whose id is taken inserts nothing, and the event of a new order is the payload every other event
+   * writes ({@code Sql.eventPayload}), which the function copies.
+   */
+  @Test
+  void anInsertPlannedOnASmallInventoryFindsEachSkuByKeyOnceItGrows() throws SQLException {
+    Sql.execute("INSERT INTO inventory (sku, available) VALUES ('SKU-0', 100)");
+    try (Connection session = TestDatabase.jdbc(); Statement statement = session.createStatement()) {
+      // the session's plan, on an inventory of one SKU
+      statement.execute("""
+          SELECT * FROM create_orders(ARRAY[%d], ARRAY[1], ARRAY['client-a'], ARRAY['user-1'], ARRAY['physical'],
+                                      ARRAY[600], ARRAY[60], ARRAY[%1$d]::bigint[], ARRAY['SKU-0'], ARRAY[1])"""
+          .formatted(firstId + 1));
+      Sql.execute("INSERT INTO inventory (sku, available) SELECT 'SKU-' || n, 100 FROM generate_series(1, 20000) AS n");
+      AutoExplain.sendPlansAsNotices(statement);
+      List<Long> created = new ArrayList<>();
+      try (ResultSet rows = statement.executeQuery("""
+          SELECT * FROM create_orders(ARRAY[%d, %d], ARRAY[1, 2], ARRAY['client-a', 'client-a'],
+                                      ARRAY['user-1', 'user-2'], ARRAY['physical', 'physical'], ARRAY[600, 600],
+                                      ARRAY[NULL, 60],
+                                      ARRAY[%1$d, %2$d]::bigint[], ARRAY['SKU-0', 'SKU-7'], ARRAY[5, 3])"""
+          .formatted(firstId + 1, firstId + 2))) {
+        while (rows.next()) {
+          created.add(rows.getLong("id"));
+        }
+      }
+      String plan = AutoExplain.plansMentioning(statement.getWarnings(), "UPDATE inventory");
+      assertThat(plan).as("the insert's plan, as auto_explain sent it").contains("INSERT INTO orders");
+      assertThat(plan).as("each SKU's stock found by key, the inventory never read whole")
+          .contains("Index Scan using inventory_pkey").doesNotContain("Seq Scan");
+      assertThat(created).as("only the order whose id was free").containsExactly(firstId + 2);
+    }
+    assertThat(Sql.rows("SELECT sku, available, reserved FROM inventory WHERE sku IN ('SKU-0', 'SKU-7') ORDER BY sku"))
+        .as("the taken id's items reserve nothing").containsExactly(
+            Map.of("sku", "SKU-0", "available", 99L, "reserved", 1L),
+            Map.of("sku", "SKU-7", "available", 97L, "reserved", 3L));
+    String sameAsEveryEvent = "SELECT " + ordertimeout.store.Sql.eventPayload("o",
+        "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) FROM order_items i "
+            + "WHERE i.order_id = o.id)") + " = e.payload AS same FROM orders o JOIN outbox e ON e.order_id = o.id "
+        + "WHERE o.id = ?";
+    assertThat(Sql.rows(sameAsEveryEvent, firstId + 2)).as("the new order's event, as every event writes an order")
+        .containsExactly(Map.of("same", true));
   }
 }
