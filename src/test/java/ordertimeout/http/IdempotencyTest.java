@@ -67,4 +67,24 @@ class IdempotencyTest extends ServiceTestBase {
     assertThat(Sql.count("SELECT count(*) FROM orders")).isEqualTo(5);
     assertThat(api.stock("SKU-1").getLong("reserved")).isEqualTo(5);
   }
+
+  /**
+   * The key is stored by the group's last statement, after the order and its reservation: when that insert fails,
+   * the create fails and leaves nothing behind (no 201 for an order rolled back, no stock held by it).
+   */
+  @Test
+  void aCreateWhoseKeyCannotBeStoredFailsAndStoresNothing() {
+    api.setStock("SKU-1", 10);
+    Sql.execute("ALTER TABLE idempotency_keys ADD CONSTRAINT refuse_one_key CHECK (key <> 'refused-key') NOT VALID");
+    try {
+      Api.Response refused = api.createOrder("refused-key", orderBody("u-1", 600, "SKU-1", 2));
+      assertThat(refused.status()).as(refused.body()).isGreaterThanOrEqualTo(500);
+      assertThat(Sql.count("SELECT count(*) FROM orders")).as("no order stored").isZero();
+      assertThat(api.stock("SKU-1").getLong("reserved")).as("nothing reserved").isZero();
+    } finally {
+      Sql.execute("ALTER TABLE idempotency_keys DROP CONSTRAINT refuse_one_key");
+    }
+    assertThat(api.createOrder("another-key", orderBody("u-1", 600, "SKU-1", 2)).status())
+        .as("the next create, on the same connections").isEqualTo(201);
+  }
 }
