@@ -1,8 +1,9 @@
 -- A create group inserts its orders, their items, log lines, ORDER_CREATED events and stock reservations in one
--- statement. Planned on every call (force_custom_plan, decision 0007) it spent 0.4-0.6 ms planning a call for about
--- 1.5 ms running (SteadyStateBenchmark at 400 creates/s). Nothing in it has a choice of index on the partitioned
--- tables: rows are inserted, routed to their partitions when it runs, and the id's conflict is checked on the primary
--- key. Its one lookup is the inventory's row of each SKU, by primary key. So it is planned once per session here.
+-- statement. Planned on every call (force_custom_plan, decision 0007) it spent 0.6-0.7 ms planning a call beside
+-- 2.1-2.7 ms running (SteadyStateBenchmark at 400 creates/s, 2026-12-04). Nothing in it has a choice of index on the
+-- partitioned tables: rows are inserted, routed to their partitions when it runs, and the id's conflict is checked on
+-- the primary key. Its one lookup is the inventory's row of each SKU, by primary key. So it is planned once per
+-- session here.
 -- Sequential scans are off in it, as in order_view (V13): a plan made while the inventory held a few SKUs would
 -- otherwise read the whole inventory for every group once the shop has loaded its catalogue.
 -- An order whose id is taken already inserts nothing at all (no items, no reservation) and is missing from the rows
