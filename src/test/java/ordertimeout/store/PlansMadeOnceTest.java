@@ -23,10 +23,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The statements planned once per session (functions with force_generic_plan: the status read, order_view of
  * migration V13, a create group's per-user count, unpaid_of_users of V17, and its insert, create_orders of V19). A
  * plan made while the orders' partitions were empty must still find orders through an index once they fill, never by
- * reading a partition whole; the count must probe each user by key, the insert each SKU's stock. The read's plan on
- * analyzed empty partitions takes an index with the id in second or third place, a whole index a read (decision
- * 0007): this test does not catch that. Each test makes the session's plan on empty tables, fills them from another
- * session, and reads the plan of the next call from auto_explain, sent to this session as notices.
+ * reading a partition whole; the count must probe each user by key, the read its order and items by primary key (on
+ * partitions analyzed while empty it took search indexes that hold the id later on, a whole index a read, until V20),
+ * the insert each SKU's stock. Each test makes the session's plan on empty tables, fills them from another session,
+ * and reads the plan of the next call from auto_explain, sent to this session as notices.
  */
 class PlansMadeOnceTest {
   private static final int ORDERS = 20_000;
@@ -67,7 +67,7 @@ class PlansMadeOnceTest {
   }
 
   @Test
-  void aReadPlannedOnEmptyTablesFindsItsOrderThroughAnIndexOnceTheyFill() throws SQLException {
+  void aReadPlannedOnEmptyTablesFindsItsOrderByPrimaryKeyOnceTheyFill() throws SQLException {
     try (Connection session = TestDatabase.jdbc(); Statement statement = session.createStatement()) {
       statement.execute("SELECT * FROM order_view(1, NULL)"); // the session's plan, made on empty partitions
       fillTodaysPartition();
@@ -81,7 +81,18 @@ class PlansMadeOnceTest {
       String plan = AutoExplain.plansMentioning(statement.getWarnings(), "JOIN order_items");
       assertThat(plan).as("the read's plan, as auto_explain sent it").contains("FROM orders o JOIN order_items i");
       assertThat(plan).as("orders and items found through an index in every partition").contains("Index Scan").doesNotContain("Seq Scan");
+      String orders = partitionOf("orders", "id", wanted);
+      String items = partitionOf("order_items", "order_id", wanted);
+      assertThat(plan).as("today's order and its items by primary key, not by a search index with the id later on")
+          .contains("Index Scan using " + orders + "_pkey on " + orders)
+          .contains("Index Scan using " + items + "_pkey on " + items);
     }
+  }
+
+  /** The partition of {@code table} that holds the row whose {@code idColumn} is {@code id}. */
+  private static String partitionOf(String table, String idColumn, long id) {
+    return Sql.rows("SELECT tableoid::regclass::text AS partition FROM " + table + " WHERE " + idColumn + " = ?", id)
+        .get(0).get("partition").toString();
   }
 
   @Test
