@@ -208,25 +208,10 @@ final class Sql {
    * holds are paid (SKIP LOCKED), so the group never waits for a row while it holds others. Returns the orders paid as
    * {@link #SELECT_ORDERS} reads them (their state after the pay, items as arrays; an order without items, which the
    * API never makes, is left out as there), so that a group that paid all its orders need not read them again; an id
-   * given twice is paid once. {@code o.id = ANY($1)} repeats the join's condition so that the planner keeps only the
-   * partitions of those ids; their items are read once ({@link #ITEMS_OF_ORDERS_1}).
+   * given twice is paid once. One statement, planned once per session (migration V21: this class's pay, stock move
+   * and event payload, written out).
    */
-  static final String PAY_ORDERS = pay(heldInItems("paid"), "it.json", "LEFT JOIN items it ON it.order_id = o.id", """
-      payable AS (
-        SELECT o.id
-        FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS requested(id, client)
-          ON o.id = requested.id AND (requested.client IS NULL OR o.client = requested.client)
-        WHERE o.id = ANY($1) AND o.status IS NOT DISTINCT FROM 'UNPAID' AND (o.close_at > now() OR o.hold_until > now())
-        FOR UPDATE OF o SKIP LOCKED),
-      paid AS (
-        UPDATE orders o SET status = 'PAID', paid_at = now()
-        FROM (SELECT DISTINCT id FROM payable) AS p
-        WHERE o.id = p.id AND o.id = ANY($1) AND o.status IS NOT DISTINCT FROM 'UNPAID'
-        RETURNING o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
-                  o.hold_until, o.paid_at, o.closed_at),
-      """ + ITEMS_OF_ORDERS_1, """
-      SELECT %s, items.skus, items.qtys
-      FROM paid o JOIN items ON items.order_id = o.id""".formatted(ORDER_COLUMNS));
+  static final String PAY_ORDERS = "SELECT * FROM pay_orders($1, $2)";
 
   /**
    * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns) and what {@code itemsJoin} joins
