@@ -41,7 +41,8 @@ BEGIN
     SELECT inv.sku, held.qty FROM inventory AS inv JOIN held ON held.sku = inv.sku
     ORDER BY inv.sku FOR UPDATE OF inv),
   moved AS (
-    UPDATE inventory AS inv SET reserved = inv.reserved - l.qty, updated_at = now() FROM locked l WHERE inv.sku = l.sku),
+    UPDATE inventory AS inv SET reserved = inv.reserved - l.qty, updated_at = now()
+    FROM locked l WHERE inv.sku = l.sku),
   logged AS (
     INSERT INTO order_log (order_id, event, at) SELECT p.id, 'PAID', p.paid_at FROM paid p),
   evented AS (

@@ -22,12 +22,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The statements planned once per session (functions with force_generic_plan: the status read, order_view of
  * migration V13, a create group's per-user count, unpaid_of_users of V17, its insert, create_orders of V19, and the
- * pay group's statement, pay_orders of V21). A
- * plan made while the orders' partitions were empty must still find orders through an index once they fill, never by
- * reading a partition whole; the count must probe each user by key, the read its order and items by primary key (on
- * partitions analyzed while empty it took search indexes that hold the id later on, a whole index a read, until V20),
- * the insert and the pay each SKU's stock. Each test makes the session's plan on empty tables, fills them from another session,
- * and reads the plan of the next call from auto_explain, sent to this session as notices.
+ * pay group's statement, pay_orders of V21). A plan made while the orders' partitions were empty must still find
+ * orders through an index once they fill, never by reading a partition whole; the count must probe each user by key,
+ * the read and the pay their orders and items by primary key (on partitions analyzed while empty the read took search
+ * indexes that hold the id later on, a whole index a read, until V20), the insert and the pay each SKU's stock. Each
+ * test makes the session's plan on empty tables, fills them from another session, and reads the plan of the next call
+ * from auto_explain, sent to this session as notices.
  */
 class PlansMadeOnceTest {
   private static final int ORDERS = 20_000;

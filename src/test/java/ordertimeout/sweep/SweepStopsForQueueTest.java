@@ -22,7 +22,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * first) are found a page (one order) at a time; the first page's close waits on a locked stock row while two wheel
  * batches (one order each, they cannot join) queue behind it; once it is let through, one wheel batch takes the only
  * place and waits on another locked row, the other stays queued, and the pass must end there. The wheel's orders are
- * created once the sweep's page waits: were they due first, a wheel batch would take the place (CI, 2026-12-04).
+ * created once the sweep's page waits: were they due first, a wheel batch would take the place (a fresh clone's run,
+ * 2026-12-04).
  */
 class SweepStopsForQueueTest extends ServiceTestBase {
 
@@ -44,7 +45,8 @@ class SweepStopsForQueueTest extends ServiceTestBase {
     try (Connection slowRow = Sql.lockedInventoryRow("SLOW")) {
       Await.until("the sweep's first page waiting for the SLOW row", Duration.ofSeconds(20),
           () -> StockRowLock.waitingBackends().size() == 1);
-      held = List.of(create("u-held-1", 2, "HELD", 1).getString("id"), create("u-held-2", 2, "HELD", 1).getString("id"));
+      held = List.of(create("u-held-1", 2, "HELD", 1).getString("id"),
+          create("u-held-2", 2, "HELD", 1).getString("id"));
       try (Connection heldRow = Sql.lockedInventoryRow("HELD")) {
         Await.until("the wheel's two batches queued behind the sweep's first page", Duration.ofSeconds(20),
             () -> metric("ordertimeout_close_queued") == 2);
@@ -54,8 +56,8 @@ class SweepStopsForQueueTest extends ServiceTestBase {
         slowRow.rollback();
         Await.until("the pass ended, having handed one page", Duration.ofSeconds(10),
             () -> metric("ordertimeout_sweep_found_total") - foundBefore == 1);
-        assertThat(metric("ordertimeout_sweep_skipped_total") - skippedBefore).as("the pass cut short counts as left out")
-            .isGreaterThanOrEqualTo(1);
+        assertThat(metric("ordertimeout_sweep_skipped_total") - skippedBefore)
+            .as("the pass cut short counts as left out").isGreaterThanOrEqualTo(1);
         assertThat(lost.stream().filter(id -> "CLOSED".equals(statusOf(id))).count()).as("lost orders closed so far")
             .isEqualTo(1);
         heldRow.rollback();

@@ -16,9 +16,10 @@ import java.util.stream.LongStream;
 /**
  * How long PostgreSQL takes to plan the statements that change an array of orders, as the service's sessions plan
  * them on every call (custom plans, decision 0007): the close of due orders, the close on request, the reminders and
- * the bulk extend (the pay group's statement is planned once per session since migration V21), with {@code ids} ids of today, on empty tables with the migration's partitions
- * and {@code partitions} more of each partitioned table. {@code EXPLAIN (SUMMARY)} with the ids written out, as a
- * custom plan sees them; {@code plans} plans of each, alternating, the first tenth left out; median, p10 and p90.
+ * the bulk extend (the pay group's statement is planned once per session since migration V21), with {@code ids} ids
+ * of today, on empty tables with the migration's partitions and {@code partitions} more of each partitioned table.
+ * {@code EXPLAIN (SUMMARY)} with the ids written out, as a custom plan sees them; {@code plans} plans of each,
+ * alternating, the first tenth left out; median, p10 and p90.
  *
  * <p>{@code mvn -B -Pbench test-compile exec:java -Dexec.mainClass=ordertimeout.bench.PlanningBenchmark
  * -Dexec.args="PARTITIONS IDS PLANS"} (defaults 4 8 100; under a minute). The statements are read from the service's
