@@ -232,8 +232,8 @@ final class Sql {
 
   /**
    * The compare-and-set of a close, with its stock given back, its log line and ORDER_CLOSED event. {@code $1} is an
-   * array of ids, {@code $2} the reason; {@code casCondition} adds the deadline check for timeouts, or the
-   * client check for requests ({@code $3}, null for admins). A closed order's failed closes are forgotten
+   * array of ids, {@code $2} the reason; {@code casCondition} adds the client check for requests ({@code $3}, null for
+   * admins); the deadline check of timeouts is in {@link #CLOSE_DUE}'s function. A closed order's failed closes are forgotten
    * (its close_failures row, parked or not, goes). The orders' items are read once ({@link #ITEMS_OF_ORDERS_1}).
    */
   private static String close(String casCondition) {
@@ -261,11 +261,13 @@ final class Sql {
       "NOT EXISTS (SELECT 1 FROM close_failures f WHERE f.order_id = orders.id AND f.parked_at IS NOT NULL)";
 
   /**
-   * Timeouts compare the deadline, and the hold of a started payment, with the database clock: never early, whatever
-   * the node's clock says, and never before {@code hold_until}. A parked order is not closed here (it waits for an
-   * admin's retry, which unparks it first).
+   * The close of the due orders among {@code $1} for reason {@code $2}, as {@link #close} writes a close. Timeouts
+   * compare the deadline, and the hold of a started payment, with the database clock: never early, whatever the node's
+   * clock says, and never before {@code hold_until}. A parked order is not closed here (it waits for an admin's retry,
+   * which unparks it first). One statement, planned once per session (migration V22: this class's close for that
+   * condition, written out).
    */
-  static final String CLOSE_DUE = close("AND close_at <= now() AND (hold_until IS NULL OR hold_until <= now()) AND " + NOT_PARKED);
+  static final String CLOSE_DUE = "SELECT id, close_at, hold_until, closed_at FROM close_due_orders($1, $2)";
 
   /** Cancel and admin close: any unpaid order of the client, due or not. */
   static final String CLOSE_ON_REQUEST = close("AND ($3::text IS NULL OR client = $3)");

@@ -106,8 +106,8 @@ class PartitionPlansTest {
   /**
    * The statements that change orders by id are planned on every call (decision 0007), so each partition they keep
    * costs planning time: only the partitions of their ids, of orders and of order_items, are left in the plan, for
-   * one order and for an array of them (whose items are read once, Sql.ITEMS_OF_ORDERS_1). The pay group's statement,
-   * planned once per session since V21, keeps every partition and is not among them.
+   * one order and for an array of them (whose items are read once, Sql.ITEMS_OF_ORDERS_1). The pay group's and the
+   * close batch's statements, planned once per session since V21 and V22, keep every partition and are not among them.
    */
   @Test
   @Order(2)
@@ -129,8 +129,9 @@ class PartitionPlansTest {
    * whose third column is the id, is small: a day of its own with 15,000 orders, 3,000 of them unpaid, and fresh
    * statistics (a day's partition under load, as in the steady-state benchmark). With {@code status = 'UNPAID'} the
    * close batch took the index led by the status and the reminders the partial index of unsent reminders, and in the
-   * benchmark the pay group of 8 read all of the unpaid index for each of its two lookups (3.4 ms under load). The pay
-   * group's plan, made once per session inside pay_orders (V21), is read from auto_explain on a call rolled back.
+   * benchmark the pay group of 8 read all of the unpaid index for each of its two lookups (3.4 ms under load). The
+   * plans of the pay group and the close batch, made once per session inside pay_orders (V21) and close_due_orders
+   * (V22), are read from auto_explain on calls rolled back.
    */
   @Test
   @Order(3)
@@ -163,6 +164,8 @@ class PartitionPlansTest {
         String anyClient = "ARRAY[" + String.join(", ", Collections.nCopies(some.length, "NULL")) + "]::text[]";
         plans.put("pay group (planned once, V21)", planInside(connection,
             "SELECT * FROM pay_orders(" + array(some) + ", " + anyClient + ")", "UPDATE orders o SET status = 'PAID'"));
+        plans.put("close batch (planned once, V22)", planInside(connection,
+            "SELECT * FROM close_due_orders(" + array(some) + ", 'TIMEOUT')", "UPDATE orders o SET status = 'CLOSED'"));
       }
       Pattern indexes = Pattern.compile("(?:Index Scan|Index Only Scan) using (\\w+) on " + dayOrders + "\\b"
           + "|Bitmap Index Scan on (" + dayOrders + "\\w*)");
@@ -202,7 +205,6 @@ class PartitionPlansTest {
     String ids = array(some);
     Map<String, String> plans = new LinkedHashMap<>();
     plans.put("pay", customPlan(connection, ordertimeout.store.Sql.PAY, one + ", NULL"));
-    plans.put("close batch", customPlan(connection, ordertimeout.store.Sql.CLOSE_DUE, ids + ", 'TIMEOUT'"));
     plans.put("close on request",
         customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST, ids + ", 'ADMIN', NULL"));
     plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, ids));

@@ -21,11 +21,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The statements planned once per session (functions with force_generic_plan: the status read, order_view of
- * migration V13, a create group's per-user count, unpaid_of_users of V17, its insert, create_orders of V19, and the
- * pay group's statement, pay_orders of V21). A plan made while the orders' partitions were empty must still find
- * orders through an index once they fill, never by reading a partition whole; the count must probe each user by key,
- * the read and the pay their orders and items by primary key (on partitions analyzed while empty the read took search
- * indexes that hold the id later on, a whole index a read, until V20), the insert and the pay each SKU's stock. Each
+ * migration V13, a create group's per-user count, unpaid_of_users of V17, its insert, create_orders of V19, the pay
+ * group's statement, pay_orders of V21, and the close batch's, close_due_orders of V22). A plan made while the orders'
+ * partitions were empty must still find orders through an index once they fill, never by reading a partition whole;
+ * the count must probe each user by key, the read, the pay and the close their orders and items by primary key (on
+ * partitions analyzed while empty the read took search indexes that hold the id later on, a whole index a read, until
+ * V20), the insert, the pay and the close each SKU's stock. Each
  * test makes the session's plan on empty tables, fills them from another session, and reads the plan of the next call
  * from auto_explain, sent to this session as notices.
  */
@@ -217,6 +218,55 @@ class PlansMadeOnceTest {
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID'")).isEqualTo(2);
     assertThat(eventIsThePayloadEveryEventWrites(twice, "ORDER_PAID"))
         .as("the pay's event, as every event writes an order").isTrue();
+  }
+
+  /**
+   * The close batch's plan made on empty partitions and a one-SKU inventory; then the partitions fill and the shop loads
+   * 20,000 more SKUs. Each order, and its items, must be found by today's primary keys, each SKU's stock by key. Also
+   * what it does: of four orders, the two due are closed, a parked one (due too) and one not due are left; their stock
+   * goes back; the event of a close is the payload every other event writes ({@code Sql.eventPayload}).
+   */
+  @Test
+  void aCloseBatchPlannedOnEmptyTablesFindsItsOrdersAndStockByKeyOnceTheyFill() throws SQLException {
+    Sql.execute("INSERT INTO inventory (sku, available) VALUES ('SKU-0', 100)");
+    long due = firstId + ORDERS;
+    long alsoDue = firstId + 1;
+    long parked = firstId + 2;
+    long notDue = firstId + 3;
+    try (Connection session = TestDatabase.jdbc(); Statement statement = session.createStatement()) {
+      statement.execute("SELECT * FROM close_due_orders(ARRAY[1], 'TIMEOUT')"); // the session's plan, on empty tables
+      fillTodaysPartition();
+      Sql.execute("UPDATE orders SET close_at = now() - interval '1 second' WHERE id IN (?, ?, ?)", due, alsoDue, parked);
+      Sql.execute("INSERT INTO close_failures (order_id, failures, first_failed_at, last_failed_at, last_error, parked_at) "
+          + "VALUES (?, 3, now(), now(), 'lock timeout', now())", parked);
+      Sql.execute("INSERT INTO inventory (sku, available, reserved) VALUES ('SKU-1', 0, ?)", 2 * ORDERS);
+      Sql.execute("INSERT INTO inventory (sku, available) SELECT 'SKU-' || n, 100 FROM generate_series(2, 20000) AS n");
+      AutoExplain.sendPlansAsNotices(statement);
+      List<Long> closed = new ArrayList<>();
+      try (ResultSet rows = statement.executeQuery("SELECT * FROM close_due_orders(ARRAY[%d, %d, %d, %d], 'TIMEOUT')"
+          .formatted(due, alsoDue, parked, notDue))) {
+        while (rows.next()) {
+          closed.add(rows.getLong("id"));
+        }
+      }
+      assertThat(closed).as("the due orders, not the parked one nor the one not due").containsExactlyInAnyOrder(due, alsoDue);
+      String plan = AutoExplain.plansMentioning(statement.getWarnings(), "UPDATE inventory");
+      assertThat(plan).as("the close's plan, as auto_explain sent it").contains("UPDATE orders o SET status = 'CLOSED'");
+      String orders = partitionOf("orders", "id", due);
+      String items = partitionOf("order_items", "order_id", due);
+      assertThat(plan).as("orders, items and stock found by primary key, no table read whole")
+          .contains(orders + "_pkey on " + orders).contains(items + "_pkey on " + items)
+          .contains("Index Scan using inventory_pkey").doesNotContain("Seq Scan");
+      assertThat(plan).as("no index that holds the id in a later column")
+          .doesNotContain("shard_close_at").doesNotContain("status_close_at").doesNotContain("client_user")
+          .doesNotContain("sku_order_id");
+    }
+    assertThat(Sql.rows("SELECT available, reserved FROM inventory WHERE sku = 'SKU-1'"))
+        .as("the two orders closed gave their reservation back")
+        .containsExactly(Map.of("available", 4L, "reserved", 2L * ORDERS - 4));
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'CLOSED' AND close_reason = 'TIMEOUT'")).isEqualTo(2);
+    assertThat(eventIsThePayloadEveryEventWrites(due, "ORDER_CLOSED"))
+        .as("the close's event, as every event writes an order").isTrue();
   }
 
   /** Whether order {@code id}'s event of {@code type} holds the order as {@code Sql.eventPayload} writes it now. */

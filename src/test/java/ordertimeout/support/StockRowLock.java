@@ -16,14 +16,16 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class StockRowLock implements AutoCloseable {
   /**
-   * The backends of stock moves waiting for an inventory row lock: a pay's or close's statement, or a late payment's
-   * LOCK_STOCK_OF_ORDERS (a create's lock says FOR UPDATE alone). Their lock comes after the first kilobyte of the
-   * pays' and closes' statements, so it needs the embedded database's whole statement in pg_stat_activity
+   * The backends of stock moves waiting for an inventory row lock: a pay's or close's statement, a late payment's
+   * LOCK_STOCK_OF_ORDERS (a create's lock says FOR UPDATE alone), or a close batch's call of close_due_orders (V22),
+   * whose statement pg_stat_activity does not show. Their lock comes after the first kilobyte of the pays' and closes'
+   * statements, so it needs the embedded database's whole statement in pg_stat_activity
    * ({@code track_activity_query_size}).
    */
   private static final String WAITING_STOCK_MOVES = """
       SELECT pid FROM pg_stat_activity
-      WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF inv%' AND pid <> pg_backend_pid()
+      WHERE wait_event_type = 'Lock' AND (query LIKE '%FOR UPDATE OF inv%' OR query LIKE '%close_due_orders(%')
+        AND pid <> pg_backend_pid()
       ORDER BY backend_start""";
 
   private final Connection connection;

@@ -15,11 +15,11 @@ import java.util.stream.LongStream;
 
 /**
  * How long PostgreSQL takes to plan the statements that change an array of orders, as the service's sessions plan
- * them on every call (custom plans, decision 0007): the close of due orders, the close on request, the reminders and
- * the bulk extend (the pay group's statement is planned once per session since migration V21), with {@code ids} ids
- * of today, on empty tables with the migration's partitions and {@code partitions} more of each partitioned table.
- * {@code EXPLAIN (SUMMARY)} with the ids written out, as a custom plan sees them; {@code plans} plans of each,
- * alternating, the first tenth left out; median, p10 and p90.
+ * them on every call (custom plans, decision 0007): the close on request, the reminders and the bulk extend (the
+ * pay group's and the close batch's statements are planned once per session since migrations V21 and V22), with
+ * {@code ids} ids of today, on empty tables with the migration's partitions and {@code partitions} more of each
+ * partitioned table. {@code EXPLAIN (SUMMARY)} with the ids written out, as a custom plan sees them; {@code plans}
+ * plans of each, alternating, the first tenth left out; median, p10 and p90.
  *
  * <p>{@code mvn -B -Pbench test-compile exec:java -Dexec.mainClass=ordertimeout.bench.PlanningBenchmark
  * -Dexec.args="PARTITIONS IDS PLANS"} (defaults 4 8 100; under a minute). The statements are read from the service's
@@ -48,7 +48,6 @@ public final class PlanningBenchmark {
       String idArray = "'{" + LongStream.range(0, ids).mapToObj(k -> Long.toString(firstId + k * 4096))
           .collect(Collectors.joining(",")) + "}'::bigint[]";
       Map<String, String> statements = new LinkedHashMap<>();
-      statements.put("close of due orders", bind(sql("CLOSE_DUE"), idArray, "'TIMEOUT'"));
       statements.put("close on request", bind(sql("CLOSE_ON_REQUEST"), idArray, "'ADMIN'", "NULL"));
       statements.put("reminders", bind(sql("REMIND_DUE"), idArray));
       statements.put("bulk extend", bind(sql("EXTEND_DEADLINES_BY_SECONDS"), idArray, "60"));
