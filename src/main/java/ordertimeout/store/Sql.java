@@ -233,8 +233,9 @@ final class Sql {
   /**
    * The compare-and-set of a close, with its stock given back, its log line and ORDER_CLOSED event. {@code $1} is an
    * array of ids, {@code $2} the reason; {@code casCondition} adds the client check for requests ({@code $3}, null for
-   * admins); the deadline check of timeouts is in {@link #CLOSE_DUE}'s function. A closed order's failed closes are forgotten
-   * (its close_failures row, parked or not, goes). The orders' items are read once ({@link #ITEMS_OF_ORDERS_1}).
+   * admins); the deadline check of timeouts is in {@link #CLOSE_DUE}'s function. A closed order's failed closes are
+   * forgotten (its close_failures row, parked or not, goes). The orders' items are read once
+   * ({@link #ITEMS_OF_ORDERS_1}).
    */
   private static String close(String casCondition) {
     return """

@@ -36,7 +36,8 @@ BEGIN
   forgotten AS (
     DELETE FROM close_failures f WHERE f.order_id IN (SELECT c.id FROM closed c)),
   logged AS (
-    INSERT INTO order_log (order_id, event, detail, at) SELECT c.id, 'CLOSED', c.close_reason, c.closed_at FROM closed c),
+    INSERT INTO order_log (order_id, event, detail, at)
+    SELECT c.id, 'CLOSED', c.close_reason, c.closed_at FROM closed c),
   evented AS (
     INSERT INTO outbox (order_id, client, type, payload, created_at)
     SELECT o.id, o.client, 'ORDER_CLOSED',

@@ -203,14 +203,7 @@ class PlansMadeOnceTest {
           .containsOnly(Map.entry(twice, "PAID [SKU-1][2]"), Map.entry(byAnAdmin, "PAID [SKU-1][2]"));
       String plan = AutoExplain.plansMentioning(statement.getWarnings(), "UPDATE inventory");
       assertThat(plan).as("the pay's plan, as auto_explain sent it").contains("UPDATE orders o SET status = 'PAID'");
-      String orders = partitionOf("orders", "id", twice);
-      String items = partitionOf("order_items", "order_id", twice);
-      assertThat(plan).as("orders, items and stock found by primary key, no table read whole")
-          .contains(orders + "_pkey on " + orders).contains(items + "_pkey on " + items)
-          .contains("Index Scan using inventory_pkey").doesNotContain("Seq Scan");
-      assertThat(plan).as("no index that holds the id in a later column")
-          .doesNotContain("shard_close_at").doesNotContain("status_close_at").doesNotContain("client_user")
-          .doesNotContain("sku_order_id");
+      assertFindsByKey(plan, twice);
     }
     assertThat(Sql.rows("SELECT available, reserved FROM inventory WHERE sku = 'SKU-1'"))
         .as("the two orders paid sold their reservation")
@@ -221,8 +214,8 @@ class PlansMadeOnceTest {
   }
 
   /**
-   * The close batch's plan made on empty partitions and a one-SKU inventory; then the partitions fill and the shop loads
-   * 20,000 more SKUs. Each order, and its items, must be found by today's primary keys, each SKU's stock by key. Also
+   * The close batch's plan made on empty partitions and a one-SKU inventory; then the partitions fill and the shop
+   * loads 20,000 more SKUs. Each order, and its items, must be found by today's primary keys, each SKU's stock by key. Also
    * what it does: of four orders, the two due are closed, a parked one (due too) and one not due are left; their stock
    * goes back; the event of a close is the payload every other event writes ({@code Sql.eventPayload}).
    */
@@ -236,9 +229,10 @@ class PlansMadeOnceTest {
     try (Connection session = TestDatabase.jdbc(); Statement statement = session.createStatement()) {
       statement.execute("SELECT * FROM close_due_orders(ARRAY[1], 'TIMEOUT')"); // the session's plan, on empty tables
       fillTodaysPartition();
-      Sql.execute("UPDATE orders SET close_at = now() - interval '1 second' WHERE id IN (?, ?, ?)", due, alsoDue, parked);
-      Sql.execute("INSERT INTO close_failures (order_id, failures, first_failed_at, last_failed_at, last_error, parked_at) "
-          + "VALUES (?, 3, now(), now(), 'lock timeout', now())", parked);
+      Sql.execute("UPDATE orders SET close_at = now() - interval '1 second' WHERE id IN (?, ?, ?)",
+          due, alsoDue, parked);
+      Sql.execute("INSERT INTO close_failures (order_id, failures, first_failed_at, last_failed_at, last_error, "
+          + "parked_at) VALUES (?, 3, now(), now(), 'lock timeout', now())", parked);
       Sql.execute("INSERT INTO inventory (sku, available, reserved) VALUES ('SKU-1', 0, ?)", 2 * ORDERS);
       Sql.execute("INSERT INTO inventory (sku, available) SELECT 'SKU-' || n, 100 FROM generate_series(2, 20000) AS n");
       AutoExplain.sendPlansAsNotices(statement);
@@ -249,24 +243,35 @@ class PlansMadeOnceTest {
           closed.add(rows.getLong("id"));
         }
       }
-      assertThat(closed).as("the due orders, not the parked one nor the one not due").containsExactlyInAnyOrder(due, alsoDue);
+      assertThat(closed).as("the due orders, not the parked one nor the one not due")
+          .containsExactlyInAnyOrder(due, alsoDue);
       String plan = AutoExplain.plansMentioning(statement.getWarnings(), "UPDATE inventory");
-      assertThat(plan).as("the close's plan, as auto_explain sent it").contains("UPDATE orders o SET status = 'CLOSED'");
-      String orders = partitionOf("orders", "id", due);
-      String items = partitionOf("order_items", "order_id", due);
-      assertThat(plan).as("orders, items and stock found by primary key, no table read whole")
-          .contains(orders + "_pkey on " + orders).contains(items + "_pkey on " + items)
-          .contains("Index Scan using inventory_pkey").doesNotContain("Seq Scan");
-      assertThat(plan).as("no index that holds the id in a later column")
-          .doesNotContain("shard_close_at").doesNotContain("status_close_at").doesNotContain("client_user")
-          .doesNotContain("sku_order_id");
+      assertThat(plan).as("the close's plan, as auto_explain sent it")
+          .contains("UPDATE orders o SET status = 'CLOSED'");
+      assertFindsByKey(plan, due);
     }
     assertThat(Sql.rows("SELECT available, reserved FROM inventory WHERE sku = 'SKU-1'"))
         .as("the two orders closed gave their reservation back")
         .containsExactly(Map.of("available", 4L, "reserved", 2L * ORDERS - 4));
-    assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'CLOSED' AND close_reason = 'TIMEOUT'")).isEqualTo(2);
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'CLOSED' AND close_reason = 'TIMEOUT'"))
+        .isEqualTo(2);
     assertThat(eventIsThePayloadEveryEventWrites(due, "ORDER_CLOSED"))
         .as("the close's event, as every event writes an order").isTrue();
+  }
+
+  /**
+   * {@code plan} finds order {@code id} and its items by the primary keys of their partitions and the stock by
+   * inventory_pkey, reads no table whole, and takes no index that holds the id in a later column.
+   */
+  private static void assertFindsByKey(String plan, long id) {
+    String orders = partitionOf("orders", "id", id);
+    String items = partitionOf("order_items", "order_id", id);
+    assertThat(plan).as("orders, items and stock found by primary key, no table read whole")
+        .contains(orders + "_pkey on " + orders).contains(items + "_pkey on " + items)
+        .contains("Index Scan using inventory_pkey").doesNotContain("Seq Scan");
+    assertThat(plan).as("no index that holds the id in a later column")
+        .doesNotContain("shard_close_at").doesNotContain("status_close_at").doesNotContain("client_user")
+        .doesNotContain("sku_order_id");
   }
 
   /** Whether order {@code id}'s event of {@code type} holds the order as {@code Sql.eventPayload} writes it now. */
