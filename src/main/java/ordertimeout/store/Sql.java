@@ -195,13 +195,20 @@ final class Sql {
    * benchmark). An order may be paid before its deadline or before the end of the hold a started payment got
    * ({@code hold_until}): the negation of {@link #CLOSE_DUE}'s condition.
    */
-  static final String PAY = pay(heldByOrder1("paid"), ITEMS_JSON_OF_ORDER_1, "", """
-      paid AS (
+  static final String PAY = """
+      WITH paid AS (
         UPDATE orders SET status = 'PAID', paid_at = now()
         WHERE id = $1 AND client IS NOT DISTINCT FROM coalesce($2, client) AND status IS NOT DISTINCT FROM 'UNPAID'
           AND (close_at > now() OR hold_until > now())
-        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at)""",
-      "SELECT id FROM paid");
+        RETURNING id, client, user_id, category, status, close_reason, created_at, close_at, remind_at, hold_until, paid_at, closed_at),
+      %s,
+      logged AS (
+        INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
+      evented AS (
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o)
+      SELECT id FROM paid""".formatted(stockMove(heldByOrder1("paid"), Sql.SELL),
+      eventPayload("o", ITEMS_JSON_OF_ORDER_1));
 
   /**
    * {@link #PAY} for a group: {@code $1} order ids, {@code $2} the client of each (null for an admin). Only rows no other transaction
@@ -212,23 +219,6 @@ final class Sql {
    * and event payload, written out).
    */
   static final String PAY_ORDERS = "SELECT * FROM pay_orders($1, $2)";
-
-  /**
-   * A pay's statement: {@code paidCtes} end with {@code paid} (the order's columns) and what {@code itemsJoin} joins
-   * it with; {@code paid} gets its stock sold ({@code held}: what it holds per SKU, {@link #stockMove}),
-   * its log lines and events, whose items {@code itemsJson} writes; {@code answer} reads {@code paid}.
-   */
-  private static String pay(String held, String itemsJson, String itemsJoin, String paidCtes, String answer) {
-    return """
-        WITH %s,
-        %s,
-        logged AS (
-          INSERT INTO order_log (order_id, event, at) SELECT id, 'PAID', paid_at FROM paid),
-        evented AS (
-          INSERT INTO outbox (order_id, client, type, payload, created_at)
-          SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o %s)
-        %s""".formatted(paidCtes, stockMove(held, SELL), eventPayload("o", itemsJson), itemsJoin, answer);
-  }
 
   /**
    * The compare-and-set of a close, with its stock given back, its log line and ORDER_CLOSED event. {@code $1} is an
