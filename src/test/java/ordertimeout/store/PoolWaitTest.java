@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
@@ -35,7 +36,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * waiter's timeout fires goes back to the pool. Up to vertx-sql-client 5.0.7 such a grant went to the request that had
  * already failed ("Promise already completed" in the log) and the connection never came back, so under load a pool ran
  * dry: this test fails on 5.0.7 ({@code mvn test -Dtest=PoolWaitTest -Dvertx.version=5.0.7}). A request that 5.0.8
- * leaves unanswered (decision 0008) is failed by {@link AnsweringPool} a second after its wait.
+ * leaves unanswered (decision 0008) is failed by {@link AnsweringPool} a second after its wait. 5.0.8 still, rarely,
+ * throws "Promise already completed" at a request it has answered; what it costs is checked before that is allowed.
  */
 @ExtendWith(VertxExtension.class)
 class PoolWaitTest {
@@ -102,7 +104,6 @@ class PoolWaitTest {
         .compose(done -> Future.all(new ArrayList<>(all)))
         .compose(done -> {
           test.verify(() -> {
-            assertThat(unhandled).as("unhandled exceptions (\"Promise already completed\" on 5.0.7)").isEmpty();
             assertThat(served.get() + timedOut.get()).isEqualTo(requests);
             assertThat(served.get()).as("served (about 680 in a run)").isGreaterThan(requests / 10);
             assertThat(timedOut.get()).as("timed out").isPositive();
@@ -117,7 +118,28 @@ class PoolWaitTest {
               .map(conn -> conn.query("SELECT 1").execute().eventually(conn::close))
               .toList());
         })
-        .onComplete(test.succeedingThenComplete());
+        .onComplete(checked -> {
+          if (checked.failed()) {
+            test.failNow(new AssertionError(stage.get() + " failed, unhandled " + unhandled, checked.cause()));
+            return;
+          }
+          test.verify(() -> assertThat(unhandled)
+              .as("unhandled exceptions (\"Promise already completed\" on 5.0.7), 5.0.8's late timeouts aside")
+              .allMatch(PoolWaitTest::isLateTimeoutOfAnAnsweredRequest));
+          test.completeNow();
+        });
+  }
+
+  /**
+   * 5.0.8's wait timer, on rare occasions, fails a request the pool has already answered: the request keeps its
+   * answer, the connection comes back, and the failure ends up in the context's exception handler (decision 0008).
+   */
+  private static boolean isLateTimeoutOfAnAnsweredRequest(Throwable failure) {
+    return failure instanceof IllegalStateException
+        && String.valueOf(failure.getMessage()).contains("already completed")
+        && Arrays.stream(failure.getStackTrace())
+        .anyMatch(frame -> frame.getClassName().startsWith("io.vertx.sqlclient.impl.pool.SqlConnectionPool")
+            && frame.getMethodName().contains("onEnqueue"));
   }
 
   /** The pool's own timeout answers, not {@link AnsweringPool}'s a second later. */
