@@ -11,6 +11,7 @@ import ordertimeout.Service;
 import ordertimeout.bus.DueOrders;
 import ordertimeout.config.AppConfig;
 import ordertimeout.store.DeadlineStore;
+import ordertimeout.store.EventStore;
 import ordertimeout.store.Pools;
 
 import java.lang.management.ManagementFactory;
@@ -28,6 +29,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -38,6 +40,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <ul>
  *   <li>service: the real service, its wheel reloaded from PostgreSQL, closing on its own;</li>
  *   <li>ceiling: the service's batched close transaction driven directly (batches of 1,000, 4 at once);</li>
+ *   <li>ceiling with dispatch: the same, while the service's event dispatcher gives the closes' events their feed
+ *   positions alongside, as it does in the service (the service's drain is still compared with the ceiling above; this
+ *   one tells how much of the gap is the events' way out);</li>
  *   <li>classic: a scan of overdue orders and one transaction per order on 8 connections.</li>
  * </ul>
  * After each run it checks every order closed exactly once, none early, and all stock back.
@@ -97,14 +102,17 @@ public final class CloseStormBenchmark {
 
   private void run() throws Exception {
     List<JsonObject> ceilings = new ArrayList<>();
+    List<JsonObject> ceilingsWithDispatch = new ArrayList<>();
     List<JsonObject> services = new ArrayList<>();
     for (int round = 0; round < rounds; round++) {
       JsonObject ceiling = measure("ceiling", this::driveBatched);
       ceilings.add(ceiling);
+      ceilingsWithDispatch.add(measure("ceiling with dispatch", this::driveBatchedWithDispatch));
       services.add(measureService(ceiling.getDouble("drainSeconds")));
     }
     JsonObject classic = measure("classic", this::driveOnePerOrder);
     JsonObject ceiling = median(ceilings);
+    JsonObject ceilingWithDispatch = median(ceilingsWithDispatch);
     JsonObject service = median(services);
     double serviceRate = service.getDouble("closesPerSecond");
     JsonObject result = Results.header("close-storm")
@@ -113,16 +121,22 @@ public final class CloseStormBenchmark {
         .put("batchSize", batchSize)
         .put("service", service)
         .put("ceiling", ceiling)
+        .put("ceilingWithDispatch", ceilingWithDispatch)
         .put("classic", classic)
         .put("serviceVsCeiling", Results.round(serviceRate / ceiling.getDouble("closesPerSecond")))
+        .put("serviceVsCeilingWithDispatch",
+            Results.round(serviceRate / ceilingWithDispatch.getDouble("closesPerSecond")))
         .put("serviceVsClassic", Results.round(serviceRate / classic.getDouble("closesPerSecond")));
     Results.write("close-storm", result);
     System.out.printf("close-storm: %d orders, median of %d; service %.0f closes/s (lateness p50 %.0f ms, p99 %.0f ms, "
-            + "max %.0f ms); ceiling %.0f/s (service at %.0f%%); classic %.0f/s (service %.1fx); "
-            + "every run: all closed once, none early, stock consistent%n",
+            + "max %.0f ms); ceiling %.0f/s (service at %.0f%%); ceiling with the event dispatcher alongside %.0f/s "
+            + "(service at %.0f%%); classic %.0f/s (service %.1fx); every run: all closed once, none early, "
+            + "stock consistent%n",
         orders, rounds, serviceRate, service.getDouble("latenessP50Ms"), service.getDouble("latenessP99Ms"),
         service.getDouble("latenessMaxMs"), ceiling.getDouble("closesPerSecond"),
-        100 * result.getDouble("serviceVsCeiling"), classic.getDouble("closesPerSecond"), result.getDouble("serviceVsClassic"));
+        100 * result.getDouble("serviceVsCeiling"), ceilingWithDispatch.getDouble("closesPerSecond"),
+        100 * result.getDouble("serviceVsCeilingWithDispatch"), classic.getDouble("closesPerSecond"),
+        result.getDouble("serviceVsClassic"));
     JsonObject heap = service.getJsonObject("heap");
     System.out.printf("close-storm: this JVM's heap %d MB after the reload (after a full collection), peak %d MB during the drain, "
         + "of %d MB%n", heap.getLong("afterReloadMb"), heap.getLong("peakDuringDrainMb"), heap.getLong("maxMb"));
@@ -264,6 +278,30 @@ public final class CloseStormBenchmark {
       lanes.add(batchLane(store, all, nextBatch));
     }
     return Future.all(lanes).mapEmpty();
+  }
+
+  /**
+   * {@link #driveBatched}, while one dispatcher transaction after another positions the closes' events, as the
+   * service's dispatcher does with its settings: at once after a full batch, otherwise after its interval.
+   */
+  private Future<Void> driveBatchedWithDispatch(DeadlineStore store, Pool pool) {
+    AppConfig.Events settings = Results.serviceConfig(Map.of()).events();
+    EventStore events = EventStore.on(pool);
+    AtomicBoolean closing = new AtomicBoolean(true);
+    Future<Void> closes = driveBatched(store, pool).andThen(done -> closing.set(false));
+    return Future.all(closes, dispatchWhile(closing, events, settings)).mapEmpty();
+  }
+
+  private Future<Void> dispatchWhile(AtomicBoolean closing, EventStore events, AppConfig.Events settings) {
+    if (!closing.get()) {
+      return Future.succeededFuture();
+    }
+    return events.dispatch(settings.batchSize(), List.of()).compose(taken -> {
+      if (taken == settings.batchSize()) {
+        return dispatchWhile(closing, events, settings);
+      }
+      return vertx.timer(settings.dispatchIntervalMillis()).compose(waited -> dispatchWhile(closing, events, settings));
+    });
   }
 
   private Future<Void> batchLane(DeadlineStore store, long[] all, AtomicInteger nextBatch) {
