@@ -1,6 +1,7 @@
 package ordertimeout.bench;
 
 import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.Service;
 import ordertimeout.bus.DueOrders;
@@ -9,11 +10,14 @@ import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.KafkaBroker;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
 
 /**
  * Steady state: orders created at a constant rate (open model) with timeouts of 5-15 s, 60% paid
@@ -43,24 +47,135 @@ public final class SteadyStateBenchmark {
   /**
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
    * steady.connections (64), steady.pipelining (1 = none) and steady.readsPerOrder (1) for the open-model generator;
-   * steady.kafka (false): true starts a broker of its own and runs the node in cluster mode on it;
+   * steady.kafka (false): true starts a broker of its own and runs the node in cluster mode on it; both runs the same
+   * load once to warm the JIT up, then steady.rounds (2) times each way, alternating which goes first, each run on a
+   * fresh database (and broker), and prints what cluster mode costs a create (see {@link #compareClusterCost});
    * steady.kafkaRelayIntervalMillis (the shipped default) sets how often its outbox relay runs, a run's length or more
    * to leave the relay out of what cluster mode costs.
    */
   public static void main(String[] args) throws Exception {
     int rate = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
     int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 60;
-    boolean holds;
-    if (Boolean.getBoolean("steady.kafka")) {
-      try (KafkaBroker broker = KafkaBroker.startNew(); BenchDatabase db = BenchDatabase.fresh("bench-db-steady")) {
-        holds = run(db, rate, seconds, broker.bootstrapServers());
+    String kafka = System.getProperty("steady.kafka", "false");
+    boolean holds = true;
+    if (kafka.equals("both")) {
+      if (!"open".equals(System.getProperty("steady.load", "open"))) {
+        throw new IllegalArgumentException("steady.kafka=both compares runs of the open-model generator only");
       }
+      // Not counted: the JIT's warm-up. The first run in this JVM took 2,049 µs of the node's CPU per create, the
+      // next ones 1,150-1,175 (2026-12-04, 400 creates/s).
+      holds = runAlone(rate, seconds, "steady-state").holds();
+      List<Run> off = new ArrayList<>();
+      List<Run> on = new ArrayList<>();
+      int rounds = Integer.getInteger("steady.rounds", 2);
+      for (int round = 0; round < rounds; round++) {
+        for (boolean withKafka : round % 2 == 0 ? new boolean[] {false, true} : new boolean[] {true, false}) {
+          Run run = withKafka ? runInClusterMode(rate, seconds, "steady-state-cluster") : runAlone(rate, seconds, "steady-state");
+          (withKafka ? on : off).add(run);
+          holds &= run.holds();
+        }
+      }
+      compareClusterCost(rate, off, on);
+    } else if (Boolean.parseBoolean(kafka)) {
+      holds = runInClusterMode(rate, seconds, "steady-state").holds();
     } else {
-      try (BenchDatabase db = BenchDatabase.fresh("bench-db-steady")) {
-        holds = run(db, rate, seconds, null);
-      }
+      holds = runAlone(rate, seconds, "steady-state").holds();
     }
     System.exit(holds ? 0 : 1);
+  }
+
+  /** A run's verdict (see {@link #run}) and the result it wrote. */
+  private record Run(boolean holds, JsonObject result) {
+    /** CPU per create sent in the measured window, in microseconds: the node's JVM without the generator. */
+    double nodeMicros() {
+      JsonObject cpu = result.getJsonObject("cpu");
+      return perCreate(cpu.getDouble("jvmCores") - cpu.getDouble("generatorCores"));
+    }
+
+    double postgresMicros() {
+      return perCreate(result.getJsonObject("cpu").getDouble("postgresCores"));
+    }
+
+    /** Every other process: the broker's JVM in cluster mode, else a neighbour's noise. */
+    double otherMicros() {
+      return perCreate(result.getJsonObject("cpu").getDouble("otherProcessesCores"));
+    }
+
+    double totalMicros() {
+      return nodeMicros() + postgresMicros() + otherMicros();
+    }
+
+    double latency(String type, String percentile) {
+      return result.getJsonObject("openLoad").getJsonObject(type + "LatencyMs").getDouble(percentile);
+    }
+
+    private double perCreate(double cores) {
+      long sent = result.getJsonObject("openLoad").getLong("sent");
+      return sent == 0 ? 0 : cores * result.getJsonObject("cpu").getDouble("seconds") * 1e6 / sent;
+    }
+  }
+
+  private static Run runAlone(int rate, int seconds, String resultName) throws Exception {
+    try (BenchDatabase db = BenchDatabase.fresh("bench-db-steady")) {
+      return run(db, rate, seconds, null, resultName);
+    }
+  }
+
+  private static Run runInClusterMode(int rate, int seconds, String resultName) throws Exception {
+    try (KafkaBroker broker = KafkaBroker.startNew(); BenchDatabase db = BenchDatabase.fresh("bench-db-steady")) {
+      return run(db, rate, seconds, broker.bootstrapServers(), resultName);
+    }
+  }
+
+  /**
+   * What cluster mode costs one node (goal 4 of issue 14): CPU per create sent, all processes but the generator (the
+   * node's JVM, PostgreSQL, the broker), with Kafka off and on, the runs' mean ratio, and each way's latencies. The
+   * machine is full either way near its limit, so CPU per create, not the rate, is what tells the protocol's cost
+   * apart. Written to steady-state-cluster-cost.json.
+   */
+  private static void compareClusterCost(int rate, List<Run> off, List<Run> on) {
+    double offMean = off.stream().mapToDouble(Run::totalMicros).average().orElse(0);
+    double onMean = on.stream().mapToDouble(Run::totalMicros).average().orElse(0);
+    JsonObject result = Results.header("steady-state-cluster-cost")
+        .put("ratePerSecond", rate)
+        .put("off", costs(off))
+        .put("on", costs(on))
+        .put("meanCpuMicrosPerCreateOff", Results.round(offMean))
+        .put("meanCpuMicrosPerCreateOn", Results.round(onMean))
+        .put("clusterModeExtraPercent", Results.round(offMean == 0 ? 0 : (onMean / offMean - 1) * 100));
+    Results.write("steady-state-cluster-cost", result);
+    System.out.printf("steady-state cluster cost: %d creates/s, CPU per create sent (node JVM without the generator + "
+            + "PostgreSQL + other processes, the broker) Kafka off %s, on %s µs: mean %.0f off, %.0f on, cluster mode "
+            + "%+.0f%%; creates p50/p99 off %s, on %s ms; pays p99 off %s, on %s ms; reads p99 off %s, on %s ms%n",
+        rate, describe(off), describe(on), offMean, onMean, result.getDouble("clusterModeExtraPercent"),
+        latencies(off, "create"), latencies(on, "create"), percentiles(off, "pay"), percentiles(on, "pay"),
+        percentiles(off, "read"), percentiles(on, "read"));
+  }
+
+  private static JsonArray costs(List<Run> runs) {
+    JsonArray costs = new JsonArray();
+    for (Run run : runs) {
+      costs.add(new JsonObject().put("nodeMicros", Results.round(run.nodeMicros()))
+          .put("postgresMicros", Results.round(run.postgresMicros())).put("otherMicros", Results.round(run.otherMicros()))
+          .put("createP50Ms", run.latency("create", "p50")).put("createP99Ms", run.latency("create", "p99"))
+          .put("payP99Ms", run.latency("pay", "p99")).put("readP99Ms", run.latency("read", "p99"))
+          .put("latenessP99Ms", run.result().getDouble("latenessP99Ms")));
+    }
+    return costs;
+  }
+
+  private static String describe(List<Run> runs) {
+    return runs.stream().map(r -> String.format("%.0f+%.0f+%.0f", r.nodeMicros(), r.postgresMicros(), r.otherMicros()))
+        .collect(Collectors.joining(", "));
+  }
+
+  private static String latencies(List<Run> runs, String type) {
+    return runs.stream().map(r -> String.format("%.1f/%.0f", r.latency(type, "p50"), r.latency(type, "p99")))
+        .collect(Collectors.joining(", "));
+  }
+
+  private static String percentiles(List<Run> runs, String type) {
+    return runs.stream().map(r -> String.format("%.0f", r.latency(type, "p99"))).collect(Collectors.joining(", "));
   }
 
   /**
@@ -68,7 +183,8 @@ public final class SteadyStateBenchmark {
    * the node runs in cluster mode on that broker (timers through Kafka, shard ownership by its group, the outbox relay),
    * alone in its group, so it owns every shard: what cluster mode costs one node.
    */
-  private static boolean run(BenchDatabase db, int rate, int seconds, String kafkaBootstrap) throws Exception {
+  private static Run run(BenchDatabase db, int rate, int seconds, String kafkaBootstrap, String resultName)
+      throws Exception {
     db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, 999) s");
     int port = Results.freePort();
     Map<String, String> environment = new HashMap<>(Map.of("OT_HTTP_PORT", Integer.toString(port),
@@ -191,7 +307,7 @@ public final class SteadyStateBenchmark {
       result.put("latenessPerSecond", db.latenessPerSecond(measuredFrom, seconds + 60,
           "close_reason = 'TIMEOUT' AND created_at >= to_timestamp(?)", measuredFrom));
     }
-    Results.write("steady-state", result);
+    Results.write(resultName, result);
     String load = useGatling
         ? String.format("Gatling p99 %.0f ms, %d failed", gatling.p99Ms(), gatling.failed())
         : String.format("open model: %d of %d sent on time, create p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d create errors, "
@@ -229,7 +345,7 @@ public final class SteadyStateBenchmark {
       System.out.printf("steady-state: FAILED: %d closed early, %d left unpaid, %d ended more than once, %d SKUs with wrong stock, "
           + "%d reads not PAID after their pay was answered%n", (long) early, (long) unpaid, (long) endedTwice, wrongStock, staleReads);
     }
-    return holds;
+    return new Run(holds, result);
   }
 
   private static JsonObject stopQuietly(WaitSampler sampler) {
