@@ -82,6 +82,11 @@ public final class KafkaBroker implements AutoCloseable {
     }
   }
 
+  /** The broker's process (its own JVM). */
+  public synchronized long pid() {
+    return process.pid();
+  }
+
   public String bootstrapServers() {
     return "127.0.0.1:" + port;
   }

@@ -7,6 +7,7 @@ import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * Where the CPU went over a window: this JVM (the service, and the load generator when it runs here),
@@ -81,7 +82,22 @@ final class CpuWindow {
   }
 
   /** USER_HZ: the unit of /proc's CPU times (100 on every common Linux). */
-  private static final double TICKS_PER_SECOND = 100;
+  static final double TICKS_PER_SECOND = 100;
+
+  /** utime + stime of each process so far, in {@link #TICKS_PER_SECOND}; 0 for one that is gone or unreadable. */
+  static long[] processTicks(List<Long> pids) {
+    long[] ticks = new long[pids.size()];
+    for (int i = 0; i < ticks.length; i++) {
+      try {
+        String stat = Files.readString(Path.of("/proc", Long.toString(pids.get(i)), "stat"));
+        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        ticks[i] = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+      } catch (IOException | RuntimeException gone) {
+        ticks[i] = 0;
+      }
+    }
+    return ticks;
+  }
 
   /**
    * utime + stime of the postmaster, of its children still running, and of those it has reaped

@@ -17,6 +17,7 @@ import org.HdrHistogram.Histogram;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -58,8 +59,17 @@ final class OpenLoad {
    * each order gets, each at a random moment of its life (a buyer's page polling it); the rest of the orders' shape is
    * fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs).
    */
-  record Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining,
-                  String skuPrefix, int readsPerOrder) {}
+  /**
+   * {@code ports}: the nodes' HTTP ports; creates go to each in turn, a pay or read to any of them at random (a
+   * cluster behind a load balancer). {@code connections} is per node.
+   */
+  record Settings(String host, List<Integer> ports, int ratePerSecond, int seconds, int warmupSeconds, int connections,
+                  int pipelining, String skuPrefix, int readsPerOrder) {
+    Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining,
+             String skuPrefix, int readsPerOrder) {
+      this(host, List.of(port), ratePerSecond, seconds, warmupSeconds, connections, pipelining, skuPrefix, readsPerOrder);
+    }
+  }
 
   /**
    * What the measured schedule saw (the warm-up is counted nowhere). Latencies in microseconds, from the
@@ -155,7 +165,7 @@ final class OpenLoad {
     this.settings = settings;
     this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1).setInternalBlockingPoolSize(1));
     this.client = vertx.createHttpClient(
-        new HttpClientOptions().setDefaultHost(settings.host()).setDefaultPort(settings.port())
+        new HttpClientOptions().setDefaultHost(settings.host()).setDefaultPort(settings.ports().get(0))
             .setKeepAlive(true).setTcpNoDelay(true)
             .setPipelining(settings.pipelining() > 1).setPipeliningLimit(Math.max(1, settings.pipelining())),
         new PoolOptions().setHttp1MaxSize(settings.connections()).setMaxWaitQueueSize(-1));
@@ -257,6 +267,7 @@ final class OpenLoad {
         + ",\"items\":[{\"sku\":\"" + settings.skuPrefix() + random.nextInt(1000) + "\",\"qty\":1}]}";
     outstanding++;
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders")
+        .setPort(settings.ports().get((int) Math.floorMod(n, (long) settings.ports().size())))
         .putHeader("Authorization", "Bearer dev-user-key")
         .putHeader("Content-Type", "application/json")
         .putHeader("Idempotency-Key", keyPrefix + n);
@@ -290,6 +301,7 @@ final class OpenLoad {
   private void pay(String id, boolean measured) {
     long dueAt = System.nanoTime();
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders/" + id + "/pay")
+        .setPort(anyNode())
         .putHeader("Authorization", "Bearer dev-user-key");
     send(options, null, dueAt, measured ? "pay" : null).onComplete(outcome -> {
       if (!measured) {
@@ -318,6 +330,7 @@ final class OpenLoad {
     long dueAt = System.nanoTime();
     boolean paidBefore = paidIds.contains(id);
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.GET).setURI("/v1/orders/" + id)
+        .setPort(anyNode())
         .putHeader("Authorization", "Bearer dev-user-key");
     send(options, null, dueAt, measured ? "read" : null).onComplete(outcome -> {
       if (measured) {
@@ -367,6 +380,12 @@ final class OpenLoad {
       return (body == null ? request.send() : request.send(body))
           .compose(response -> response.body().map(content -> new Answer(response.statusCode(), content)));
     });
+  }
+
+  /** One node: no draw, so that a one-node run's orders come out as they did before there could be several. */
+  private int anyNode() {
+    List<Integer> ports = settings.ports();
+    return ports.size() == 1 ? ports.get(0) : ports.get(random.nextInt(ports.size()));
   }
 
   private static String kind(io.vertx.core.AsyncResult<Answer> outcome) {
