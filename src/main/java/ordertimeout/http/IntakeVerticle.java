@@ -102,7 +102,7 @@ public final class IntakeVerticle extends VerticleBase {
     router.route("/v1/admin/*").handler(auth::requireAdmin);
     router.post("/v1/orders").handler(this::refuseWhileDraining);
     router.route("/v1/*").handler(BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes()));
-    new OrderRoutes(vertx, config, store, creates, pays, orderIds, stats).mount(router, contract);
+    new OrderRoutes(vertx, config, store, creates, pays, this::newOrderId, stats).mount(router, contract);
     new AdminRoutes(new InventoryStore(pool), new CloseFailures(pool), store, new ReconciliationRuns(pool), stats, owned)
         .mount(router, contract);
     new DashboardRoutes(store).mount(router, contract);
@@ -120,11 +120,16 @@ public final class IntakeVerticle extends VerticleBase {
     return server.connectionHandler(guard::opened).requestHandler(router).listen(config.http().port(), config.http().host());
   }
 
+  /** A new order's id, of a shard this node owns when it can (decision 0034). */
+  private long newOrderId() {
+    return orderIds.nextOnShards(owned::owns, config.database().shards());
+  }
+
   /** The node's group commit of creates: made once, by the first instance that asks for it. */
   private GroupCommit<CreateRequest, CreateOutcome> nodeCreateGroups(Pool pool) {
     int shards = config.database().shards();
     OrderCreates orderCreates = new OrderCreates(pool, Duration.ofMillis(config.database().intake().lockTimeoutMillis()), lockedSkus,
-        order -> order.withId(orderIds.next(), shards));
+        order -> order.withId(newOrderId(), shards));
     AppConfig.Intake intake = config.intake();
     return new GroupCommit<>(vertx, intake.groupMaxSize(), intake.groupsInFlight(), intake.maxQueued(),
         requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients()));

@@ -21,7 +21,6 @@ import ordertimeout.order.CreateRequest;
 import ordertimeout.order.IdempotencyKey;
 import ordertimeout.order.NewOrder;
 import ordertimeout.order.Order;
-import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.order.OrderIds;
 import ordertimeout.order.OrderRejected.Reason;
 import ordertimeout.order.OrderRejected;
@@ -38,6 +37,7 @@ import java.time.OffsetDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 
 import static net.logstash.logback.argument.StructuredArguments.kv;
 
@@ -54,18 +54,18 @@ final class OrderRoutes {
   private final GroupCommit<CreateRequest, CreateOutcome> creates;
   private final GroupCommit<PayRequest, StateChange> pays;
   private final TimeoutPolicy policy;
-  private final LeasedOrderIds orderIds;
+  private final LongSupplier newOrderId;
   private final NodeStats stats;
 
   OrderRoutes(Vertx vertx, AppConfig config, OrderStore store, GroupCommit<CreateRequest, CreateOutcome> creates,
-              GroupCommit<PayRequest, StateChange> pays, LeasedOrderIds orderIds, NodeStats stats) {
+              GroupCommit<PayRequest, StateChange> pays, LongSupplier newOrderId, NodeStats stats) {
     this.vertx = vertx;
     this.config = config;
     this.store = store;
     this.creates = creates;
     this.pays = pays;
     this.policy = new TimeoutPolicy(config.orders());
-    this.orderIds = orderIds;
+    this.newOrderId = newOrderId;
     this.stats = stats;
   }
 
@@ -93,7 +93,7 @@ final class OrderRoutes {
       throw ApiException.badRequest("client_timeout_ceiling", "this client may ask for a timeout of at most "
           + limits.maxTimeoutSeconds() + " s, not " + timeoutSeconds);
     }
-    long id = orderIds.next();
+    long id = newOrderId.getAsLong();
     NewOrder order = new NewOrder(id, OrderIds.shardOf(id, config.database().shards()), request.userId(),
         request.category(), request.items(), timeoutSeconds, policy.reminderAfterSeconds(timeoutSeconds));
     IdempotencyKey idempotency = new IdempotencyKey(caller.client(), key, request.hash());

@@ -3,6 +3,7 @@ package ordertimeout.order;
 import ordertimeout.clock.WallClock;
 import ordertimeout.order.OrderRejected.Reason;
 
+import java.util.function.IntPredicate;
 import java.util.function.LongSupplier;
 
 /**
@@ -12,6 +13,9 @@ import java.util.function.LongSupplier;
  * before it ends in the database. Thread-safe.
  */
 public final class LeasedOrderIds {
+  /** Ids {@link #nextOnShards} tries: a node owning a share 1/n of the shards finds one in about n. */
+  static final int SHARD_TRIES = 64;
+
   private final OrderIds ids;
   private final LongSupplier wallMillis;
   private final LongSupplier nanoClock;
@@ -48,6 +52,20 @@ public final class LeasedOrderIds {
           "this node's clock passed the high-water mark of its ids until the next renewal of its lease; retry");
     }
     return ids.next();
+  }
+
+  /**
+   * A new id, as {@link #next}, of a shard that {@code owns} accepts: in a cluster, the shards this node owns, so that
+   * the order's timers stay in its own wheel rather than travel through Kafka to another node's (decision 0034). The
+   * ids passed over are never used. After {@value #SHARD_TRIES} tries (a node that owns no shard, or very few of
+   * them) the last id, whatever its shard.
+   */
+  public synchronized long nextOnShards(IntPredicate owns, int shards) {
+    long id = next();
+    for (int tried = 1; tried < SHARD_TRIES && !owns.test(OrderIds.shardOf(id, shards)); tried++) {
+      id = next();
+    }
+    return id;
   }
 
   /** The high-water mark to store with a renewal sent now: past every id this node can mint until that lease ends. */

@@ -39,6 +39,24 @@ class LeasedOrderIdsTest {
   }
 
   @Test
+  void idsOnTheNodesShardsOnlyAndAnyShardWhenItOwnsNone() {
+    ids.heldUntil(T + 60_000, Long.MAX_VALUE);
+    int shards = 64;
+    long previous = 0;
+    // about 3,000 ids drawn: all in one millisecond of the still clock, so the ids below follow one another
+    for (int i = 0; i < 1_000; i++) {
+      long id = ids.nextOnShards(shard -> shard % 3 == 1, shards);
+      assertThat(OrderIds.shardOf(id, shards) % 3).as("a shard of the third this node owns").isEqualTo(1);
+      assertThat(id).as("ids still increase").isGreaterThan(previous);
+      previous = id;
+    }
+    long first = ids.nextOnShards(shard -> true, shards);
+    assertThat(ids.nextOnShards(shard -> true, shards)).as("owning every shard, no id passed over").isEqualTo(first + 1);
+    long none = ids.nextOnShards(shard -> false, shards);
+    assertThat(none).as("owning none: the last of the tries").isEqualTo(first + 1 + LeasedOrderIds.SHARD_TRIES);
+  }
+
+  @Test
   void aReleaseStopsTheIdsAndAnswersTheLastMillisecond() {
     ids.startAfter(T + 500);
     ids.heldUntil(T + 60_000, Long.MAX_VALUE);
