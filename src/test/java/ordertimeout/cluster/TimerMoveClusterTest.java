@@ -77,11 +77,13 @@ class TimerMoveClusterTest {
 
   /** An order of 3 s created on {@code owner}, which mints its ids on its own shards (decision 0034). */
   private static JsonObject orderOwnedBy(TestService owner) {
+    JsonObject item = new JsonObject().put("sku", "SKU-M").put("qty", 1);
     Api.Response created = owner.api().createOrder(UUID.randomUUID().toString(), new JsonObject().put("userId", "u-1")
-        .put("timeoutSeconds", 3).put("items", new io.vertx.core.json.JsonArray().add(new JsonObject().put("sku", "SKU-M").put("qty", 1))));
+        .put("timeoutSeconds", 3).put("items", new io.vertx.core.json.JsonArray().add(item)));
     assertThat(created.status()).as(created.body()).isEqualTo(201);
     long id = Long.parseLong(created.json().getString("id"));
-    assertThat(owner.ownedShards()).as("the creating node owns the order's shard").contains(OrderIds.shardOf(id, TestDatabase.SHARDS));
+    assertThat(owner.ownedShards()).as("the creating node owns the order's shard")
+        .contains(OrderIds.shardOf(id, TestDatabase.SHARDS));
     return created.json();
   }
 

@@ -51,7 +51,8 @@ class LeasedOrderIdsTest {
       previous = id;
     }
     long first = ids.nextOnShards(shard -> true, shards);
-    assertThat(ids.nextOnShards(shard -> true, shards)).as("owning every shard, no id passed over").isEqualTo(first + 1);
+    assertThat(ids.nextOnShards(shard -> true, shards)).as("owning every shard, no id passed over")
+        .isEqualTo(first + 1);
     long none = ids.nextOnShards(shard -> false, shards);
     assertThat(none).as("owning none: the last of the tries").isEqualTo(first + 1 + LeasedOrderIds.SHARD_TRIES);
   }

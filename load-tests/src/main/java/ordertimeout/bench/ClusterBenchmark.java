@@ -6,6 +6,10 @@ import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.KafkaBroker;
 import ordertimeout.support.NodeProcess;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.TopicPartition;
 
 import java.util.ArrayList;
 import java.util.Collections;
@@ -14,6 +18,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Cluster mode on this machine, by process: {@link SteadyStateBenchmark}'s mix (creates, 60% paid, each order's status
@@ -59,13 +64,15 @@ public final class ClusterBenchmark {
         holds &= run.getBoolean("holds");
       }
     }
-    Results.write("cluster", Results.header("cluster").put("ratePerSecond", rate).put("seconds", seconds).put("runs", runs));
+    Results.write("cluster", Results.header("cluster").put("ratePerSecond", rate).put("seconds", seconds)
+        .put("runs", runs));
     System.exit(holds ? 0 : 1);
   }
 
   private static JsonObject run(int nodeCount, int rate, int seconds) throws Exception {
     try (KafkaBroker broker = KafkaBroker.startNew(); BenchDatabase db = BenchDatabase.fresh("bench-db-cluster")) {
-      db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, 999) s");
+      db.executeScript(
+          "INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, 999) s");
       ClusterSettings cluster = new ClusterSettings(broker.bootstrapServers());
       List<NodeProcess> nodes = new ArrayList<>();
       try {
@@ -73,7 +80,7 @@ public final class ClusterBenchmark {
           nodes.add(NodeProcess.start(id, nodeSettings(cluster, id, db.setup.connectOptions())));
         }
         awaitShardsSpread(nodes);
-        return measure(nodes, broker, db, rate, seconds);
+        return measure(nodes, broker, cluster, db, rate, seconds);
       } finally {
         nodes.forEach(NodeProcess::close);
       }
@@ -99,7 +106,8 @@ public final class ClusterBenchmark {
       boolean each = true;
       for (NodeProcess node : nodes) {
         if (!node.isAlive()) {
-          throw new IllegalStateException("node " + node.nodeId() + " exited while starting; its log: " + node.log().toAbsolutePath());
+          throw new IllegalStateException(
+              "node " + node.nodeId() + " exited while starting; its log: " + node.log().toAbsolutePath());
         }
         try {
           List<Object> shards = node.ready() ? node.stats().getJsonArray("ownedShards").getList() : List.of();
@@ -117,8 +125,9 @@ public final class ClusterBenchmark {
     throw new IllegalStateException(nodes.size() + " nodes did not own every shard between them within 180 s");
   }
 
-  private static JsonObject measure(List<NodeProcess> nodes, KafkaBroker broker, BenchDatabase db, int rate, int seconds)
-      throws Exception {
+  private static JsonObject measure(List<NodeProcess> nodes, KafkaBroker broker, ClusterSettings cluster,
+                                    BenchDatabase db, int rate, int seconds) throws Exception {
+    long timerRecordsBefore = records(broker, cluster.timersTopic());
     List<Long> pids = new ArrayList<>(nodes.stream().map(NodeProcess::pid).toList());
     pids.add(broker.pid());
     List<Integer> ports = nodes.stream().map(NodeProcess::port).toList();
@@ -127,7 +136,9 @@ public final class ClusterBenchmark {
     CpuWindow[] window = new CpuWindow[1];
     CpuWindow.Split[] split = new CpuWindow.Split[1];
     double[][] loadCores = new double[1][];
-    OpenLoad.Result open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", ports, rate, seconds, warmupSeconds, 64, 1, "SKU-", 1),
+    OpenLoad.Settings settings =
+        new OpenLoad.Settings("127.0.0.1", ports, rate, seconds, warmupSeconds, 64, 1, "SKU-", 1);
+    OpenLoad.Result open = OpenLoad.run(settings,
         () -> {
           window[0] = CpuWindow.start(db.postgresDataDir());
           loadFrom[0] = CpuWindow.processTicks(pids);
@@ -138,7 +149,8 @@ public final class ClusterBenchmark {
         });
     CpuWindow.Split load = split[0].withGenerator(open.cpuSeconds());
     long waitUntil = System.currentTimeMillis() + 60_000;
-    while (db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'") > 0 && System.currentTimeMillis() < waitUntil) {
+    while (db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'") > 0
+        && System.currentTimeMillis() < waitUntil) {
       Thread.sleep(200);
     }
     // After the load, every order ended: what the warm processes spend with nothing to do.
@@ -147,6 +159,8 @@ public final class ClusterBenchmark {
     Thread.sleep(IDLE_MILLIS);
     CpuWindow.Split idleSplit = idleWindow.stop(0);
     double[] idleCores = cores(idleFrom, CpuWindow.processTicks(pids), idleSplit.seconds());
+    long timerRecords = records(broker, cluster.timersTopic()) - timerRecordsBefore;
+    double orders = db.number("SELECT count(*) FROM orders");
     double early = db.number("SELECT count(*) FROM orders WHERE closed_at < close_at");
     double unpaid = db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'");
     double endedTwice = db.number("""
@@ -164,19 +178,24 @@ public final class ClusterBenchmark {
         .put("holds", holds)
         .put("idleCores", new JsonObject().put("nodes", round(idleCores, n)).put("broker", Results.round(idleCores[n]))
             .put("postgres", Results.round(idleSplit.postgresCores())))
-        .put("loadCores", new JsonObject().put("nodes", round(loadCores[0], n)).put("broker", Results.round(loadCores[0][n]))
+        .put("loadCores", new JsonObject().put("nodes", round(loadCores[0], n))
+            .put("broker", Results.round(loadCores[0][n]))
             .put("postgres", Results.round(load.postgresCores())).put("generator", Results.round(load.generatorCores()))
             .put("rest", Results.round(Math.max(0, load.otherCores() - nodesLoad - loadCores[0][n]))))
         .put("cpuMicrosPerCreate", new JsonObject().put("nodes", Results.round(nodesLoad * perCreate))
             .put("nodesAboveIdle", Results.round((nodesLoad - nodesIdle) * perCreate))
             .put("broker", Results.round(loadCores[0][n] * perCreate))
             .put("postgres", Results.round(load.postgresCores() * perCreate)))
+        .put("timerRecords", timerRecords)
         .put("openLoad", open.toJson())
         .put("closedEarly", (long) early).put("leftUnpaid", (long) unpaid).put("endedMoreThanOnce", (long) endedTwice)
         .put("stockInvariantBroken", wrongStock);
-    System.out.printf("cluster: %d node%s, %d creates/s for %d s after a %d s warm-up: %d of %d sent on time; create p50 %.1f ms, "
-            + "p99 %.1f ms, %d errors; pay p99 %.1f ms, %d errors; read p99 %.1f ms, %d errors, %d stale; "
-            + "CPU per create sent: nodes %.0f µs (%.0f above their idle), broker %.0f, PostgreSQL %.0f; cores under load: "
+    System.out.printf("cluster: %d node%s, %d creates/s for %d s after a %d s warm-up: %d of %d sent on time; "
+            + "create p50 %.1f ms, p99 %.1f ms, %d errors; pay p99 %.1f ms, %d errors; read p99 %.1f ms, %d errors, "
+            + "%d stale; "
+            + "%d records on the timer topic (%.2f per order, the warm-up's included); "
+            + "CPU per create sent: nodes %.0f µs (%.0f above their idle), broker %.0f, PostgreSQL %.0f; "
+            + "cores under load: "
             + "nodes %s, broker %.2f, PostgreSQL %.2f, generator %.2f; idle after the load: nodes %s, broker %.2f, "
             + "PostgreSQL %.2f; closed early %d, left unpaid %d, ended twice %d, stock %s%n",
         n, n == 1 ? "" : "s", rate, seconds, warmupSeconds, open.sent() - open.lateSends(), open.planned(),
@@ -184,16 +203,29 @@ public final class ClusterBenchmark {
         OpenLoad.Result.ms(open.createMicros().getValueAtPercentile(99)), open.createErrors(),
         OpenLoad.Result.ms(open.payMicros().getValueAtPercentile(99)), open.payErrors(),
         OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(99)), open.readErrors(), open.staleReads(),
-        nodesLoad * perCreate, (nodesLoad - nodesIdle) * perCreate, loadCores[0][n] * perCreate,
+        timerRecords, timerRecords / Math.max(1, orders), nodesLoad * perCreate, (nodesLoad - nodesIdle) * perCreate,
+        loadCores[0][n] * perCreate,
         load.postgresCores() * perCreate, describe(loadCores[0], n), loadCores[0][n], load.postgresCores(),
         load.generatorCores(), describe(idleCores, n), idleCores[n], idleSplit.postgresCores(),
         (long) early, (long) unpaid, (long) endedTwice, wrongStock == 0 ? "consistent" : "BROKEN");
     if (!holds) {
-      System.out.printf("cluster: FAILED with %d nodes: %d closed early, %d left unpaid, %d ended more than once, %d SKUs "
-          + "with wrong stock, %d reads not PAID after their pay was answered%n", n, (long) early, (long) unpaid,
-          (long) endedTwice, wrongStock, open.staleReads());
+      System.out.printf("cluster: FAILED with %d nodes: %d closed early, %d left unpaid, %d ended more than once, "
+          + "%d SKUs with wrong stock, %d reads not PAID after their pay was answered%n", n, (long) early,
+          (long) unpaid, (long) endedTwice, wrongStock, open.staleReads());
     }
     return result;
+  }
+
+  /** Records on {@code topic} so far: the sum of its partitions' end offsets. */
+  private static long records(KafkaBroker broker, String topic) throws Exception {
+    try (Admin admin = broker.admin()) {
+      Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+      for (int partition = 0; partition < SHARDS; partition++) {
+        latest.put(new TopicPartition(topic, partition), OffsetSpec.latest());
+      }
+      return admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS).values().stream()
+          .mapToLong(ListOffsetsResult.ListOffsetsResultInfo::offset).sum();
+    }
   }
 
   private static double[] cores(long[] from, long[] to, double seconds) {

@@ -67,7 +67,8 @@ final class OpenLoad {
                   int pipelining, String skuPrefix, int readsPerOrder) {
     Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining,
              String skuPrefix, int readsPerOrder) {
-      this(host, List.of(port), ratePerSecond, seconds, warmupSeconds, connections, pipelining, skuPrefix, readsPerOrder);
+      this(host, List.of(port), ratePerSecond, seconds, warmupSeconds, connections, pipelining, skuPrefix,
+          readsPerOrder);
     }
   }
 

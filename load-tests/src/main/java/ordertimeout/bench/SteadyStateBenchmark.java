@@ -70,7 +70,9 @@ public final class SteadyStateBenchmark {
       int rounds = Integer.getInteger("steady.rounds", 2);
       for (int round = 0; round < rounds; round++) {
         for (boolean withKafka : round % 2 == 0 ? new boolean[] {false, true} : new boolean[] {true, false}) {
-          Run run = withKafka ? runInClusterMode(rate, seconds, "steady-state-cluster") : runAlone(rate, seconds, "steady-state");
+          Run run = withKafka
+              ? runInClusterMode(rate, seconds, "steady-state-cluster")
+              : runAlone(rate, seconds, "steady-state");
           (withKafka ? on : off).add(run);
           holds &= run.holds();
         }
@@ -156,7 +158,8 @@ public final class SteadyStateBenchmark {
     JsonArray costs = new JsonArray();
     for (Run run : runs) {
       costs.add(new JsonObject().put("nodeMicros", Results.round(run.nodeMicros()))
-          .put("postgresMicros", Results.round(run.postgresMicros())).put("otherMicros", Results.round(run.otherMicros()))
+          .put("postgresMicros", Results.round(run.postgresMicros()))
+          .put("otherMicros", Results.round(run.otherMicros()))
           .put("createP50Ms", run.latency("create", "p50")).put("createP99Ms", run.latency("create", "p99"))
           .put("payP99Ms", run.latency("pay", "p99")).put("readP99Ms", run.latency("read", "p99"))
           .put("latenessP99Ms", run.result().getDouble("latenessP99Ms")));
