@@ -243,6 +243,13 @@ final class BenchDatabase implements AutoCloseable {
     }
   }
 
+  /** Orders with more than one PAID or CLOSED line in their log: 0 when every order ended once. */
+  long endedMoreThanOnce() {
+    return (long) number("""
+        SELECT count(*) FROM (SELECT order_id FROM order_log WHERE event IN ('PAID', 'CLOSED')
+                              GROUP BY order_id HAVING count(*) > 1) twice""");
+  }
+
   /** SKUs whose reserved count is not the sum of their unpaid items: 0 when the stock invariant holds. */
   long stockInvariantViolations() {
     return (long) number("""

@@ -163,9 +163,7 @@ public final class ClusterBenchmark {
     double orders = db.number("SELECT count(*) FROM orders");
     double early = db.number("SELECT count(*) FROM orders WHERE closed_at < close_at");
     double unpaid = db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'");
-    double endedTwice = db.number("""
-        SELECT count(*) FROM (SELECT order_id FROM order_log WHERE event IN ('PAID', 'CLOSED')
-                              GROUP BY order_id HAVING count(*) > 1) twice""");
+    double endedTwice = db.endedMoreThanOnce();
     long wrongStock = db.stockInvariantViolations();
     boolean holds = early == 0 && unpaid == 0 && endedTwice == 0 && wrongStock == 0 && open.staleReads() == 0;
 

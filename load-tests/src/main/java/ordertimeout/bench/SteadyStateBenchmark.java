@@ -268,10 +268,7 @@ public final class SteadyStateBenchmark {
     double created = open == null ? inDatabase : open.created();
     long measuredClosed = (long) db.number("SELECT count(*) FROM orders WHERE close_reason = 'TIMEOUT' AND created_at >= to_timestamp(?)",
         measuredFrom);
-    // An order ends once: one PAID or CLOSED line in its log, never both, never twice.
-    double endedTwice = db.number("""
-        SELECT count(*) FROM (SELECT order_id FROM order_log WHERE event IN ('PAID', 'CLOSED')
-                              GROUP BY order_id HAVING count(*) > 1) twice""");
+    double endedTwice = db.endedMoreThanOnce();
     JsonObject result = Results.header("steady-state")
         .put("ratePerSecond", rate)
         .put("readsPerOrder", readsPerOrder)
