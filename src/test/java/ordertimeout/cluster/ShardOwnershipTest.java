@@ -27,8 +27,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Two nodes in one consumer group split the shards between them; each node creates its orders on shards it owns
  * (decision 0034), so their timers fire in its own wheel, and only there (not in the other node's, not through the
- * sweep), and a pay on the other node cancels the timer through Kafka; when a node leaves, the other takes its shards
- * and its wheel closes their orders. The outbox relay publishes every event once per event id with its headers.
+ * sweep); when a node leaves, the other takes its shards and its wheel closes their orders. The outbox relay
+ * publishes every event once per event id with its headers.
  */
 class ShardOwnershipTest {
   /** The sweep only as a safety net: a close it makes would mean a wheel missed a deadline by a minute. */

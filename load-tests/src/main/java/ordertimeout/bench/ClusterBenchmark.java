@@ -28,11 +28,10 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Per run it gives each process's CPU: the nodes', the broker's, PostgreSQL's and the generator's (this JVM), over
  * the measured schedule, per create sent, and for 10 s once every order has ended (what the warm processes spend with
- * nothing to do).
- * What three nodes spend above one, less what their idle JVMs spend, is what the protocol costs (timers of another
- * node's shards through Kafka, the group, the relay); the idle part is three JVMs sharing two cores. A run fails when
- * an order ended twice or early or was left unpaid, the stock does not add up, or a read after a pay's answer said
- * anything but PAID.
+ * nothing to do); and the records the run put on the timer topic. What three nodes spend above one is partly the
+ * protocol (timers and cancels through Kafka, the group, the relay: the broker's share and those records tell it) and
+ * partly three JVMs sharing two cores (their compilers, their fixed costs). A run fails when an order ended twice or
+ * early or was left unpaid, the stock does not add up, or a read after a pay's answer said anything but PAID.
  *
  * <p>Arguments: creates per second (300), seconds (30). System properties: cluster.nodes (1,3), the node counts to run,
  * in this order, then again in reverse for each further cluster.rounds (1); cluster.warmupSeconds (20).

@@ -130,10 +130,10 @@ public final class SteadyStateBenchmark {
   }
 
   /**
-   * What cluster mode costs one node (goal 4 of issue 14): CPU per create sent, all processes but the generator (the
-   * node's JVM, PostgreSQL, the broker), with Kafka off and on, the runs' mean ratio, and each way's latencies. The
-   * machine is full either way near its limit, so CPU per create, not the rate, is what tells the protocol's cost
-   * apart. Written to steady-state-cluster-cost.json.
+   * What cluster mode costs one node: CPU per create sent, all processes but the generator (the node's JVM,
+   * PostgreSQL, the broker), with Kafka off and on, the runs' mean ratio, and each way's latencies. Near its limit the
+   * machine is full either way, so CPU per create, not the rate, tells the cost apart. Written to
+   * steady-state-cluster-cost.json.
    */
   private static void compareClusterCost(int rate, List<Run> off, List<Run> on) {
     double offMean = off.stream().mapToDouble(Run::totalMicros).average().orElse(0);
@@ -150,8 +150,8 @@ public final class SteadyStateBenchmark {
             + "PostgreSQL + other processes, the broker) Kafka off %s, on %s µs: mean %.0f off, %.0f on, cluster mode "
             + "%+.0f%%; creates p50/p99 off %s, on %s ms; pays p99 off %s, on %s ms; reads p99 off %s, on %s ms%n",
         rate, describe(off), describe(on), offMean, onMean, result.getDouble("clusterModeExtraPercent"),
-        latencies(off, "create"), latencies(on, "create"), percentiles(off, "pay"), percentiles(on, "pay"),
-        percentiles(off, "read"), percentiles(on, "read"));
+        latencies(off, "create"), latencies(on, "create"), p99s(off, "pay"), p99s(on, "pay"),
+        p99s(off, "read"), p99s(on, "read"));
   }
 
   private static JsonArray costs(List<Run> runs) {
@@ -177,7 +177,7 @@ public final class SteadyStateBenchmark {
         .collect(Collectors.joining(", "));
   }
 
-  private static String percentiles(List<Run> runs, String type) {
+  private static String p99s(List<Run> runs, String type) {
     return runs.stream().map(r -> String.format("%.0f", r.latency(type, "p99"))).collect(Collectors.joining(", "));
   }
 
