@@ -49,7 +49,11 @@ public final class TestDatabase {
 
   /** The database as a {@code database.url} (postgresql://user:password@host:port/db). */
   public static String url() {
-    PgConnectOptions options = connectOptions();
+    return url(connectOptions());
+  }
+
+  /** Any database's {@code options} as a {@code database.url}. */
+  public static String url(PgConnectOptions options) {
     return "postgresql://" + options.getUser() + ":" + options.getPassword() + "@" + options.getHost() + ":"
         + options.getPort() + "/" + options.getDatabase();
   }

@@ -6,6 +6,7 @@ import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.KafkaBroker;
 import ordertimeout.support.NodeProcess;
+import ordertimeout.support.TestDatabase;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -89,8 +90,7 @@ public final class ClusterBenchmark {
   private static Map<String, String> nodeSettings(ClusterSettings cluster, int id, PgConnectOptions database) {
     Map<String, String> settings = new HashMap<>(cluster.forNode(id));
     settings.remove("OT_KAFKA_RELAY_INTERVAL_MILLIS"); // the tests' quicker relay; the shipped default here
-    settings.put("OT_DATABASE_URL", "postgresql://" + database.getUser() + ":" + database.getPassword() + "@"
-        + database.getHost() + ":" + database.getPort() + "/" + database.getDatabase());
+    settings.put("OT_DATABASE_URL", TestDatabase.url(database));
     settings.put("OT_LOG_LEVEL", "WARN");
     settings.put("OT_ORDERS_MAX_UNPAID_PER_USER", "1000000");
     settings.put("OT_CLIENTS_OVERRIDES", Results.UNCAPPED_DEV_USER);

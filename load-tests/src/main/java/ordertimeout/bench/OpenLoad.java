@@ -57,11 +57,8 @@ final class OpenLoad {
   /**
    * Rate, duration, pool size and pipelining, the SKUs' names ({@code skuPrefix} and 0-999), and how many status reads
    * each order gets, each at a random moment of its life (a buyer's page polling it); the rest of the orders' shape is
-   * fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs).
-   */
-  /**
-   * {@code ports}: the nodes' HTTP ports; creates go to each in turn, a pay or read to any of them at random (a
-   * cluster behind a load balancer). {@code connections} is per node.
+   * fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs). {@code ports}: the nodes' HTTP ports; creates go to each in
+   * turn, a pay or read to any of them at random (a cluster behind a load balancer). {@code connections} is per node.
    */
   record Settings(String host, List<Integer> ports, int ratePerSecond, int seconds, int warmupSeconds, int connections,
                   int pipelining, String skuPrefix, int readsPerOrder) {
