@@ -13,7 +13,9 @@ import java.util.List;
  * Where the CPU went over a window: this JVM (the service, and the load generator when it runs here),
  * the benchmark's PostgreSQL (its postmaster and every backend, from /proc), everything else on the
  * machine (from /proc/stat: anything above a few hundredths of a core means the machine was not quiet
- * and the figures are suspect), and this JVM's garbage collections. In cores: CPU seconds per second of
+ * and the figures are suspect), this JVM's garbage collections, and its JIT compiler threads (a share of the JVM's
+ * figure: more than a few hundredths of a core means the warm-up was too short for the figures to be the warm
+ * service's). In cores: CPU seconds per second of
  * the window. Linux only; elsewhere the machine-wide figures read 0.
  */
 final class CpuWindow {
@@ -25,10 +27,12 @@ final class CpuWindow {
   private final long gcMillis;
   private final long postmasterPid;
   private final long postgresTicks;
+  private final long compilerTicks;
 
   private CpuWindow(long postmasterPid) {
     this.postmasterPid = postmasterPid;
     postgresTicks = postgresTicks(postmasterPid);
+    compilerTicks = compilerTicks();
     startNanos = System.nanoTime();
     long[] machine = machineTicks();
     machineBusyTicks = machine[0];
@@ -49,17 +53,18 @@ final class CpuWindow {
     return new CpuWindow(pid);
   }
 
-  record Split(double seconds, double machineCores, double jvmCores, double generatorCores, double postgresCores,
-               double otherCores, double idleCores, long gcCount, long gcMillis) {
+  record Split(double seconds, double machineCores, double jvmCores, double generatorCores, double compilerCores,
+               double postgresCores, double otherCores, double idleCores, long gcCount, long gcMillis) {
     /** The same split with the load generator's CPU seconds over the window (it runs in this JVM). */
     Split withGenerator(double generatorCpuSeconds) {
-      return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, postgresCores, otherCores, idleCores,
-          gcCount, gcMillis);
+      return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, compilerCores, postgresCores,
+          otherCores, idleCores, gcCount, gcMillis);
     }
 
     JsonObject toJson() {
       return new JsonObject().put("seconds", Results.round(seconds)).put("machineBusyCores", Results.round(machineCores))
           .put("jvmCores", Results.round(jvmCores)).put("generatorCores", Results.round(generatorCores))
+          .put("jitCompilerCores", Results.round(compilerCores))
           .put("postgresCores", Results.round(postgresCores)).put("otherProcessesCores", Results.round(otherCores))
           .put("idleCores", Results.round(idleCores)).put("gcCount", gcCount).put("gcMillis", gcMillis);
     }
@@ -77,7 +82,8 @@ final class CpuWindow {
     long gcCountNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionCount).sum();
     long gcMillisNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionTime).sum();
     double postgresCores = (postgresTicks(postmasterPid) - postgresTicks) / TICKS_PER_SECOND / seconds;
-    return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, postgresCores,
+    double compilerCores = (compilerTicks() - compilerTicks) / TICKS_PER_SECOND / seconds;
+    return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, compilerCores, postgresCores,
         Math.max(0, machineCores - jvmCores - postgresCores), cores - machineCores, gcCountNow - gcCount, gcMillisNow - gcMillis);
   }
 
@@ -127,6 +133,32 @@ final class CpuWindow {
           }
         } catch (IOException | RuntimeException gone) {
           // the process ended meanwhile
+        }
+      }
+    } catch (IOException e) {
+      return 0;
+    }
+    return ticks;
+  }
+
+  /**
+   * utime + stime so far of this JVM's JIT compiler threads (HotSpot names them "C1 CompilerThread<n>" and "C2
+   * CompilerThread<n>"), in {@link #TICKS_PER_SECOND}. A compiler thread that HotSpot ended meanwhile takes its ticks
+   * along, so this is at least what they spent.
+   */
+  private static long compilerTicks() {
+    long ticks = 0;
+    try (var threads = Files.list(Path.of("/proc/self/task"))) {
+      for (Path thread : (Iterable<Path>) threads::iterator) {
+        try {
+          String stat = Files.readString(thread.resolve("stat"));
+          String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+          if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+          }
+        } catch (IOException | RuntimeException gone) {
+          // the thread ended meanwhile
         }
       }
     } catch (IOException e) {
