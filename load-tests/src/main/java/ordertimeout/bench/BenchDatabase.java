@@ -8,8 +8,11 @@ import ordertimeout.store.DatabaseSetup;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -17,11 +20,14 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Comparator;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /** A fresh embedded PostgreSQL for one benchmark run, under target/bench-db, and JDBC helpers for seeding and checking. */
 final class BenchDatabase implements AutoCloseable {
   final DatabaseSetup setup;
   private final Path dir;
+  /** The folders this JVM holds, each until it ends (the operating system lets go of them then, however it ends). */
+  private static final Map<Path, FileLock> HELD = new ConcurrentHashMap<>();
 
   private BenchDatabase(DatabaseSetup setup, Path dir) {
     this.setup = setup;
@@ -37,9 +43,15 @@ final class BenchDatabase implements AutoCloseable {
     return fresh("bench-db");
   }
 
-  /** A fresh database in target/{@code name}, so that benchmarks running side by side do not share one. */
+  /**
+   * A fresh database in target/{@code name}, so that benchmarks running side by side do not share one. Two benchmarks
+   * that use the same folder at once cannot both run: the second would delete the first one's data and stop its
+   * PostgreSQL, and both would fail half-way. So this JVM holds target/{@code name}.lock while it runs, and a second
+   * JVM asking for the same folder fails at once, saying so.
+   */
   static BenchDatabase fresh(String name) {
     Path dir = Path.of("target", name);
+    hold(dir);
     try {
       if (Files.exists(dir)) {
         try (var paths = Files.walk(dir)) {
@@ -53,6 +65,23 @@ final class BenchDatabase implements AutoCloseable {
     String fsync = System.getenv().getOrDefault("OT_DATABASE_EMBEDDED_FSYNC", "false");
     return new BenchDatabase(DatabaseSetup.prepare(config(Map.of("OT_DATABASE_URL", "", "OT_DATABASE_DATA_DIR", dir.toString(),
         "OT_DATABASE_POOL_SIZE", "16", "OT_DATABASE_SHARDS", "64", "OT_DATABASE_EMBEDDED_FSYNC", fsync)).database()), dir);
+  }
+
+  private static void hold(Path dir) {
+    Path lockFile = dir.resolveSibling(dir.getFileName() + ".lock");
+    HELD.computeIfAbsent(lockFile.toAbsolutePath(), file -> {
+      try {
+        Files.createDirectories(file.getParent());
+        FileLock lock = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE).tryLock();
+        if (lock == null) {
+          throw new IllegalStateException(dir + " is in use by another benchmark running now (it holds " + lockFile
+              + "); run them one after another, or give this one a folder of its own");
+        }
+        return lock;
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    });
   }
 
   /** The configuration of conf/application.yaml with these OT_* overrides. */
