@@ -246,14 +246,19 @@ public final class BenchReport {
     return html.append("</table>\n").toString();
   }
 
-  /** The CPU split in cores: service JVM (without the generator), PostgreSQL, generator, other processes, idle. */
+  /**
+   * The CPU split in cores: service JVM (without the generator and the JIT compilers), PostgreSQL, generator, JIT
+   * compilers (0 in results from before they were measured: the service's part then holds them), other processes, idle.
+   */
   private static List<Bar> cpuParts(JsonObject cpu) {
     double jvm = orZero(cpu, "jvmCores");
     double generator = orZero(cpu, "generatorCores");
+    double compilers = orZero(cpu, "jitCompilerCores");
     List<Bar> parts = new ArrayList<>();
-    parts.add(new Bar("service JVM", Math.max(0, jvm - generator), COLORS[0]));
+    parts.add(new Bar("service JVM", Math.max(0, jvm - generator - compilers), COLORS[0]));
     parts.add(new Bar("PostgreSQL", orZero(cpu, "postgresCores"), COLORS[1]));
     parts.add(new Bar("generator", generator, COLORS[3]));
+    parts.add(new Bar("JIT compilers", compilers, COLORS[5]));
     parts.add(new Bar("other processes", orZero(cpu, "otherProcessesCores"), COLORS[8]));
     parts.add(new Bar("idle", orZero(cpu, "idleCores"), "#dddddd"));
     return parts;

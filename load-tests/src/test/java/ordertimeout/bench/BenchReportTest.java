@@ -53,7 +53,9 @@ class BenchReportTest {
         .doesNotContain("@import").doesNotContain("url(");
     assertThat(section(html, "steady-state"))
         .contains("Throughput over time").contains("Latency p50 (dashed) and p99 over time")
-        .contains("Lateness distribution").contains("CPU split").contains("abc1234");
+        .contains("Lateness distribution").contains("CPU split").contains("abc1234")
+        // the service's part without the generator's 0.17 and the JIT compilers' 0.12 of the JVM's 0.99
+        .contains("<th>JIT compilers</th>").contains("<td>0.7</td><td>0.82</td><td>0.17</td><td>0.12</td>");
     assertThat(section(html, "webhook")).contains("Latency p50 (dark) and p99 (light)").contains("262.9");
     assertThat(section(html, "close-storm")).contains("Rates per variant").contains("62,264");
     assertThat(section(html, "broken")).contains("Not readable as JSON");
@@ -80,7 +82,7 @@ class BenchReportTest {
     return new JsonObject().put("benchmark", "steady-state").put("date", "2026-12-01").put("commit", "abc1234")
         .put("ratePerSecond", 200).put("seconds", 3)
         .put("cpu", new JsonObject().put("seconds", 3.0).put("jvmCores", 0.99).put("generatorCores", 0.17)
-            .put("postgresCores", 0.82).put("otherProcessesCores", 0.07).put("idleCores", 0.12))
+            .put("jitCompilerCores", 0.12).put("postgresCores", 0.82).put("otherProcessesCores", 0.07).put("idleCores", 0.12))
         .put("openLoad", new JsonObject()
             .put("createLatencyMs", new JsonObject().put("count", 3).put("p50", 6.0).put("p99", 7.0).put("max", 7.0))
             .put("perSecond", perSecond.toJson()))
