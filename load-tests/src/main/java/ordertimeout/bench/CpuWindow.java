@@ -95,14 +95,18 @@ final class CpuWindow {
     long[] ticks = new long[pids.size()];
     for (int i = 0; i < ticks.length; i++) {
       try {
-        String stat = Files.readString(Path.of("/proc", Long.toString(pids.get(i)), "stat"));
-        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        ticks[i] = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+        ticks[i] = ownTicks(Files.readString(Path.of("/proc", Long.toString(pids.get(i)), "stat")));
       } catch (IOException | RuntimeException gone) {
         ticks[i] = 0;
       }
     }
     return ticks;
+  }
+
+  /** utime + stime from a /proc stat line (fields 14 and 15, counted from the pid as 1; the name may hold spaces). */
+  private static long ownTicks(String stat) {
+    String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+    return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
   }
 
   /**
@@ -154,8 +158,7 @@ final class CpuWindow {
           String stat = Files.readString(thread.resolve("stat"));
           String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
           if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
-            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+            ticks += ownTicks(stat);
           }
         } catch (IOException | RuntimeException gone) {
           // the thread ended meanwhile
