@@ -31,7 +31,8 @@ import java.util.concurrent.TimeUnit;
  * the measured schedule, per create sent, and for 10 s once every order has ended (what the warm processes spend with
  * nothing to do); and the records the run put on the timer topic. What three nodes spend above one is partly the
  * protocol (timers and cancels through Kafka, the group, the relay: the broker's share and those records tell it) and
- * partly three JVMs sharing two cores (their compilers, their fixed costs). A run fails when an order ended twice or
+ * partly three JVMs sharing two cores (their compilers, whose share of the nodes' CPU it prints, and their fixed
+ * costs). A run fails when an order ended twice or
  * early or was left unpaid, the stock does not add up, or a read after a pay's answer said anything but PAID.
  *
  * <p>Arguments: creates per second (300), seconds (30). System properties: cluster.nodes (1,3), the node counts to run,
@@ -127,11 +128,14 @@ public final class ClusterBenchmark {
   private static JsonObject measure(List<NodeProcess> nodes, KafkaBroker broker, ClusterSettings cluster,
                                     BenchDatabase db, int rate, int seconds) throws Exception {
     long timerRecordsBefore = records(broker, cluster.timersTopic());
-    List<Long> pids = new ArrayList<>(nodes.stream().map(NodeProcess::pid).toList());
+    List<Long> nodePids = nodes.stream().map(NodeProcess::pid).toList();
+    List<Long> pids = new ArrayList<>(nodePids);
     pids.add(broker.pid());
     List<Integer> ports = nodes.stream().map(NodeProcess::port).toList();
     int warmupSeconds = Integer.getInteger("cluster.warmupSeconds", 20);
     long[][] loadFrom = new long[1][];
+    long[] compilersFrom = new long[1];
+    double[] compilerCores = new double[1];
     CpuWindow[] window = new CpuWindow[1];
     CpuWindow.Split[] split = new CpuWindow.Split[1];
     double[][] loadCores = new double[1][];
@@ -141,10 +145,13 @@ public final class ClusterBenchmark {
         () -> {
           window[0] = CpuWindow.start(db.postgresDataDir());
           loadFrom[0] = CpuWindow.processTicks(pids);
+          compilersFrom[0] = CpuWindow.compilerTicks(nodePids);
         },
         () -> {
           split[0] = window[0].stop(0);
           loadCores[0] = cores(loadFrom[0], CpuWindow.processTicks(pids), split[0].seconds());
+          compilerCores[0] = (CpuWindow.compilerTicks(nodePids) - compilersFrom[0]) / CpuWindow.TICKS_PER_SECOND
+              / split[0].seconds();
         });
     CpuWindow.Split load = split[0].withGenerator(open.cpuSeconds());
     long waitUntil = System.currentTimeMillis() + 60_000;
@@ -181,6 +188,7 @@ public final class ClusterBenchmark {
             .put("rest", Results.round(Math.max(0, load.otherCores() - nodesLoad - loadCores[0][n]))))
         .put("cpuMicrosPerCreate", new JsonObject().put("nodes", Results.round(nodesLoad * perCreate))
             .put("nodesAboveIdle", Results.round((nodesLoad - nodesIdle) * perCreate))
+            .put("nodesJitCompilers", Results.round(compilerCores[0] * perCreate))
             .put("broker", Results.round(loadCores[0][n] * perCreate))
             .put("postgres", Results.round(load.postgresCores() * perCreate)))
         .put("timerRecords", timerRecords)
@@ -191,7 +199,8 @@ public final class ClusterBenchmark {
             + "create p50 %.1f ms, p99 %.1f ms, %d errors; pay p99 %.1f ms, %d errors; read p99 %.1f ms, %d errors, "
             + "%d stale; "
             + "%d records on the timer topic (%.2f per order, the warm-up's included); "
-            + "CPU per create sent: nodes %.0f µs (%.0f above their idle), broker %.0f, PostgreSQL %.0f; "
+            + "CPU per create sent: nodes %.0f µs (%.0f above their idle, %.0f their JIT compilers), broker %.0f, "
+            + "PostgreSQL %.0f; "
             + "cores under load: "
             + "nodes %s, broker %.2f, PostgreSQL %.2f, generator %.2f; idle after the load: nodes %s, broker %.2f, "
             + "PostgreSQL %.2f; closed early %d, left unpaid %d, ended twice %d, stock %s%n",
@@ -201,7 +210,7 @@ public final class ClusterBenchmark {
         OpenLoad.Result.ms(open.payMicros().getValueAtPercentile(99)), open.payErrors(),
         OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(99)), open.readErrors(), open.staleReads(),
         timerRecords, timerRecords / Math.max(1, orders), nodesLoad * perCreate, (nodesLoad - nodesIdle) * perCreate,
-        loadCores[0][n] * perCreate,
+        compilerCores[0] * perCreate, loadCores[0][n] * perCreate,
         load.postgresCores() * perCreate, describe(loadCores[0], n), loadCores[0][n], load.postgresCores(),
         load.generatorCores(), describe(idleCores, n), idleCores[n], idleSplit.postgresCores(),
         (long) early, (long) unpaid, (long) endedTwice, wrongStock == 0 ? "consistent" : "BROKEN");

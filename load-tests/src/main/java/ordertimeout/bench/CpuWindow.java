@@ -32,7 +32,7 @@ final class CpuWindow {
   private CpuWindow(long postmasterPid) {
     this.postmasterPid = postmasterPid;
     postgresTicks = postgresTicks(postmasterPid);
-    compilerTicks = compilerTicks();
+    compilerTicks = compilerTicks(Path.of("/proc/self/task"));
     startNanos = System.nanoTime();
     long[] machine = machineTicks();
     machineBusyTicks = machine[0];
@@ -82,7 +82,7 @@ final class CpuWindow {
     long gcCountNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionCount).sum();
     long gcMillisNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionTime).sum();
     double postgresCores = (postgresTicks(postmasterPid) - postgresTicks) / TICKS_PER_SECOND / seconds;
-    double compilerCores = (compilerTicks() - compilerTicks) / TICKS_PER_SECOND / seconds;
+    double compilerCores = (compilerTicks(Path.of("/proc/self/task")) - compilerTicks) / TICKS_PER_SECOND / seconds;
     return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, compilerCores, postgresCores,
         Math.max(0, machineCores - jvmCores - postgresCores), cores - machineCores, gcCountNow - gcCount, gcMillisNow - gcMillis);
   }
@@ -145,14 +145,19 @@ final class CpuWindow {
     return ticks;
   }
 
+  /** {@link #compilerTicks(Path)} of each of these JVMs, summed. */
+  static long compilerTicks(List<Long> jvmPids) {
+    return jvmPids.stream().mapToLong(pid -> compilerTicks(Path.of("/proc", Long.toString(pid), "task"))).sum();
+  }
+
   /**
-   * utime + stime so far of this JVM's JIT compiler threads (HotSpot names them "C1 CompilerThread<n>" and "C2
-   * CompilerThread<n>"), in {@link #TICKS_PER_SECOND}. A compiler thread that HotSpot ended meanwhile takes its ticks
-   * along, so this is at least what they spent.
+   * utime + stime so far of a JVM's JIT compiler threads (HotSpot names them "C1 CompilerThread<n>" and "C2
+   * CompilerThread<n>"), in {@link #TICKS_PER_SECOND}, from its /proc task folder; 0 for one that is gone. A compiler
+   * thread that HotSpot ended meanwhile takes its ticks along, so this is at least what they spent.
    */
-  private static long compilerTicks() {
+  private static long compilerTicks(Path tasks) {
     long ticks = 0;
-    try (var threads = Files.list(Path.of("/proc/self/task"))) {
+    try (var threads = Files.list(tasks)) {
       for (Path thread : (Iterable<Path>) threads::iterator) {
         try {
           String stat = Files.readString(thread.resolve("stat"));
