@@ -32,8 +32,8 @@ import java.util.concurrent.TimeUnit;
  * nothing to do); and the records the run put on the timer topic. What three nodes spend above one is partly the
  * protocol (timers and cancels through Kafka, the group, the relay: the broker's share and those records tell it) and
  * partly three JVMs sharing two cores (their compilers, whose share of the nodes' CPU it prints, and their fixed
- * costs). A run fails when an order ended twice or
- * early or was left unpaid, the stock does not add up, or a read after a pay's answer said anything but PAID.
+ * costs). A run fails when an order ended twice or early or was left unpaid, the stock does not add up, or a read
+ * after a pay's answer said anything but PAID.
  *
  * <p>Arguments: creates per second (300), seconds (30). System properties: cluster.nodes (1,3), the node counts to run,
  * in this order, then again in reverse for each further cluster.rounds (1); cluster.warmupSeconds (20).

@@ -325,7 +325,8 @@ public final class SteadyStateBenchmark {
     System.out.printf("steady-state%s: %d creates/s for %d s after a %d s warm-up (%s); %d created of %d planned; all orders: %d paid, "
             + "%d closed on timeout; lateness (%d closes) "
             + "p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; closed early %d; left unpaid %d; stock %s; "
-            + "CPU (cores) JVM %.2f (generator %.2f, JIT compilers %.2f), PostgreSQL %.2f, other processes %.2f; GC %d pauses, %d ms%n",
+            + "CPU (cores) JVM %.2f (generator %.2f, JIT compilers %.2f), PostgreSQL %.2f, other processes %.2f; "
+            + "GC %d pauses, %d ms%n",
         kafkaBootstrap == null ? "" : " (cluster mode, the broker's JVM among the other processes)", rate, seconds, warmupSeconds,
         load, (long) created, (long) rate * seconds, (long) paid, (long) closed, measuredClosed,
         result.getDouble("latenessP50Ms"), result.getDouble("latenessP99Ms"), result.getDouble("latenessP999Ms"),
