@@ -133,38 +133,24 @@ public final class ClusterBenchmark {
     pids.add(broker.pid());
     List<Integer> ports = nodes.stream().map(NodeProcess::port).toList();
     int warmupSeconds = Integer.getInteger("cluster.warmupSeconds", 20);
-    long[][] loadFrom = new long[1][];
-    long[] compilersFrom = new long[1];
-    double[] compilerCores = new double[1];
-    CpuWindow[] window = new CpuWindow[1];
-    CpuWindow.Split[] split = new CpuWindow.Split[1];
-    double[][] loadCores = new double[1][];
+    ProcessWindow loadWindow = new ProcessWindow(db, pids, nodePids);
     OpenLoad.Settings settings =
         new OpenLoad.Settings("127.0.0.1", ports, rate, seconds, warmupSeconds, 64, 1, "SKU-", 1);
-    OpenLoad.Result open = OpenLoad.run(settings,
-        () -> {
-          window[0] = CpuWindow.start(db.postgresDataDir());
-          loadFrom[0] = CpuWindow.processTicks(pids);
-          compilersFrom[0] = CpuWindow.compilerTicks(nodePids);
-        },
-        () -> {
-          split[0] = window[0].stop(0);
-          loadCores[0] = cores(loadFrom[0], CpuWindow.processTicks(pids), split[0].seconds());
-          compilerCores[0] = (CpuWindow.compilerTicks(nodePids) - compilersFrom[0]) / CpuWindow.TICKS_PER_SECOND
-              / split[0].seconds();
-        });
-    CpuWindow.Split load = split[0].withGenerator(open.cpuSeconds());
+    OpenLoad.Result open = OpenLoad.run(settings, loadWindow::start, loadWindow::stop);
+    CpuWindow.Split load = loadWindow.split.withGenerator(open.cpuSeconds());
+    double[] loadCores = loadWindow.cores;
     long waitUntil = System.currentTimeMillis() + 60_000;
     while (db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'") > 0
         && System.currentTimeMillis() < waitUntil) {
       Thread.sleep(200);
     }
     // After the load, every order ended: what the warm processes spend with nothing to do.
-    CpuWindow idleWindow = CpuWindow.start(db.postgresDataDir());
-    long[] idleFrom = CpuWindow.processTicks(pids);
+    ProcessWindow idleWindow = new ProcessWindow(db, pids, nodePids);
+    idleWindow.start();
     Thread.sleep(IDLE_MILLIS);
-    CpuWindow.Split idleSplit = idleWindow.stop(0);
-    double[] idleCores = cores(idleFrom, CpuWindow.processTicks(pids), idleSplit.seconds());
+    idleWindow.stop();
+    CpuWindow.Split idleSplit = idleWindow.split;
+    double[] idleCores = idleWindow.cores;
     long timerRecords = records(broker, cluster.timersTopic()) - timerRecordsBefore;
     double orders = db.number("SELECT count(*) FROM orders");
     double early = db.number("SELECT count(*) FROM orders WHERE closed_at < close_at");
@@ -175,21 +161,21 @@ public final class ClusterBenchmark {
 
     int n = nodes.size();
     double perCreate = load.seconds() * 1e6 / Math.max(1, open.sent());
-    double nodesLoad = sum(loadCores[0], n);
+    double nodesLoad = sum(loadCores, n);
     double nodesIdle = sum(idleCores, n);
     JsonObject result = new JsonObject()
         .put("nodes", n)
         .put("holds", holds)
         .put("idleCores", new JsonObject().put("nodes", round(idleCores, n)).put("broker", Results.round(idleCores[n]))
             .put("postgres", Results.round(idleSplit.postgresCores())))
-        .put("loadCores", new JsonObject().put("nodes", round(loadCores[0], n))
-            .put("broker", Results.round(loadCores[0][n]))
+        .put("loadCores", new JsonObject().put("nodes", round(loadCores, n))
+            .put("broker", Results.round(loadCores[n]))
             .put("postgres", Results.round(load.postgresCores())).put("generator", Results.round(load.generatorCores()))
-            .put("rest", Results.round(Math.max(0, load.otherCores() - nodesLoad - loadCores[0][n]))))
+            .put("rest", Results.round(Math.max(0, load.otherCores() - nodesLoad - loadCores[n]))))
         .put("cpuMicrosPerCreate", new JsonObject().put("nodes", Results.round(nodesLoad * perCreate))
             .put("nodesAboveIdle", Results.round((nodesLoad - nodesIdle) * perCreate))
-            .put("nodesJitCompilers", Results.round(compilerCores[0] * perCreate))
-            .put("broker", Results.round(loadCores[0][n] * perCreate))
+            .put("nodesJitCompilers", Results.round(loadWindow.compilerCores * perCreate))
+            .put("broker", Results.round(loadCores[n] * perCreate))
             .put("postgres", Results.round(load.postgresCores() * perCreate)))
         .put("timerRecords", timerRecords)
         .put("openLoad", open.toJson())
@@ -210,8 +196,8 @@ public final class ClusterBenchmark {
         OpenLoad.Result.ms(open.payMicros().getValueAtPercentile(99)), open.payErrors(),
         OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(99)), open.readErrors(), open.staleReads(),
         timerRecords, timerRecords / Math.max(1, orders), nodesLoad * perCreate, (nodesLoad - nodesIdle) * perCreate,
-        compilerCores[0] * perCreate, loadCores[0][n] * perCreate,
-        load.postgresCores() * perCreate, describe(loadCores[0], n), loadCores[0][n], load.postgresCores(),
+        loadWindow.compilerCores * perCreate, loadCores[n] * perCreate,
+        load.postgresCores() * perCreate, describe(loadCores, n), loadCores[n], load.postgresCores(),
         load.generatorCores(), describe(idleCores, n), idleCores[n], idleSplit.postgresCores(),
         (long) early, (long) unpaid, (long) endedTwice, wrongStock == 0 ? "consistent" : "BROKEN");
     if (!holds) {
@@ -231,6 +217,42 @@ public final class ClusterBenchmark {
       }
       return admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS).values().stream()
           .mapToLong(ListOffsetsResult.ListOffsetsResultInfo::offset).sum();
+    }
+  }
+
+  /**
+   * The CPU over a window: the machine's split ({@link CpuWindow}), each of {@code pids}' cores, and the cores of the
+   * JIT compilers of the JVMs {@code nodePids}. Started and stopped on one thread (the generator's, at the edges of its
+   * measured schedule), read after {@link #stop()} returned.
+   */
+  private static final class ProcessWindow {
+    private final BenchDatabase db;
+    private final List<Long> pids;
+    private final List<Long> nodePids;
+    private CpuWindow machine;
+    private long[] ticksFrom;
+    private long compilerTicksFrom;
+    CpuWindow.Split split;
+    double[] cores;
+    double compilerCores;
+
+    ProcessWindow(BenchDatabase db, List<Long> pids, List<Long> nodePids) {
+      this.db = db;
+      this.pids = pids;
+      this.nodePids = nodePids;
+    }
+
+    void start() {
+      machine = CpuWindow.start(db.postgresDataDir());
+      ticksFrom = CpuWindow.processTicks(pids);
+      compilerTicksFrom = CpuWindow.compilerTicks(nodePids);
+    }
+
+    void stop() {
+      split = machine.stop(0);
+      cores = cores(ticksFrom, CpuWindow.processTicks(pids), split.seconds());
+      compilerCores = (CpuWindow.compilerTicks(nodePids) - compilerTicksFrom) / CpuWindow.TICKS_PER_SECOND
+          / split.seconds();
     }
   }
 
