@@ -10,10 +10,13 @@ import io.vertx.sqlclient.Query;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
 import io.vertx.sqlclient.SqlConnection;
+import io.vertx.sqlclient.Transaction;
+import io.vertx.sqlclient.TransactionRollbackException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 
 /**
  * A pool whose every request for a connection is answered: with a connection, with the pool's own failure, or, when
@@ -60,6 +63,33 @@ final class AnsweringPool implements Pool {
       }
     });
     return answer.future();
+  }
+
+  /**
+   * Like {@link Pool#withTransaction(Function)}, but the BEGIN goes out with the transaction's first statements
+   * instead of a round trip before them: the connection runs its commands in the order they were given, so those
+   * statements still run inside the transaction. PostgreSQL fails a BEGIN only with its connection (a BEGIN inside a
+   * transaction is a warning), and then the statements after it fail with it.
+   */
+  @Override
+  public <T> Future<T> withTransaction(Function<SqlConnection, Future<T>> work) {
+    return getConnection().compose(conn -> {
+      Future<Transaction> begun = conn.begin();
+      Transaction tx = conn.transaction();
+      Future<T> done;
+      try {
+        done = work.apply(conn);
+      } catch (RuntimeException thrown) {
+        done = Future.failedFuture(thrown);
+      }
+      Future<T> worked = done;
+      return begun.compose(started -> worked)
+          .compose(result -> tx.commit().map(result),
+              failure -> failure instanceof TransactionRollbackException
+                  ? Future.failedFuture(failure)
+                  : tx.rollback().transform(rolledBack -> Future.<T>failedFuture(failure)))
+          .onComplete(ended -> conn.close());
+    });
   }
 
   @Override

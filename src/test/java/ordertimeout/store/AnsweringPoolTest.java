@@ -12,6 +12,7 @@ import io.vertx.sqlclient.Query;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
 import io.vertx.sqlclient.SqlConnection;
+import io.vertx.sqlclient.Transaction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -97,6 +98,31 @@ class AnsweringPoolTest {
     }));
   }
 
+  /**
+   * The BEGIN does not wait for its answer: the transaction's first statement is sent while it is on its way, and the
+   * COMMIT goes once both are answered. (Vert.x's own withTransaction sends the statements after BEGIN's answer, a round
+   * trip later.)
+   */
+  @Test
+  void theFirstStatementGoesOutBeforeTheBeginIsAnswered(Vertx vertx, VertxTestContext test) {
+    SilentPool granting = new SilentPool();
+    Pool pool = new AnsweringPool(vertx, granting, "pipelining", BOUND_MILLIS);
+    List<String> sent = new ArrayList<>();
+    Promise<Transaction> beginAnswer = Promise.promise();
+    Future<RowSet<Row>> work = pool.withTransaction(conn -> {
+      sent.add("statement, BEGIN answered: " + beginAnswer.future().isComplete());
+      return conn.preparedQuery("SELECT 1").execute();
+    });
+    granting.requests.get(0).complete(transactionalConnection(beginAnswer, sent));
+    test.verify(() -> assertThat(sent).containsExactly("BEGIN", "statement, BEGIN answered: false"));
+    beginAnswer.complete();
+    work.onComplete(ran -> test.verify(() -> {
+      assertThat(ran.succeeded()).as("ran: " + ran.cause()).isTrue();
+      assertThat(sent).containsExactly("BEGIN", "statement, BEGIN answered: false", "COMMIT", "close");
+      test.completeNow();
+    }));
+  }
+
   /** A pool that answers a request for a connection only when the test completes it. */
   private static final class SilentPool implements Pool {
     final List<Promise<SqlConnection>> requests = new ArrayList<>();
@@ -132,6 +158,36 @@ class AnsweringPoolTest {
     public Future<Void> close() {
       return Future.succeededFuture();
     }
+  }
+
+  /** A connection whose BEGIN the test answers, and which lists what was sent on it. */
+  @SuppressWarnings("unchecked")
+  private static SqlConnection transactionalConnection(Promise<Transaction> beginAnswer, List<String> sent) {
+    PreparedQuery<RowSet<Row>> statement = (PreparedQuery<RowSet<Row>>) Proxy.newProxyInstance(
+        AnsweringPoolTest.class.getClassLoader(), new Class<?>[] {PreparedQuery.class},
+        (proxy, method, args) -> Future.succeededFuture((RowSet<Row>) null));
+    Transaction transaction = (Transaction) Proxy.newProxyInstance(AnsweringPoolTest.class.getClassLoader(),
+        new Class<?>[] {Transaction.class}, (proxy, method, args) -> switch (method.getName()) {
+          case "commit", "rollback" -> {
+            sent.add(method.getName().toUpperCase());
+            yield Future.succeededFuture();
+          }
+          default -> throw new UnsupportedOperationException(method.getName());
+        });
+    return (SqlConnection) Proxy.newProxyInstance(AnsweringPoolTest.class.getClassLoader(),
+        new Class<?>[] {SqlConnection.class}, (proxy, method, args) -> switch (method.getName()) {
+          case "begin" -> {
+            sent.add("BEGIN");
+            yield beginAnswer.future();
+          }
+          case "transaction" -> transaction;
+          case "preparedQuery" -> statement;
+          case "close" -> {
+            sent.add("close");
+            yield Future.succeededFuture();
+          }
+          default -> throw new UnsupportedOperationException(method.getName());
+        });
   }
 
   /** A connection whose statements all return an empty result and whose close is counted. */
