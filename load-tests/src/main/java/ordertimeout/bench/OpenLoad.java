@@ -53,17 +53,25 @@ import java.util.concurrent.TimeUnit;
  */
 final class OpenLoad {
   static final int LATE_MILLIS = 10;
+  static final int SKUS = 1000;
   private static final long LATE_NANOS = TimeUnit.MILLISECONDS.toNanos(LATE_MILLIS);
   private static final long HIGHEST_MICROS = TimeUnit.MINUTES.toMicros(10);
 
   /**
-   * Rate, duration, pool size and pipelining, the SKUs' names ({@code skuPrefix} and 0-999), and how many status reads
-   * each order gets, each at a random moment of its life (a buyer's page polling it); the rest of the orders' shape is
-   * fixed (5-15 s, 60% paid, 1 item over 1,000 SKUs). {@code ports}: the nodes' HTTP ports; creates go to each in
-   * turn, a pay or read to any of them at random (a cluster behind a load balancer). {@code connections} is per node.
+   * Rate, duration, pool size and pipelining, the SKUs ({@code skuPrefix} and 0 to {@code skus} - 1, by default
+   * {@value #SKUS}), and how many status reads each order gets, each at a random moment of its life (a buyer's page
+   * polling it); the rest of the orders' shape is fixed (5-15 s, 60% paid, 1 item of a SKU drawn at random).
+   * {@code ports}: the nodes' HTTP ports; creates go to each in turn, a pay or read to any of them at random (a
+   * cluster behind a load balancer). {@code connections} is per node.
    */
   record Settings(String host, List<Integer> ports, int ratePerSecond, int seconds, int warmupSeconds, int connections,
-                  int pipelining, String skuPrefix, int readsPerOrder) {
+                  int pipelining, String skuPrefix, int skus, int readsPerOrder) {
+    Settings(String host, List<Integer> ports, int ratePerSecond, int seconds, int warmupSeconds, int connections,
+             int pipelining, String skuPrefix, int readsPerOrder) {
+      this(host, ports, ratePerSecond, seconds, warmupSeconds, connections, pipelining, skuPrefix, SKUS,
+          readsPerOrder);
+    }
+
     Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining,
              String skuPrefix, int readsPerOrder) {
       this(host, List.of(port), ratePerSecond, seconds, warmupSeconds, connections, pipelining, skuPrefix,
@@ -260,7 +268,7 @@ final class OpenLoad {
     boolean pays = random.nextInt(100) < 60;
     long payAfterMillis = random.nextInt((timeoutSeconds - 1) * 1000);
     String body = "{\"userId\":\"u-" + random.nextInt(100_000) + "\",\"timeoutSeconds\":" + timeoutSeconds
-        + ",\"items\":[{\"sku\":\"" + settings.skuPrefix() + random.nextInt(1000) + "\",\"qty\":1}]}";
+        + ",\"items\":[{\"sku\":\"" + settings.skuPrefix() + random.nextInt(settings.skus()) + "\",\"qty\":1}]}";
     outstanding++;
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders")
         .setPort(settings.ports().get((int) Math.floorMod(n, (long) settings.ports().size())))

@@ -46,7 +46,9 @@ public final class SteadyStateBenchmark {
 
   /**
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
-   * steady.connections (64), steady.pipelining (1 = none) and steady.readsPerOrder (1) for the open-model generator;
+   * steady.connections (64), steady.pipelining (1 = none), steady.readsPerOrder (1) and steady.skus (1000: the
+   * SKUs the orders are spread over; a few make a hot-SKU sale, its creates and pays on the same stock rows) for the
+   * open-model generator;
    * steady.kafka (false): true starts a broker of its own and runs the node in cluster mode on it; both runs the same
    * load once to warm the JIT up, then steady.rounds (2) times each way, alternating which goes first, each run on a
    * fresh database (and broker), and prints what cluster mode costs a create (see {@link #compareClusterCost});
@@ -188,7 +190,9 @@ public final class SteadyStateBenchmark {
    */
   private static Run run(BenchDatabase db, int rate, int seconds, String kafkaBootstrap, String resultName)
       throws Exception {
-    db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, 999) s");
+    int skus = Integer.getInteger("steady.skus", OpenLoad.SKUS);
+    db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, "
+        + (skus - 1) + ") s");
     int port = Results.freePort();
     Map<String, String> environment = new HashMap<>(Map.of("OT_HTTP_PORT", Integer.toString(port),
         "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000", "OT_CLIENTS_OVERRIDES", Results.UNCAPPED_DEV_USER));
@@ -236,8 +240,8 @@ public final class SteadyStateBenchmark {
       } else {
         // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent.
         // So do PostgreSQL's statement costs, read off the generator's event loop.
-        open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", port, rate, seconds, warmupSeconds, connections, pipelining,
-                "SKU-", readsPerOrder),
+        open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", List.of(port), rate, seconds, warmupSeconds, connections,
+                pipelining, "SKU-", skus, readsPerOrder),
             () -> {
               cpu.set(CpuWindow.start(postgresDir));
               counting.set(CompletableFuture.runAsync(db::countStatements));
