@@ -191,6 +191,9 @@ public final class SteadyStateBenchmark {
   private static Run run(BenchDatabase db, int rate, int seconds, String kafkaBootstrap, String resultName)
       throws Exception {
     int skus = Integer.getInteger("steady.skus", OpenLoad.SKUS);
+    if (skus < 1) {
+      throw new IllegalArgumentException("steady.skus is " + skus + "; the orders need at least one SKU");
+    }
     db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, "
         + (skus - 1) + ") s");
     int port = Results.freePort();
