@@ -19,6 +19,8 @@ import java.util.List;
  * the window. Linux only; elsewhere the machine-wide figures read 0.
  */
 final class CpuWindow {
+  /** This JVM's threads, one folder each. */
+  private static final Path OWN_THREADS = Path.of("/proc/self/task");
   private final long startNanos;
   private final long machineBusyTicks;
   private final long machineTotalTicks;
@@ -32,7 +34,7 @@ final class CpuWindow {
   private CpuWindow(long postmasterPid) {
     this.postmasterPid = postmasterPid;
     postgresTicks = postgresTicks(postmasterPid);
-    compilerTicks = compilerTicks(Path.of("/proc/self/task"));
+    compilerTicks = compilerTicks(OWN_THREADS);
     startNanos = System.nanoTime();
     long[] machine = machineTicks();
     machineBusyTicks = machine[0];
@@ -82,7 +84,7 @@ final class CpuWindow {
     long gcCountNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionCount).sum();
     long gcMillisNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionTime).sum();
     double postgresCores = (postgresTicks(postmasterPid) - postgresTicks) / TICKS_PER_SECOND / seconds;
-    double compilerCores = (compilerTicks(Path.of("/proc/self/task")) - compilerTicks) / TICKS_PER_SECOND / seconds;
+    double compilerCores = (compilerTicks(OWN_THREADS) - compilerTicks) / TICKS_PER_SECOND / seconds;
     return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, compilerCores, postgresCores,
         Math.max(0, machineCores - jvmCores - postgresCores), cores - machineCores, gcCountNow - gcCount, gcMillisNow - gcMillis);
   }
