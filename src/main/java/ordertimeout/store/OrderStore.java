@@ -264,7 +264,8 @@ public final class OrderStore {
   /**
    * Whether a stock row of order {@code id} is held by a transaction that sits idle ({@link Sql#LOCKED_SKUS}): a pay
    * that waited for it answers {@code row_locked} at once instead of waiting again, which kept the pool's connections
-   * for seconds from the pays of every other SKU.
+   * for seconds from the pays of every other SKU. A pay does not lock stock rows itself (migration V23), but it waits
+   * for its order's row, which a close of the order holds while it waits for them.
    */
   private Future<Boolean> stockRowHeld(long id) {
     return pool.withTransaction(conn -> conn.preparedQuery(Sql.SKUS_OF_ORDER).execute(Tuple.of(id))

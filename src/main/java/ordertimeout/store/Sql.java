@@ -207,7 +207,7 @@ final class Sql {
       evented AS (
         INSERT INTO outbox (order_id, client, type, payload, created_at)
         SELECT o.id, o.client, 'ORDER_PAID', %s, o.paid_at FROM paid o)
-      SELECT id FROM paid""".formatted(stockMove(heldByOrder1("paid"), Sql.SELL),
+      SELECT id FROM paid""".formatted(stockSold(heldByOrder1("paid")),
       eventPayload("o", ITEMS_JSON_OF_ORDER_1));
 
   /**
@@ -285,8 +285,6 @@ final class Sql {
   /** What a close does to its orders' stock ({@link #stockMove}): the reservation goes back to what is available. */
   private static final String RELEASE = "available = inv.available + l.qty, reserved = inv.reserved - l.qty";
 
-  /** What a pay does to its orders' stock ({@link #stockMove}): the reservation becomes a sale. */
-  private static final String SELL = "reserved = inv.reserved - l.qty";
 
   /**
    * The stock move of the orders a statement just changed, in that statement: {@code held}, what they hold of each SKU
@@ -305,6 +303,20 @@ final class Sql {
         moved AS (
           UPDATE inventory AS inv SET %s, updated_at = now() FROM locked l WHERE inv.sku = l.sku)"""
         .formatted(held, assignments);
+  }
+
+  /**
+   * What a pay does to its orders' stock, in its statement: the reservation becomes a sale, {@code available} does not
+   * move, so the inventory rows are left alone (migration V23): the units of {@code held}, what the orders hold of each
+   * SKU, are counted on the paying session's stripe of inventory_paid, in SKU order.
+   */
+  private static String stockSold(String held) {
+    return """
+        held AS (%s),
+        sold AS (
+          INSERT INTO inventory_paid AS p (sku, stripe, units)
+          SELECT held.sku, pg_backend_pid() %% 16, held.qty FROM held ORDER BY held.sku
+          ON CONFLICT (sku, stripe) DO UPDATE SET units = p.units + EXCLUDED.units)""".formatted(held);
   }
 
   /** What the orders of CTE {@code changed} hold of each SKU, from the statement's {@link #ITEMS_OF_ORDERS_1}. */
@@ -694,21 +706,25 @@ final class Sql {
   // ---- inventory: stock levels and the admins' changes, each logged by the statement that makes it (InventoryStore)
 
   /**
-   * A SKU's stock and its version: the row's {@code xmin}, the id of the transaction that wrote this version of the
-   * row. Every change of the row (a reservation, a close, a payment, a repair, an admin's change) writes a new version
-   * with its own transaction's id, so the version moves with no write of its own on those paths.
+   * A SKU's stock (view stock, migration V23: {@code reserved} less what pays sold) and its version: the inventory
+   * row's {@code xmin}, the id of the transaction that wrote this version of the row. Every change of
+   * {@code available} (a reservation, a close, a repair, an admin's change) writes a new version with its own
+   * transaction's id, so the version moves with no write of its own on those paths. A pay does not move it.
    */
-  static final String SELECT_INVENTORY = "SELECT sku, available, reserved, xmin::text AS version FROM inventory WHERE sku = $1";
+  static final String SELECT_INVENTORY = "SELECT sku, available, reserved, version FROM stock WHERE sku = $1";
+
+  /** The reserved units of inventory row {@code inv} that a statement changed, as view stock shows them. */
+  private static final String RESERVED = "inv.reserved - units_paid(inv.sku) AS reserved";
 
   /** A new SKU with {@code $2} available, logged as the admin client {@code $3}'s; no row when the SKU has one already. */
   static final String CREATE_INVENTORY = """
       WITH created AS (
-        INSERT INTO inventory (sku, available) VALUES ($1, $2) ON CONFLICT (sku) DO NOTHING
-        RETURNING sku, available, reserved, xmin::text AS version),
+        INSERT INTO inventory AS inv (sku, available) VALUES ($1, $2) ON CONFLICT (sku) DO NOTHING
+        RETURNING sku, available, {reserved}, xmin::text AS version),
       logged AS (
         INSERT INTO inventory_log (sku, client, operation, available_after, delta)
         SELECT sku, $3, 'SET', available, available FROM created)
-      SELECT sku, available, reserved, version FROM created""";
+      SELECT sku, available, reserved, version FROM created""".replace("{reserved}", RESERVED);
 
   /**
    * Sets {@code available} to {@code $2} if the row's version is one of {@code $3} (null: whatever it is), logged as
@@ -721,11 +737,11 @@ final class Sql {
       changed AS (
         UPDATE inventory AS inv SET available = $2, updated_at = now()
         FROM was WHERE inv.sku = was.sku
-        RETURNING inv.sku, was.available AS available_before, inv.available, inv.reserved, inv.xmin::text AS version),
+        RETURNING inv.sku, was.available AS available_before, inv.available, {reserved}, inv.xmin::text AS version),
       logged AS (
         INSERT INTO inventory_log (sku, client, operation, available_before, available_after, delta)
         SELECT sku, $4, 'SET', available_before, available, available - available_before FROM changed)
-      SELECT sku, available, reserved, version FROM changed""";
+      SELECT sku, available, reserved, version FROM changed""".replace("{reserved}", RESERVED);
 
   /**
    * Adds {@code $2} (negative: takes away) to {@code available} in one update, so concurrent changes all count,
@@ -734,13 +750,13 @@ final class Sql {
    */
   static final String ADJUST_AVAILABLE = """
       WITH changed AS (
-        UPDATE inventory SET available = available + $2, updated_at = now()
+        UPDATE inventory AS inv SET available = available + $2, updated_at = now()
         WHERE sku = $1 AND available + $2 >= 0 AND ($2 < 0 OR available + $2 <= $3)
-        RETURNING sku, available, reserved, xmin::text AS version),
+        RETURNING sku, available, {reserved}, xmin::text AS version),
       logged AS (
         INSERT INTO inventory_log (sku, client, operation, available_before, available_after, delta)
         SELECT sku, $4, 'ADJUST', available - $2, available, $2 FROM changed)
-      SELECT sku, available, reserved, version FROM changed""";
+      SELECT sku, available, reserved, version FROM changed""".replace("{reserved}", RESERVED);
 
   /**
    * A SKU's latest {@code $2} admin changes, newest first; one row with a null id when it has none (a SKU set before
@@ -768,9 +784,9 @@ final class Sql {
         SELECT i.sku, sum(i.qty) AS qty FROM order_items i JOIN orders o ON o.id = i.order_id
         WHERE o.status = 'UNPAID' GROUP BY i.sku),
       differing AS (
-        SELECT inv.sku, inv.reserved, coalesce(e.qty, 0)::bigint AS expected
-        FROM inventory inv LEFT JOIN expected e ON e.sku = inv.sku
-        WHERE inv.reserved <> coalesce(e.qty, 0))
+        SELECT s.sku, s.reserved, coalesce(e.qty, 0)::bigint AS expected
+        FROM stock s LEFT JOIN expected e ON e.sku = s.sku
+        WHERE s.reserved <> coalesce(e.qty, 0))
       SELECT sku, reserved, expected, count(*) OVER () AS total FROM differing ORDER BY sku LIMIT $1""";
 
   /**
@@ -816,22 +832,24 @@ final class Sql {
       ORDER BY close_at, id LIMIT 1""";
 
   /**
-   * The repair of {@code reserved} for the SKUs in {@code $1}, whose rows the transaction has locked in
-   * SKU order ({@link #LOCK_STOCK_BY_SKU}) first: the sum is recomputed under the locks, so no create,
-   * close or payment of those SKUs can commit in between. {@code available} is left alone.
+   * The repair of {@code reserved} (as view stock shows it) for the SKUs in {@code $1}, whose rows the transaction
+   * has locked in SKU order ({@link #LOCK_STOCK_BY_SKU}) first: the sum is recomputed under the locks, so no create or
+   * close of those SKUs can commit in between. A pay can (it does not lock the row), but it changes its order and its
+   * stripe of inventory_paid in one transaction, and the statement reads both in its one snapshot. {@code available}
+   * is left alone.
    */
   static final String REPAIR_RESERVED = """
       WITH expected AS (
         SELECT i.sku, sum(i.qty) AS qty FROM order_items i JOIN orders o ON o.id = i.order_id
         WHERE o.status = 'UNPAID' AND i.sku = ANY($1) GROUP BY i.sku),
       target AS (
-        SELECT inv.sku, inv.reserved AS was, coalesce(e.qty, 0)::bigint AS expected
-        FROM inventory inv LEFT JOIN expected e ON e.sku = inv.sku
-        WHERE inv.sku = ANY($1))
-      UPDATE inventory AS inv SET reserved = t.expected, updated_at = now()
+        SELECT s.sku, s.reserved AS was, coalesce(e.qty, 0)::bigint AS expected
+        FROM stock s LEFT JOIN expected e ON e.sku = s.sku
+        WHERE s.sku = ANY($1))
+      UPDATE inventory AS inv SET reserved = t.expected + units_paid(inv.sku), updated_at = now()
       FROM target t
-      WHERE inv.sku = t.sku AND inv.reserved <> t.expected
-      RETURNING inv.sku, t.was, inv.reserved""";
+      WHERE inv.sku = t.sku AND t.was <> t.expected
+      RETURNING inv.sku, t.was, t.expected AS reserved""";
 
   // ---- reconciliation runs and their reports (ReconciliationRuns)
 

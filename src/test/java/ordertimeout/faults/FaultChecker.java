@@ -112,7 +112,7 @@ final class FaultChecker {
       SELECT inv.sku, inv.available, inv.reserved,
              coalesce(sum(i.qty) FILTER (WHERE o.status = 'PAID'), 0) AS sold,
              coalesce(sum(i.qty) FILTER (WHERE o.status = 'UNPAID'), 0) AS unpaid
-      FROM inventory inv LEFT JOIN order_items i ON i.sku = inv.sku LEFT JOIN orders o ON o.id = i.order_id
+      FROM stock inv LEFT JOIN order_items i ON i.sku = inv.sku LEFT JOIN orders o ON o.id = i.order_id
       WHERE inv.sku LIKE ? GROUP BY inv.sku, inv.available, inv.reserved""";
 
   private record OrderRow(String id, String userId, String status) {}

@@ -140,7 +140,7 @@ class BadInputTest extends ServiceTestBase {
   private Map<String, Object> snapshot() {
     return Map.of(
         "orders", Sql.rows("SELECT id, status, closed_at, paid_at FROM orders ORDER BY id"),
-        "inventory", Sql.rows("SELECT sku, available, reserved FROM inventory ORDER BY sku"),
+        "inventory", Sql.rows("SELECT sku, available, reserved FROM stock ORDER BY sku"),
         "inventoryLog", Sql.count("SELECT count(*) FROM inventory_log"),
         "keys", Sql.count("SELECT count(*) FROM idempotency_keys"),
         "outbox", Sql.count("SELECT count(*) FROM outbox"),

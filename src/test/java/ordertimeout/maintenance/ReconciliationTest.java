@@ -51,6 +51,8 @@ class ReconciliationTest extends ServiceTestBase {
     api.setStock("SKU-3", 10);
     create("u-1", 3600, "SKU-1", 2);
     create("u-1", 3600, "SKU-3", 1);
+    String sold = create("u-2", 3600, "SKU-1", 4).getString("id");
+    assertThat(api.pay(sold).status()).as("4 units sold: counted on a stripe of inventory_paid (V23)").isEqualTo(200);
     Sql.execute("UPDATE inventory SET reserved = reserved + 5 WHERE sku = 'SKU-1'");
     Sql.execute("UPDATE inventory SET reserved = reserved + 3 WHERE sku = 'SKU-2'");
 
@@ -76,7 +78,8 @@ class ReconciliationTest extends ServiceTestBase {
     JsonObject repaired = reconcileOk("{\"repair\": true}");
     assertThat(repaired.getJsonArray("skuDifferences")).hasSize(2);
     assertThat(repaired.getLong("repaired")).isEqualTo(2);
-    assertThat(api.stock("SKU-1")).isEqualTo(new JsonObject().put("sku", "SKU-1").put("available", 8).put("reserved", 2));
+    assertThat(api.stock("SKU-1")).as("the units paid count")
+        .isEqualTo(new JsonObject().put("sku", "SKU-1").put("available", 4).put("reserved", 2));
     assertThat(api.stock("SKU-2")).as("available is never touched")
         .isEqualTo(new JsonObject().put("sku", "SKU-2").put("available", 10).put("reserved", 0));
     assertThat(api.stock("SKU-3").getLong("reserved")).isEqualTo(1);

@@ -97,7 +97,7 @@ class PayGroupTest extends ServiceTestBase {
               new OrderItem("S-" + (order + 3) % 7, 2)).sorted(Comparator.comparing(OrderItem::sku)).toList());
     }
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID'")).isEqualTo(orders);
-    assertThat(Sql.count("SELECT coalesce(sum(reserved), 0) FROM inventory")).isZero();
+    assertThat(Sql.count("SELECT coalesce(sum(reserved), 0) FROM stock")).isZero();
     long sold = 0;
     for (int i = 0; i < orders; i++) sold += 1 + i % 3 + 2;
     assertThat(Sql.count("SELECT 7 * 1000 - sum(available) FROM inventory")).isEqualTo(sold);

@@ -96,7 +96,7 @@ public final class Invariants {
   private static void checkState(SoftAssertions softly) {
     softly.assertThat(KeptConnection.rows("""
         SELECT inv.sku, inv.reserved, coalesce(sum(i.qty) FILTER (WHERE o.status = 'UNPAID'), 0) AS unpaid_qty
-        FROM inventory inv
+        FROM stock inv
         LEFT JOIN order_items i ON i.sku = inv.sku
         LEFT JOIN orders o ON o.id = i.order_id
         GROUP BY inv.sku, inv.reserved
@@ -177,7 +177,7 @@ public final class Invariants {
     Set<String> seen = new TreeSet<>();
     for (Map<String, Object> row : KeptConnection.rows("""
         SELECT inv.sku, inv.available, inv.reserved, coalesce(s.sold, 0) AS sold
-        FROM inventory inv
+        FROM stock inv
         LEFT JOIN (SELECT i.sku, sum(i.qty) AS sold FROM order_items i JOIN orders o ON o.id = i.order_id
                    WHERE o.status = 'PAID' GROUP BY i.sku) s ON s.sku = inv.sku
         ORDER BY inv.sku""")) {

@@ -282,7 +282,7 @@ final class BenchDatabase implements AutoCloseable {
   /** SKUs whose reserved count is not the sum of their unpaid items: 0 when the stock invariant holds. */
   long stockInvariantViolations() {
     return (long) number("""
-        SELECT count(*) FROM inventory inv
+        SELECT count(*) FROM stock inv
         WHERE inv.reserved <> coalesce((SELECT sum(i.qty) FROM order_items i JOIN orders o ON o.id = i.order_id
                                         WHERE i.sku = inv.sku AND o.status = 'UNPAID'), 0)""");
   }
