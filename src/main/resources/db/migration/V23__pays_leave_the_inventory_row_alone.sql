@@ -14,9 +14,13 @@ CREATE TABLE inventory_paid (
 CREATE FUNCTION units_paid(paid_sku text) RETURNS bigint
 LANGUAGE sql STABLE AS $$ SELECT coalesce(sum(units), 0)::bigint FROM inventory_paid WHERE sku = paid_sku $$;
 
--- A SKU's stock as the API shows it; version is the inventory row's, which pays no longer move.
+-- A SKU's stock as the API shows it; version is the inventory row's, which pays no longer move. A join, not
+-- units_paid per row: over a million SKUs of four stripes each it read them all in 3.9 s against 9.3 (one SKU by key
+-- either way, 0.1 ms).
 CREATE VIEW stock AS
-  SELECT sku, available, reserved - units_paid(sku) AS reserved, xmin::text AS version FROM inventory;
+  SELECT inv.sku, inv.available, inv.reserved - coalesce(paid.units, 0) AS reserved, inv.xmin::text AS version
+  FROM inventory inv
+  LEFT JOIN (SELECT sku, sum(units)::bigint AS units FROM inventory_paid GROUP BY sku) paid ON paid.sku = inv.sku;
 
 -- pay_orders of V21, its stock move now the stripe's count. CREATE OR REPLACE drops the function's settings: set again.
 CREATE OR REPLACE FUNCTION pay_orders(pay_ids bigint[], pay_clients text[])
