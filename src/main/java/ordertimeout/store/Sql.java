@@ -285,7 +285,6 @@ final class Sql {
   /** What a close does to its orders' stock ({@link #stockMove}): the reservation goes back to what is available. */
   private static final String RELEASE = "available = inv.available + l.qty, reserved = inv.reserved - l.qty";
 
-
   /**
    * The stock move of the orders a statement just changed, in that statement: {@code held}, what they hold of each SKU
    * ({@link #heldInItems} or {@link #heldByOrder1}); their inventory rows locked in SKU order
@@ -707,9 +706,9 @@ final class Sql {
 
   /**
    * A SKU's stock (view stock, migration V23: {@code reserved} less what pays sold) and its version: the inventory
-   * row's {@code xmin}, the id of the transaction that wrote this version of the row. Every change of
-   * {@code available} (a reservation, a close, a repair, an admin's change) writes a new version with its own
-   * transaction's id, so the version moves with no write of its own on those paths. A pay does not move it.
+   * row's {@code xmin}, the id of the transaction that wrote this version of the row. Every write of the row (a
+   * reservation, a close, a repair, an admin's change) gives it a new version with its own transaction's id, so the
+   * version moves with no write of its own on those paths. A pay does not write the row: it leaves the version.
    */
   static final String SELECT_INVENTORY = "SELECT sku, available, reserved, version FROM stock WHERE sku = $1";
 
