@@ -76,7 +76,8 @@ class DrainTimeoutTest {
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'")).as("the batch never committed").isEqualTo(ids.length);
     assertThat(Sql.count("SELECT count(*) FROM order_log WHERE event = 'CLOSED'")).isZero();
     assertThat(Sql.count("SELECT count(*) FROM outbox WHERE type = 'ORDER_CLOSED'")).isZero();
-    assertThat(Sql.count("SELECT reserved FROM stock WHERE sku = ?", SKU)).as("their stock still reserved").isEqualTo(ids.length);
+    assertThat(Sql.count("SELECT reserved FROM stock WHERE sku = ?", SKU)).as("their stock still reserved")
+        .isEqualTo(ids.length);
 
     try (TestService next = TestService.start(SETTINGS)) {
       Await.until("the next node to close the orders left unpaid, by the wheel it loaded", SAFETY,

@@ -167,7 +167,8 @@ class StockTest extends ServiceTestBase {
     read.run();
     assertThat(api.post("/v1/admin/reconcile", Api.ADMIN_KEY).status()).isEqualTo(200);
     read.run();
-    assertThat(versions.get(2)).as("a pay leaves the row alone (V23): available did not move").isEqualTo(versions.get(1));
+    assertThat(versions.get(2)).as("a pay leaves the row alone (V23): available did not move")
+        .isEqualTo(versions.get(1));
     assertThat(List.of(versions.get(0), versions.get(1), versions.get(3), versions.get(4), versions.get(5)))
         .as("create, create, cancel, adjust: each a new version").doesNotHaveDuplicates();
     assertThat(versions.get(6)).as("a read changes nothing").isEqualTo(versions.get(5));
