@@ -243,7 +243,7 @@ final class Sql {
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o LEFT JOIN items it ON it.order_id = o.id)
         SELECT id, close_at, hold_until, closed_at FROM closed"""
-        .formatted(casCondition, ITEMS_OF_ORDERS_1, stockMove(heldInItems("closed"), RELEASE),
+        .formatted(casCondition, ITEMS_OF_ORDERS_1, stockMove(heldInItems("closed")),
             eventPayload("o", "it.json"));
   }
 
@@ -282,26 +282,23 @@ final class Sql {
       SELECT inv.sku, held.qty, inv.available FROM inventory AS inv JOIN held ON held.sku = inv.sku
       ORDER BY inv.sku FOR UPDATE OF inv""";
 
-  /** What a close does to its orders' stock ({@link #stockMove}): the reservation goes back to what is available. */
-  private static final String RELEASE = "available = inv.available + l.qty, reserved = inv.reserved - l.qty";
-
   /**
-   * The stock move of the orders a statement just changed, in that statement: {@code held}, what they hold of each SKU
-   * ({@link #heldInItems} or {@link #heldByOrder1}); their inventory rows locked in SKU order
-   * ({@link #LOCK_STOCK_OF_ORDERS}'s lock: the {@code FOR UPDATE} above the sort, materialized); and
-   * {@code assignments} made with {@code l.qty}. The sort takes all of {@code held}, which aggregates every changed
-   * order, before the first lock: the order rows are locked before any inventory row, as everywhere else, and every
-   * inventory row is locked before any is written.
+   * What a close does to its orders' stock, in its statement: the reservation goes back to what is available.
+   * {@code held}, what the orders hold of each SKU ({@link #heldInItems}); their inventory rows locked in SKU order
+   * ({@link #LOCK_STOCK_OF_ORDERS}'s lock: the {@code FOR UPDATE} above the sort, materialized), then moved. The sort
+   * takes all of {@code held}, which aggregates every changed order, before the first lock: the order rows are locked
+   * before any inventory row, as everywhere else, and every inventory row is locked before any is written.
    */
-  private static String stockMove(String held, String assignments) {
+  private static String stockMove(String held) {
     return """
         held AS (%s),
         locked AS MATERIALIZED (
           SELECT inv.sku, held.qty FROM inventory AS inv JOIN held ON held.sku = inv.sku
           ORDER BY inv.sku FOR UPDATE OF inv),
         moved AS (
-          UPDATE inventory AS inv SET %s, updated_at = now() FROM locked l WHERE inv.sku = l.sku)"""
-        .formatted(held, assignments);
+          UPDATE inventory AS inv
+          SET available = inv.available + l.qty, reserved = inv.reserved - l.qty, updated_at = now()
+          FROM locked l WHERE inv.sku = l.sku)""".formatted(held);
   }
 
   /**
