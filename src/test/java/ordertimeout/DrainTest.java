@@ -14,7 +14,6 @@ import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
@@ -46,10 +45,7 @@ class DrainTest {
       String id = createOrder(api, 1).getString("id");
       Future<Void> drained;
       try (Connection lock = TestDatabase.jdbc()) {
-        lock.setAutoCommit(false);
-        try (Statement statement = lock.createStatement()) {
-          statement.execute("SELECT * FROM inventory WHERE sku = 'DRAIN' FOR UPDATE");
-        }
+        Sql.holdStock(lock, "DRAIN");
         Await.until("the close batch to wait for the stock row", Duration.ofSeconds(30),
             () -> Sql.count("SELECT count(*) FROM pg_locks WHERE NOT granted") > 0);
 

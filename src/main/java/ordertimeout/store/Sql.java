@@ -6,8 +6,8 @@ package ordertimeout.store;
  * no index can serve and no partial index's predicate matches, so that the planner reads the primary key: with
  * {@code status = 'UNPAID'} it took an index led by the status, or a partial index of unpaid orders with the id in
  * third place, and walked all of it for each lookup ({@code PartitionPlansTest}). Statements that touch
- * several inventory rows lock them in SKU order first ({@link #LOCK_STOCK_OF_ORDERS}, {@link #LOCK_STOCK_BY_SKU}, or
- * the same lock inside the statement), so that concurrent transactions cannot deadlock on inventory.
+ * several inventory rows lock them in SKU order first ({@link #LOCK_STOCK_OF_ORDERS}, {@link #LOCK_STOCK_BY_SKU}), and
+ * pays and closes count their units on stripes in SKU order, so that concurrent transactions cannot deadlock on stock.
  */
 final class Sql {
   private Sql() {}
@@ -100,7 +100,8 @@ final class Sql {
       FROM client_holdings WHERE client = ANY($1) GROUP BY client""";
 
   static final String LOCK_STOCK_BY_SKU = """
-      SELECT sku, available FROM inventory WHERE sku = ANY($1) ORDER BY sku FOR UPDATE""";
+      SELECT sku, available + units_released(sku) AS available FROM inventory WHERE sku = ANY($1) ORDER BY sku
+      FOR UPDATE""";
 
   /** The SKUs of order {@code $1}. */
   static final String SKUS_OF_ORDER = "SELECT sku FROM order_items WHERE order_id = $1";
@@ -243,7 +244,7 @@ final class Sql {
           INSERT INTO outbox (order_id, client, type, payload, created_at)
           SELECT o.id, o.client, 'ORDER_CLOSED', %s, o.closed_at FROM closed o LEFT JOIN items it ON it.order_id = o.id)
         SELECT id, close_at, hold_until, closed_at FROM closed"""
-        .formatted(casCondition, ITEMS_OF_ORDERS_1, stockMove(heldInItems("closed")),
+        .formatted(casCondition, ITEMS_OF_ORDERS_1, stockReleased(heldInItems("closed")),
             eventPayload("o", "it.json"));
   }
 
@@ -279,40 +280,40 @@ final class Sql {
    */
   static final String LOCK_STOCK_OF_ORDERS = """
       WITH held AS (SELECT sku, sum(qty) AS qty FROM order_items WHERE order_id = ANY($1) GROUP BY sku)
-      SELECT inv.sku, held.qty, inv.available FROM inventory AS inv JOIN held ON held.sku = inv.sku
+      SELECT inv.sku, held.qty, inv.available + units_released(inv.sku) AS available
+      FROM inventory AS inv JOIN held ON held.sku = inv.sku
       ORDER BY inv.sku FOR UPDATE OF inv""";
 
   /**
-   * What a close does to its orders' stock, in its statement: the reservation goes back to what is available.
-   * {@code held}, what the orders hold of each SKU ({@link #heldInItems}); their inventory rows locked in SKU order
-   * ({@link #LOCK_STOCK_OF_ORDERS}'s lock: the {@code FOR UPDATE} above the sort, materialized), then moved. The sort
-   * takes all of {@code held}, which aggregates every changed order, before the first lock: the order rows are locked
-   * before any inventory row, as everywhere else, and every inventory row is locked before any is written.
+   * What a close does to its orders' stock, in its statement: the reservation goes back to what is available, counted
+   * apart so that the inventory rows, which creates lock, are left alone (migration V24): the units of {@code held},
+   * what the orders hold of each SKU, on the closing session's stripe of inventory_released.
    */
-  private static String stockMove(String held) {
-    return """
-        held AS (%s),
-        locked AS MATERIALIZED (
-          SELECT inv.sku, held.qty FROM inventory AS inv JOIN held ON held.sku = inv.sku
-          ORDER BY inv.sku FOR UPDATE OF inv),
-        moved AS (
-          UPDATE inventory AS inv
-          SET available = inv.available + l.qty, reserved = inv.reserved - l.qty, updated_at = now()
-          FROM locked l WHERE inv.sku = l.sku)""".formatted(held);
+  private static String stockReleased(String held) {
+    return countedOnStripe("released", "inventory_released", held);
   }
 
   /**
    * What a pay does to its orders' stock, in its statement: the reservation becomes a sale, {@code available} does not
    * move, so the inventory rows are left alone (migration V23): the units of {@code held}, what the orders hold of each
-   * SKU, are counted on the paying session's stripe of inventory_paid, in SKU order.
+   * SKU, are counted on the paying session's stripe of inventory_paid.
    */
   private static String stockSold(String held) {
+    return countedOnStripe("sold", "inventory_paid", held);
+  }
+
+  /**
+   * CTE {@code name}: the units of {@code held} (sku, qty) added to {@code table}'s stripe of this session (backend pid
+   * mod 16), in SKU order, so that two transactions on one stripe take its rows in the same order.
+   */
+  private static String countedOnStripe(String name, String table, String held) {
     return """
         held AS (%s),
-        sold AS (
-          INSERT INTO inventory_paid AS p (sku, stripe, units)
+        %s AS (
+          INSERT INTO %s AS counted (sku, stripe, units)
           SELECT held.sku, pg_backend_pid() %% 16, held.qty FROM held ORDER BY held.sku
-          ON CONFLICT (sku, stripe) DO UPDATE SET units = p.units + EXCLUDED.units)""".formatted(held);
+          ON CONFLICT (sku, stripe) DO UPDATE SET units = counted.units + EXCLUDED.units)"""
+        .formatted(held, name, table);
   }
 
   /** What the orders of CTE {@code changed} hold of each SKU, from the statement's {@link #ITEMS_OF_ORDERS_1}. */
@@ -702,25 +703,28 @@ final class Sql {
   // ---- inventory: stock levels and the admins' changes, each logged by the statement that makes it (InventoryStore)
 
   /**
-   * A SKU's stock (view stock, migration V23: {@code reserved} less what pays sold) and its version: the inventory
-   * row's {@code xmin}, the id of the transaction that wrote this version of the row. Every write of the row (a
-   * reservation, a close, a repair, an admin's change) gives it a new version with its own transaction's id, so the
-   * version moves with no write of its own on those paths. A pay does not write the row: it leaves the version.
+   * A SKU's stock (view stock: {@code available} with what closes gave back, V24; {@code reserved} less what pays sold
+   * and closes gave back, V23 and V24) and its version: the inventory row's {@code xmin}, the id of the transaction
+   * that wrote this version of the row, and the units closes gave back. Every write of the row (a reservation, a
+   * repair, an admin's change) gives it a new {@code xmin}, every close more units given back, so the version moves
+   * with no write of its own on those paths. A pay changes neither: it leaves the version.
    */
   static final String SELECT_INVENTORY = "SELECT sku, available, reserved, version FROM stock WHERE sku = $1";
 
-  /** The reserved units of inventory row {@code inv} that a statement changed, as view stock shows them. */
-  private static final String RESERVED = "inv.reserved - units_paid(inv.sku) AS reserved";
+  /** The stock of inventory row {@code inv} that a statement changed, as view stock shows it. */
+  private static final String STOCK_OF_ROW = "inv.sku, inv.available + units_released(inv.sku) AS available, "
+      + "inv.reserved - units_paid(inv.sku) - units_released(inv.sku) AS reserved, "
+      + "inv.xmin::text || '-' || units_released(inv.sku) AS version";
 
   /** A new SKU with {@code $2} available, logged as the admin client {@code $3}'s; no row when the SKU has one already. */
   static final String CREATE_INVENTORY = """
       WITH created AS (
         INSERT INTO inventory AS inv (sku, available) VALUES ($1, $2) ON CONFLICT (sku) DO NOTHING
-        RETURNING sku, available, {reserved}, xmin::text AS version),
+        RETURNING {stock}),
       logged AS (
         INSERT INTO inventory_log (sku, client, operation, available_after, delta)
         SELECT sku, $3, 'SET', available, available FROM created)
-      SELECT sku, available, reserved, version FROM created""".replace("{reserved}", RESERVED);
+      SELECT sku, available, reserved, version FROM created""".replace("{stock}", STOCK_OF_ROW);
 
   /**
    * Sets {@code available} to {@code $2} if the row's version is one of {@code $3} (null: whatever it is), logged as
@@ -729,15 +733,16 @@ final class Sql {
    */
   static final String SET_AVAILABLE_IF_VERSION = """
       WITH was AS (
-        SELECT sku, available FROM inventory WHERE sku = $1 AND ($3::text[] IS NULL OR xmin::text = ANY($3)) FOR UPDATE),
+        SELECT sku, available + units_released(sku) AS available, units_released(sku) AS released FROM inventory
+        WHERE sku = $1 AND ($3::text[] IS NULL OR xmin::text || '-' || units_released(sku) = ANY($3)) FOR UPDATE),
       changed AS (
-        UPDATE inventory AS inv SET available = $2, updated_at = now()
+        UPDATE inventory AS inv SET available = $2 - was.released, updated_at = now()
         FROM was WHERE inv.sku = was.sku
-        RETURNING inv.sku, was.available AS available_before, inv.available, {reserved}, inv.xmin::text AS version),
+        RETURNING was.available AS available_before, {stock}),
       logged AS (
         INSERT INTO inventory_log (sku, client, operation, available_before, available_after, delta)
         SELECT sku, $4, 'SET', available_before, available, available - available_before FROM changed)
-      SELECT sku, available, reserved, version FROM changed""".replace("{reserved}", RESERVED);
+      SELECT sku, available, reserved, version FROM changed""".replace("{stock}", STOCK_OF_ROW);
 
   /**
    * Adds {@code $2} (negative: takes away) to {@code available} in one update, so concurrent changes all count,
@@ -747,12 +752,13 @@ final class Sql {
   static final String ADJUST_AVAILABLE = """
       WITH changed AS (
         UPDATE inventory AS inv SET available = available + $2, updated_at = now()
-        WHERE sku = $1 AND available + $2 >= 0 AND ($2 < 0 OR available + $2 <= $3)
-        RETURNING sku, available, {reserved}, xmin::text AS version),
+        WHERE sku = $1 AND available + units_released(sku) + $2 >= 0
+          AND ($2 < 0 OR available + units_released(sku) + $2 <= $3)
+        RETURNING {stock}),
       logged AS (
         INSERT INTO inventory_log (sku, client, operation, available_before, available_after, delta)
         SELECT sku, $4, 'ADJUST', available - $2, available, $2 FROM changed)
-      SELECT sku, available, reserved, version FROM changed""".replace("{reserved}", RESERVED);
+      SELECT sku, available, reserved, version FROM changed""".replace("{stock}", STOCK_OF_ROW);
 
   /**
    * A SKU's latest {@code $2} admin changes, newest first; one row with a null id when it has none (a SKU set before
@@ -829,10 +835,10 @@ final class Sql {
 
   /**
    * The repair of {@code reserved} (as view stock shows it) for the SKUs in {@code $1}, whose rows the transaction
-   * has locked in SKU order ({@link #LOCK_STOCK_BY_SKU}) first: the sum is recomputed under the locks, so no create or
-   * close of those SKUs can commit in between. A pay can (it does not lock the row), but it changes its order and its
-   * stripe of inventory_paid in one transaction, and the statement reads both in its one snapshot. {@code available}
-   * is left alone.
+   * has locked in SKU order ({@link #LOCK_STOCK_BY_SKU}) first: the sum is recomputed under the locks, so no create of
+   * those SKUs can commit in between. A pay or a close can (they do not lock the row), but each changes its orders and
+   * its stripe (of inventory_paid, of inventory_released) in one transaction, and the statement reads both in its one
+   * snapshot. {@code available} is left alone.
    */
   static final String REPAIR_RESERVED = """
       WITH expected AS (
@@ -842,7 +848,8 @@ final class Sql {
         SELECT s.sku, s.reserved AS was, coalesce(e.qty, 0)::bigint AS expected
         FROM stock s LEFT JOIN expected e ON e.sku = s.sku
         WHERE s.sku = ANY($1))
-      UPDATE inventory AS inv SET reserved = t.expected + units_paid(inv.sku), updated_at = now()
+      UPDATE inventory AS inv
+      SET reserved = t.expected + units_paid(inv.sku) + units_released(inv.sku), updated_at = now()
       FROM target t
       WHERE inv.sku = t.sku AND t.was <> t.expected
       RETURNING inv.sku, t.was, t.expected AS reserved""";

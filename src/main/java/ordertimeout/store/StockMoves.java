@@ -7,8 +7,8 @@ import io.vertx.sqlclient.Tuple;
 
 /**
  * Moves the stock of a closed order paid after all, inside the caller's transaction: its inventory rows locked in SKU
- * order and checked, then updated. (A close's statement moves its orders' stock itself, {@code Sql.stockMove}; a
- * pay's counts what it sold, {@code Sql.stockSold}.)
+ * order and checked, then updated. (A close's statement counts what it gives back, {@code Sql.stockReleased}; a pay's
+ * what it sold, {@code Sql.stockSold}.)
  */
 final class StockMoves {
   private StockMoves() {}

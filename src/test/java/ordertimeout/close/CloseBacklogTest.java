@@ -7,7 +7,6 @@ import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,11 +32,10 @@ class CloseBacklogTest extends ServiceTestBase {
     api.setStock("HELD", 10);
     api.setStock("OTHER", 100);
     String first = create("u-first", 1, "HELD", 1).getString("id");
-    try (Connection blocker = TestDatabase.jdbc(); Statement statement = blocker.createStatement()) {
-      blocker.setAutoCommit(false);
-      statement.execute("SELECT * FROM inventory WHERE sku = 'HELD' FOR UPDATE");
+    try (Connection blocker = TestDatabase.jdbc()) {
+      Sql.holdStock(blocker, "HELD");
 
-      // The first close takes the only place and waits for HELD's row; the others queue, a tick apart.
+      // The first close takes the only place and waits for HELD's stock; the others queue, a tick apart.
       List<Long> queued = new ArrayList<>();
       for (int i = 0; i < QUEUED_ORDERS; i++) {
         queued.add(Long.parseLong(create("u-" + i, 2, "OTHER", 1).getString("id")));

@@ -42,7 +42,7 @@ class CloseRollbackTest extends ServiceTestBase {
 
   @AfterEach
   void dropInjectedFailure() {
-    Sql.executeDdl("DROP TRIGGER IF EXISTS inject_failure ON inventory");
+    Sql.executeDdl("DROP TRIGGER IF EXISTS inject_failure ON inventory_released");
     Sql.execute("DROP FUNCTION IF EXISTS inject_failure()");
   }
 
@@ -58,12 +58,14 @@ class CloseRollbackTest extends ServiceTestBase {
     Sql.execute("""
         CREATE FUNCTION inject_failure() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-          IF NEW.sku = 'POISON' AND NEW.reserved < OLD.reserved THEN
+          IF NEW.sku = 'POISON' AND NEW.units > 0 THEN
             RAISE EXCEPTION 'injected failure while releasing stock';
           END IF;
           RETURN NEW;
         END $$""");
-    Sql.executeDdl("CREATE TRIGGER inject_failure BEFORE UPDATE ON inventory FOR EACH ROW EXECUTE FUNCTION inject_failure()");
+    // A close counts the units it gives back on a stripe of inventory_released (V24): that is the release that fails.
+    Sql.executeDdl("CREATE TRIGGER inject_failure BEFORE INSERT OR UPDATE ON inventory_released FOR EACH ROW "
+        + "EXECUTE FUNCTION inject_failure()");
     // The deadlines pass while the database refuses the stock release (overdue by less than the sweep's grace).
     Sql.execute("UPDATE orders SET close_at = now() - interval '100 milliseconds' WHERE id = ANY(?)",
         (Object) ids.toArray(Long[]::new));

@@ -180,7 +180,7 @@ class PayCloseRaceTest extends ServiceTestBase {
     assertThat(Sql.count("SELECT count(*) FROM outbox e JOIN orders o ON o.id = e.order_id "
         + "WHERE o.user_id LIKE 'racer-%' AND e.type = 'ORDER_CLOSED'")).isEqualTo(closeWon);
     assertThat(Sql.count("SELECT sum(reserved) FROM stock WHERE sku LIKE 'RACE-%'")).isZero();
-    assertThat(Sql.count("SELECT sum(available) FROM inventory WHERE sku LIKE 'RACE-%'"))
+    assertThat(Sql.count("SELECT sum(available) FROM stock WHERE sku LIKE 'RACE-%'"))
         .as("closed orders gave back, paid ones sold").isEqualTo(closeWon * 2L);
   }
 

@@ -100,7 +100,7 @@ class PayGroupTest extends ServiceTestBase {
     assertThat(Sql.count("SELECT coalesce(sum(reserved), 0) FROM stock")).isZero();
     long sold = 0;
     for (int i = 0; i < orders; i++) sold += 1 + i % 3 + 2;
-    assertThat(Sql.count("SELECT 7 * 1000 - sum(available) FROM inventory")).isEqualTo(sold);
+    assertThat(Sql.count("SELECT 7 * 1000 - sum(available) FROM stock")).isEqualTo(sold);
   }
 
   /** An admin pays any client's order, alone (one by one) or in a group. */

@@ -86,7 +86,7 @@ class StockTest extends ServiceTestBase {
     Api.Response created = api.put("/v1/admin/inventory/NEW-SKU", Api.ADMIN_KEY, "{\"available\":100}");
     assertThat(created.status()).isEqualTo(200);
     assertThat(created.json().getMap()).isEqualTo(Map.of("sku", "NEW-SKU", "available", 100, "reserved", 0));
-    assertThat(created.etag()).matches("\"[0-9]+\"");
+    assertThat(created.etag()).as("the row's version and the units closes gave back").matches("\"[0-9]+-0\"");
     create("u-1", 600, "NEW-SKU", 10);
     String read = api.get("/v1/admin/inventory/NEW-SKU", Api.ADMIN_KEY).etag();
     Api.Response lowered = putIfMatch("NEW-SKU", 5, read);
@@ -112,6 +112,49 @@ class StockTest extends ServiceTestBase {
     assertThat(putIfMatch("SKU-1", 150, "W/" + api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag()).status())
         .as("a weak tag never matches").isEqualTo(412);
     assertThat(putIfMatch("NO-SUCH-SKU", 1, "*").status()).as("no row, no version to match").isEqualTo(412);
+  }
+
+  @Test
+  void aSetFromAReadBeforeACloseIsRefused() {
+    api.setStock("SKU-1", 100);
+    String cancelled = create("u-1", 600, "SKU-1", 2).getString("id");
+    String read = api.get("/v1/admin/inventory/SKU-1", Api.ADMIN_KEY).etag();
+    assertThat(api.cancel(cancelled).status()).isEqualTo(200);
+
+    Api.Response stale = putIfMatch("SKU-1", 150, read);
+
+    assertThat(stale.status()).as("the close gave 2 units back after the read (V24: not on the row): " + stale.body())
+        .isEqualTo(412);
+    assertThat(api.stock("SKU-1").getMap()).isEqualTo(Map.of("sku", "SKU-1", "available", 100, "reserved", 0));
+  }
+
+  /**
+   * A close counts the units it gives back apart from the inventory row (V24), and creates take them again: the row's
+   * own {@code available} goes below zero, while the stock, each create's check and each admin change count them.
+   */
+  @Test
+  void unitsAClosedOrderGaveBackAreSoldAgainAndCountedByEveryChange() {
+    api.setStock("LAST", 2);
+    assertThat(api.cancel(create("u-1", 600, "LAST", 2).getString("id")).status()).isEqualTo(200);
+    String kept = create("u-2", 600, "LAST", 1).getString("id");
+    create("u-3", 600, "LAST", 1);
+    Api.Response soldOut = api.createOrder(UUID.randomUUID().toString(), orderBody("u-4", 600, "LAST", 1));
+    assertThat(soldOut.code()).as(soldOut.body()).isEqualTo("insufficient_stock");
+    assertThat(api.stock("LAST").getMap()).isEqualTo(Map.of("sku", "LAST", "available", 0, "reserved", 2));
+    assertThat(Sql.count("SELECT available FROM inventory WHERE sku = 'LAST'"))
+        .as("the row's own figure: the 2 units given back are counted on a stripe").isEqualTo(-2);
+    assertThat(api.adjustStock("LAST", -1, "correction-1").code()).isEqualTo("stock_out_of_range");
+
+    assertThat(api.adjustStock("LAST", 3, "restock-1").json().getLong("available")).isEqualTo(3);
+    Api.Response set = putIfMatch("LAST", 5, api.get("/v1/admin/inventory/LAST", Api.ADMIN_KEY).etag());
+    assertThat(set.status()).as(set.body()).isEqualTo(200);
+    assertThat(set.json().getMap()).isEqualTo(Map.of("sku", "LAST", "available", 5, "reserved", 2));
+    assertThat(api.cancel(kept).status()).isEqualTo(200);
+    assertThat(api.stock("LAST").getMap()).isEqualTo(Map.of("sku", "LAST", "available", 6, "reserved", 1));
+    assertThat(Sql.rows("SELECT available_before, available_after FROM inventory_log WHERE sku = 'LAST' "
+        + "AND available_before IS NOT NULL ORDER BY id"))
+        .as("the log shows the stock's figures, not the row's").containsExactly(
+            Map.of("available_before", 0L, "available_after", 3L), Map.of("available_before", 3L, "available_after", 5L));
   }
 
   @Test

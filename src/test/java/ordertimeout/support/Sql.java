@@ -24,12 +24,29 @@ public final class Sql {
     return "(%s.position <= (SELECT last_position FROM outbox_relayed))".formatted(alias);
   }
 
-  /** A connection whose open transaction holds {@code sku}'s inventory row; rollback (or close) lets it go. */
+  /**
+   * A connection whose open transaction holds {@code sku}'s stock ({@link #holdStock}); rollback (or close) lets it go.
+   */
   public static Connection lockedInventoryRow(String sku) throws SQLException {
     Connection connection = TestDatabase.jdbc();
+    holdStock(connection, sku);
+    return connection;
+  }
+
+  /**
+   * Opens a transaction on {@code connection} that holds {@code sku}'s stock as a writer would: its inventory row, which
+   * creates lock, and every stripe closes count their given-back units on (inventory_released, migration V24; made
+   * first, with no units, where missing). Creates and closes of the SKU wait for it; pays do not (their stripes are
+   * another table's).
+   */
+  public static void holdStock(Connection connection, String sku) throws SQLException {
+    connection.setAutoCommit(true);
+    rows(connection, """
+        INSERT INTO inventory_released (sku, stripe, units) SELECT ?, s, 0 FROM generate_series(0, 15) s
+        ON CONFLICT DO NOTHING""", sku);
     connection.setAutoCommit(false);
     rows(connection, "SELECT * FROM inventory WHERE sku = ? FOR UPDATE", sku);
-    return connection;
+    rows(connection, "SELECT * FROM inventory_released WHERE sku = ? FOR UPDATE", sku);
   }
 
   public static List<Map<String, Object>> rows(String sql, Object... params) {

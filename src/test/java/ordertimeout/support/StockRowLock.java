@@ -1,7 +1,6 @@
 package ordertimeout.support;
 
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
@@ -9,22 +8,24 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * One SKU's inventory row locked (SELECT ... FOR UPDATE) by a transaction of the test's own, as another
- * writer would hold it: a close batch of an order of that SKU waits for it, in flight, until
- * {@link #close()} rolls the test's transaction back. Also finds the database backends of the close
- * (or pay) transactions waiting for it, so that a test can cut one with {@code pg_terminate_backend}.
+ * One SKU's stock held by a transaction of the test's own ({@link Sql#holdStock}: its inventory row and its stripes of
+ * given-back units), as another writer would hold it: a close batch of an order of that SKU waits for it, in flight,
+ * until {@link #close()} rolls the test's transaction back. Also finds the database backends of the close (or late
+ * payment) transactions waiting for it, so that a test can cut one with {@code pg_terminate_backend}.
  */
 public final class StockRowLock implements AutoCloseable {
   /**
-   * The backends of stock moves waiting for an inventory row lock: a pay's or close's statement, a late payment's
-   * LOCK_STOCK_OF_ORDERS (a create's lock says FOR UPDATE alone), or a close batch's call of close_due_orders (V22),
-   * whose statement pg_stat_activity does not show. Their lock comes after the first kilobyte of the pays' and closes'
-   * statements, so it needs the embedded database's whole statement in pg_stat_activity
+   * The backends of stock moves waiting for a lock of held stock: a close's statement (on a stripe of
+   * inventory_released), a late payment's LOCK_STOCK_OF_ORDERS (a create's lock says FOR UPDATE alone), or a close
+   * batch's call of close_due_orders (V22), whose statement pg_stat_activity does not show. Their lock comes after the
+   * first kilobyte of the closes' statements, so it needs the embedded database's whole statement in pg_stat_activity
    * ({@code track_activity_query_size}).
    */
   private static final String WAITING_STOCK_MOVES = """
       SELECT pid FROM pg_stat_activity
-      WHERE wait_event_type = 'Lock' AND (query LIKE '%FOR UPDATE OF inv%' OR query LIKE '%close_due_orders(%')
+      WHERE wait_event_type = 'Lock'
+        AND (query LIKE '%FOR UPDATE OF inv%' OR query LIKE '%INSERT INTO inventory_released%'
+             OR query LIKE '%close_due_orders(%')
         AND pid <> pg_backend_pid()
       ORDER BY backend_start""";
 
@@ -37,11 +38,7 @@ public final class StockRowLock implements AutoCloseable {
   public static StockRowLock hold(String sku) {
     Connection connection = TestDatabase.jdbc();
     try {
-      connection.setAutoCommit(false);
-      try (PreparedStatement lock = connection.prepareStatement("SELECT sku FROM inventory WHERE sku = ? FOR UPDATE")) {
-        lock.setString(1, sku);
-        lock.execute();
-      }
+      Sql.holdStock(connection, sku);
       return new StockRowLock(connection);
     } catch (SQLException e) {
       try {

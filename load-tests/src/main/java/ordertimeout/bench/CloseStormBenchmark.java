@@ -353,7 +353,7 @@ public final class CloseStormBenchmark {
   /** Fresh data: SKUs with stock, N unpaid orders of 1-3 items (deadline far away for now), stock reserved. */
   private void seed() {
     db.executeScript(
-        "TRUNCATE orders, order_items, inventory, inventory_paid, idempotency_keys, outbox, outbox_pending, "
+        "TRUNCATE orders, order_items, inventory, inventory_paid, inventory_released, idempotency_keys, outbox, outbox_pending, "
             + "webhook_deliveries, order_log",
         "INSERT INTO inventory (sku, available, reserved) SELECT 'SKU-' || s, " + STOCK_PER_SKU + ", 0 FROM generate_series(0, "
             + (SKUS - 1) + ") s",
