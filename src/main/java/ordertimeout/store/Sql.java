@@ -99,9 +99,17 @@ final class Sql {
       SELECT client, sum(unpaid)::bigint AS unpaid, sum(units)::bigint AS units
       FROM client_holdings WHERE client = ANY($1) GROUP BY client""";
 
+  /**
+   * Locks the inventory rows of SKUs {@code $1} in SKU order and returns what each has available, the units closes
+   * gave back included (V24). The sum is written out rather than called as {@code units_released}: every create group
+   * runs this, and with the function it took 0.17-0.21 ms a call, against 0.10 written out (SteadyStateBenchmark over
+   * 1,000 SKUs at 600 creates/s, 2026-12-05).
+   */
   static final String LOCK_STOCK_BY_SKU = """
-      SELECT sku, available + units_released(sku) AS available FROM inventory WHERE sku = ANY($1) ORDER BY sku
-      FOR UPDATE""";
+      SELECT inv.sku,
+             inv.available + coalesce((SELECT sum(r.units) FROM inventory_released r WHERE r.sku = inv.sku), 0)::bigint
+               AS available
+      FROM inventory inv WHERE inv.sku = ANY($1) ORDER BY inv.sku FOR UPDATE""";
 
   /** The SKUs of order {@code $1}. */
   static final String SKUS_OF_ORDER = "SELECT sku FROM order_items WHERE order_id = $1";
