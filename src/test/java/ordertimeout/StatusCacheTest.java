@@ -147,7 +147,7 @@ class StatusCacheTest extends ServiceTestBase {
     String id = create("u-1", 1, "SKU-1", 1).getString("id");
     Await.until("the timeout close", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
     CompletableFuture<Api.Response> paid;
-    try (Connection stockRow = Sql.lockedInventoryRow("SKU-1")) {
+    try (Connection stockRow = Sql.connectionHoldingStock("SKU-1")) {
       paid = api.postAsync("/v1/orders/" + id + "/pay", Api.USER_KEY);
       Await.until("the late pay waits for the stock row", Duration.ofSeconds(5),
           () -> Sql.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") > 0);

@@ -1,13 +1,13 @@
 -- Closes no longer lock their SKUs' inventory rows (decision 0037), as pays no longer do since V23. A close gives its
 -- units back: reserved goes down, available up. The inventory row is what every create of the SKU locks, and a close
--- batch held it from its stock move to its commit: on one hot SKU the close batch was the row's longest holder (8.5-10.4
--- ms a call at 600 creates/s), and in a deadline storm every batch of 4,000 orders held most SKUs' rows while it wrote
--- its events. Now a close counts the units it gave back in inventory_released, on a stripe of its session (backend pid
--- mod 16, as inventory_paid), and never touches the inventory row. A SKU's available units are its inventory.available
--- plus the units its released stripes count, its reserved units inventory.reserved less what its paid and released
--- stripes count: the view stock gives them. So inventory.available alone may go below zero (creates take from the row
--- what closes gave back to the stripes); the stock's own figure never does, and every statement that takes units checks
--- it.
+-- batch held it from its stock move to its commit: on one hot SKU the close batch was the row's longest holder
+-- (8.5-10.4 ms a call at 600 creates/s), and in a deadline storm every batch of 4,000 orders held most SKUs' rows while
+-- it wrote its events. Now a close counts the units it gave back in inventory_released, on a stripe of its session
+-- (backend pid mod 16, as inventory_paid), and never touches the inventory row. A SKU's available units are its
+-- inventory.available plus the units its released stripes count, its reserved units inventory.reserved less what its
+-- paid and released stripes count: the view stock gives them. So inventory.available alone may go below zero (creates
+-- take from the row what closes gave back to the stripes); the stock's own figure never does, and every statement that
+-- takes units checks it.
 CREATE TABLE inventory_released (
   sku    text NOT NULL,
   stripe smallint NOT NULL CHECK (stripe BETWEEN 0 AND 15),

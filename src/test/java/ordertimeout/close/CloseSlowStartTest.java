@@ -93,7 +93,7 @@ class CloseSlowStartTest extends ServiceTestBase {
         JsonObject order = create("u-" + prefix + i, 5, sku, 1);
         ids.add(order.getString("id"));
         latest = Instant.parse(order.getString("closeAt"));
-        locks.add(Sql.lockedInventoryRow(sku));
+        locks.add(Sql.connectionHoldingStock(sku));
       }
       deadline = latest.plusSeconds(2).truncatedTo(ChronoUnit.SECONDS);
       for (String id : ids) {

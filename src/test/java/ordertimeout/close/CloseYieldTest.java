@@ -39,7 +39,9 @@ class CloseYieldTest extends ServiceTestBase {
       Await.sleep(50); // due a few wheel ticks apart: a batch each
     }
     ReportedCreates slowCreates = new ReportedCreates(service.service().stats(), Duration.ofMillis(200));
-    try (Connection holdsA = Sql.lockedInventoryRow("HELD-A"); Connection holdsB = Sql.lockedInventoryRow("HELD-B"); Connection holdsC = Sql.lockedInventoryRow("HELD-C")) {
+    try (Connection holdsA = Sql.connectionHoldingStock("HELD-A");
+         Connection holdsB = Sql.connectionHoldingStock("HELD-B");
+         Connection holdsC = Sql.connectionHoldingStock("HELD-C")) {
       assertThat(allowedCloses(api)).as("closes allowed at once before the backlog").isEqualTo(MAX_IN_FLIGHT);
       slowCreates.start();
       Await.until("every order overdue", Duration.ofSeconds(10), () -> Sql.count(

@@ -9,7 +9,7 @@ import java.time.Duration;
 
 /**
  * What the tests of the closes' concurrency share: with stock rows held by an open transaction
- * ({@link Sql#lockedInventoryRow}), the closes running at once counted as the database's lock waiters; and creates
+ * ({@link Sql#connectionHoldingStock}), the closes running at once counted as the database's lock waiters; and creates
  * reported to the node's stats as intake would.
  */
 final class HeldCloses {

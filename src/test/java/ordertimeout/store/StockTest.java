@@ -154,7 +154,8 @@ class StockTest extends ServiceTestBase {
     assertThat(Sql.rows("SELECT available_before, available_after FROM inventory_log WHERE sku = 'LAST' "
         + "AND available_before IS NOT NULL ORDER BY id"))
         .as("the log shows the stock's figures, not the row's").containsExactly(
-            Map.of("available_before", 0L, "available_after", 3L), Map.of("available_before", 3L, "available_after", 5L));
+            Map.of("available_before", 0L, "available_after", 3L),
+            Map.of("available_before", 3L, "available_after", 5L));
   }
 
   @Test

@@ -169,9 +169,10 @@ public final class Invariants {
   /**
    * Per SKU, neither {@code available} nor {@code reserved} is below zero (the database checks neither as view stock
    * shows them since V24: the inventory row's own {@code available} goes below zero when creates take units that
-   * closes counted apart), and {@code available + reserved + sold} (sold: the items of PAID orders) equals what the tests put in, as
-   * {@link StockLedger} recorded it from their own requests: a release that gives back more (or less) than it
-   * should, or a sale that also takes from {@code available}, shows here even when {@code reserved} comes out right.
+   * closes counted apart), and {@code available + reserved + sold} (sold: the items of PAID orders) equals what the
+   * tests put in, as {@link StockLedger} recorded it from their own requests: a release that gives back more (or
+   * less) than it should, or a sale that also takes from {@code available}, shows here even when {@code reserved}
+   * comes out right.
    */
   private static void checkStockConserved(SoftAssertions softly) {
     Map<String, Long> putIn = StockLedger.putIn();

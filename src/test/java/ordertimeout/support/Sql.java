@@ -27,17 +27,17 @@ public final class Sql {
   /**
    * A connection whose open transaction holds {@code sku}'s stock ({@link #holdStock}); rollback (or close) lets it go.
    */
-  public static Connection lockedInventoryRow(String sku) throws SQLException {
+  public static Connection connectionHoldingStock(String sku) throws SQLException {
     Connection connection = TestDatabase.jdbc();
     holdStock(connection, sku);
     return connection;
   }
 
   /**
-   * Opens a transaction on {@code connection} that holds {@code sku}'s stock as a writer would: its inventory row, which
-   * creates lock, and every stripe closes count their given-back units on (inventory_released, migration V24; made
-   * first, with no units, where missing). Creates and closes of the SKU wait for it; pays do not (their stripes are
-   * another table's).
+   * Opens a transaction on {@code connection} that holds {@code sku}'s stock as a writer would: its inventory row,
+   * which creates lock, and every stripe closes count their given-back units on (inventory_released, migration V24;
+   * made first, with no units, where missing). Creates and closes of the SKU wait for it; pays do not (their stripes
+   * are another table's).
    */
   public static void holdStock(Connection connection, String sku) throws SQLException {
     connection.setAutoCommit(true);

@@ -81,12 +81,14 @@ public final class TestDatabase {
             >= DELETE_AT_MOST;
         connection.setAutoCommit(false);
         statement.execute(many
-            ? "TRUNCATE orders, order_items, inventory, inventory_paid, inventory_released, inventory_log, idempotency_keys, "
-                + "outbox, outbox_pending, webhook_deliveries, order_log, close_failures, reconciliation_runs, bulk_jobs"
+            ? "TRUNCATE orders, order_items, inventory, inventory_paid, inventory_released, inventory_log, "
+                + "idempotency_keys, outbox, outbox_pending, webhook_deliveries, order_log, close_failures, "
+                + "reconciliation_runs, bulk_jobs"
             : """
                 DELETE FROM webhook_deliveries; DELETE FROM outbox; DELETE FROM outbox_pending; DELETE FROM order_items;
                 DELETE FROM orders; DELETE FROM client_holdings; DELETE FROM inventory; DELETE FROM inventory_paid;
-                DELETE FROM inventory_released; DELETE FROM inventory_log; DELETE FROM idempotency_keys; DELETE FROM order_log;
+                DELETE FROM inventory_released; DELETE FROM inventory_log; DELETE FROM idempotency_keys;
+                DELETE FROM order_log;
                 DELETE FROM close_failures; DELETE FROM reconciliation_runs; DELETE FROM bulk_jobs""");
         connection.commit();
         StockLedger.clear();

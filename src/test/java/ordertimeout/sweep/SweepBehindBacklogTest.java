@@ -39,7 +39,7 @@ class SweepBehindBacklogTest extends ServiceTestBase {
     String lost = create("u-lost", 3, "SKU-L", 1).getString("id");
     service.vertx().eventBus().send(Addresses.TIMER_CANCEL, CancelTimers.one(Long.parseLong(lost)));
 
-    try (Connection blocker = Sql.lockedInventoryRow("HELD")) {
+    try (Connection blocker = Sql.connectionHoldingStock("HELD")) {
       Await.until("a close batch queued behind the held one", Duration.ofSeconds(10), () -> metric("ordertimeout_close_queued") == 1);
       double foundBefore = metric("ordertimeout_sweep_found_total");
       double skippedBefore = metric("ordertimeout_sweep_skipped_total");

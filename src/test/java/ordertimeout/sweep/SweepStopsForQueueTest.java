@@ -42,12 +42,12 @@ class SweepStopsForQueueTest extends ServiceTestBase {
     List<String> lost = Arrays.stream(lostIds).mapToObj(Long::toString).toList();
     List<String> held;
 
-    try (Connection slowRow = Sql.lockedInventoryRow("SLOW")) {
+    try (Connection slowRow = Sql.connectionHoldingStock("SLOW")) {
       Await.until("the sweep's first page waiting for the SLOW row", Duration.ofSeconds(20),
           () -> StockRowLock.waitingBackends().size() == 1);
       held = List.of(create("u-held-1", 2, "HELD", 1).getString("id"),
           create("u-held-2", 2, "HELD", 1).getString("id"));
-      try (Connection heldRow = Sql.lockedInventoryRow("HELD")) {
+      try (Connection heldRow = Sql.connectionHoldingStock("HELD")) {
         Await.until("the wheel's two batches queued behind the sweep's first page", Duration.ofSeconds(20),
             () -> metric("ordertimeout_close_queued") == 2);
         double foundBefore = metric("ordertimeout_sweep_found_total");

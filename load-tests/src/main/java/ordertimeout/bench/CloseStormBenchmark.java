@@ -353,8 +353,8 @@ public final class CloseStormBenchmark {
   /** Fresh data: SKUs with stock, N unpaid orders of 1-3 items (deadline far away for now), stock reserved. */
   private void seed() {
     db.executeScript(
-        "TRUNCATE orders, order_items, inventory, inventory_paid, inventory_released, idempotency_keys, outbox, outbox_pending, "
-            + "webhook_deliveries, order_log",
+        "TRUNCATE orders, order_items, inventory, inventory_paid, inventory_released, idempotency_keys, outbox, "
+            + "outbox_pending, webhook_deliveries, order_log",
         "INSERT INTO inventory (sku, available, reserved) SELECT 'SKU-' || s, " + STOCK_PER_SKU + ", 0 FROM generate_series(0, "
             + (SKUS - 1) + ") s",
         "INSERT INTO inventory (sku, available, reserved) SELECT '" + LIVE_SKU_PREFIX + "' || s, " + STOCK_PER_SKU
