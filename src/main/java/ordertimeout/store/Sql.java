@@ -719,10 +719,12 @@ final class Sql {
    */
   static final String SELECT_INVENTORY = "SELECT sku, available, reserved, version FROM stock WHERE sku = $1";
 
+  /** The version of inventory row {@code inv}'s stock, as view stock writes it (V24). */
+  private static final String VERSION_OF_ROW = "inv.xmin::text || '-' || units_released(inv.sku)";
+
   /** The stock of inventory row {@code inv} that a statement changed, as view stock shows it. */
   private static final String STOCK_OF_ROW = "inv.sku, inv.available + units_released(inv.sku) AS available, "
-      + "inv.reserved - units_paid(inv.sku) - units_released(inv.sku) AS reserved, "
-      + "inv.xmin::text || '-' || units_released(inv.sku) AS version";
+      + "inv.reserved - units_paid(inv.sku) - units_released(inv.sku) AS reserved, " + VERSION_OF_ROW + " AS version";
 
   /** A new SKU with {@code $2} available, logged as the admin client {@code $3}'s; no row when the SKU has one already. */
   static final String CREATE_INVENTORY = """
@@ -741,8 +743,8 @@ final class Sql {
    */
   static final String SET_AVAILABLE_IF_VERSION = """
       WITH was AS (
-        SELECT sku, available + units_released(sku) AS available, units_released(sku) AS released FROM inventory
-        WHERE sku = $1 AND ($3::text[] IS NULL OR xmin::text || '-' || units_released(sku) = ANY($3)) FOR UPDATE),
+        SELECT inv.sku, inv.available + units_released(inv.sku) AS available, units_released(inv.sku) AS released
+        FROM inventory AS inv WHERE inv.sku = $1 AND ($3::text[] IS NULL OR {version} = ANY($3)) FOR UPDATE),
       changed AS (
         UPDATE inventory AS inv SET available = $2 - was.released, updated_at = now()
         FROM was WHERE inv.sku = was.sku
@@ -750,7 +752,8 @@ final class Sql {
       logged AS (
         INSERT INTO inventory_log (sku, client, operation, available_before, available_after, delta)
         SELECT sku, $4, 'SET', available_before, available, available - available_before FROM changed)
-      SELECT sku, available, reserved, version FROM changed""".replace("{stock}", STOCK_OF_ROW);
+      SELECT sku, available, reserved, version FROM changed""".replace("{stock}", STOCK_OF_ROW)
+      .replace("{version}", VERSION_OF_ROW);
 
   /**
    * Adds {@code $2} (negative: takes away) to {@code available} in one update, so concurrent changes all count,
