@@ -221,7 +221,7 @@ final class BenchDatabase implements AutoCloseable {
   }
 
   /**
-   * What PostgreSQL spent since {@link #countStatements()}: the {@code top} statements by total execution time (lock
+   * What PostgreSQL spent since {@link #countStatements()}: the {@code top} statements by total execution and planning time (lock
    * waits inside a statement count as its time), and the sums over the statements clients sent (not those of triggers,
    * which are inside them).
    */
@@ -230,7 +230,7 @@ final class BenchDatabase implements AutoCloseable {
     try (Connection c = setup.openJdbc(); Statement s = c.createStatement();
          ResultSet r = s.executeQuery("""
              SELECT calls, plans, total_exec_time, total_plan_time, rows, wal_bytes, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
-             FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT %d""".formatted(top))) {
+             FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT %d""".formatted(top))) {
       while (r.next()) {
         long calls = r.getLong("calls");
         statements.add(new JsonObject()

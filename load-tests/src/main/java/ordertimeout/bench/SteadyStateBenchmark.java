@@ -40,7 +40,7 @@ import java.util.stream.Collectors;
  * statement time and WAL per create sent, and the statements that took most, those of triggers included.
  */
 public final class SteadyStateBenchmark {
-  private static final int TOP_STATEMENTS = 12;
+  private static final int TOP_STATEMENTS = Integer.getInteger("steady.topStatements", 12);
 
   private SteadyStateBenchmark() {}
 
