@@ -196,12 +196,14 @@ public final class OrderCreates {
     }
 
     /**
+     * First the transaction's setting that runs its statements on the session's plans made once (decision 0038).
      * The locks and reads are sent together (pipelined) and PostgreSQL runs them one after another, so each read
      * comes after the lock before it, and every group takes its locks in the same order: idempotency keys (tried,
      * never waited for), users and clients (sorted together), SKUs (sorted). Then the decisions, one statement writing
      * the orders with their reservations, and one storing their idempotency keys.
      */
     Future<List<CreateResult>> run() {
+      conn.query(Sql.PLAN_ONCE_PER_SESSION).execute(); // fails the transaction with it, should it ever fail
       Future<RowSet<Row>> keyLocks = conn.preparedQuery(Sql.TRY_LOCK_IDEMPOTENCY_KEYS).execute(keyLocksTuple());
       Future<RowSet<Row>> storedKeys = conn.preparedQuery(Sql.SELECT_IDEMPOTENCY_KEYS).execute(storedKeysTuple());
       Future<RowSet<Row>> userAndClientLocks = conn.preparedQuery(Sql.LOCK_USERS_AND_CLIENTS).execute(userAndClientLocksTuple());

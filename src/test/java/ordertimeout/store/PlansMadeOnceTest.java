@@ -1,20 +1,37 @@
 package ordertimeout.store;
 
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.sqlclient.Pool;
+import ordertimeout.clock.WallClock;
+import ordertimeout.config.AppConfig;
+import ordertimeout.config.ConfigSource;
+import ordertimeout.order.CreateOutcome;
+import ordertimeout.order.CreateRequest;
+import ordertimeout.order.IdempotencyKey;
+import ordertimeout.order.NewOrder;
+import ordertimeout.order.OrderIds;
+import ordertimeout.order.OrderItem;
 import ordertimeout.support.AutoExplain;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
+import ordertimeout.support.TestService;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -261,6 +278,111 @@ class PlansMadeOnceTest {
         .isEqualTo(2);
     assertThat(eventIsThePayloadEveryEventWrites(due, "ORDER_CLOSED"))
         .as("the close's event, as every event writes an order").isTrue();
+  }
+
+  /**
+   * A create group's lookups, planned once per session under {@code Sql.PLAN_ONCE_PER_SESSION} (decision 0038) while
+   * the inventory holds one SKU and no idempotency key or holding is stored; then the shop loads 20,000 SKUs, and
+   * 20,000 keys and the holdings of 2,000 clients are stored. The next group must run the plans made then, and they
+   * must find each key, each client's holdings, each SKU's row and its given-back units by primary key, never reading
+   * a table whole.
+   */
+  @Test
+  void aCreateGroupsLookupsPlannedOnSmallTablesFindTheirRowsByKeyOnceTheyGrow() throws SQLException {
+    Sql.execute("INSERT INTO inventory (sku, available) VALUES ('SKU-0', 100)");
+    Map<String, String> lookups = Map.of(
+        "stored_keys", ordertimeout.store.Sql.SELECT_IDEMPOTENCY_KEYS,
+        "holdings", ordertimeout.store.Sql.SELECT_CLIENT_HOLDINGS,
+        "stock", ordertimeout.store.Sql.LOCK_STOCK_BY_SKU);
+    Map<String, String> calls = Map.of(
+        "stored_keys", "EXECUTE stored_keys(ARRAY['client-7', 'client-8'], ARRAY['key-7', 'key-8'])",
+        "holdings", "EXECUTE holdings(ARRAY['client-7', 'client-8'])",
+        "stock", "EXECUTE stock(ARRAY['SKU-0', 'SKU-7'])");
+    try (Connection session = TestDatabase.jdbc(); Statement statement = session.createStatement()) {
+      session.setAutoCommit(false);
+      for (Map.Entry<String, String> lookup : lookups.entrySet()) {
+        statement.execute("PREPARE " + lookup.getKey() + " AS " + lookup.getValue());
+      }
+      statement.execute(ordertimeout.store.Sql.PLAN_ONCE_PER_SESSION);
+      for (String call : calls.values()) { // the session's plans, on small tables
+        statement.execute(call);
+      }
+      session.commit();
+      Sql.execute("INSERT INTO inventory (sku, available) SELECT 'SKU-' || n, 100 FROM generate_series(1, 20000) AS n");
+      Sql.execute("INSERT INTO inventory_released (sku, stripe, units) SELECT 'SKU-' || n, n % 16, 1 "
+          + "FROM generate_series(1, 20000) AS n");
+      Sql.execute("INSERT INTO idempotency_keys (client, key, request_hash, response_status, response_body) "
+          + "SELECT 'client-' || n % 2000, 'key-' || n, 'hash', 201, '{}' FROM generate_series(1, 20000) AS n");
+      Sql.execute("INSERT INTO client_holdings (client, stripe, unpaid, units) "
+          + "SELECT 'client-' || n, 0, 1, 1 FROM generate_series(1, 2000) AS n");
+      AutoExplain.sendPlansAsNotices(statement);
+      statement.execute(ordertimeout.store.Sql.PLAN_ONCE_PER_SESSION);
+      Map<String, String> plans = new HashMap<>();
+      for (Map.Entry<String, String> call : calls.entrySet()) {
+        statement.execute(call.getValue());
+        plans.put(call.getKey(), AutoExplain.plansMentioning(statement.getWarnings(), "Query Text"));
+        statement.clearWarnings();
+      }
+      session.commit();
+      assertThat(plans.get("stored_keys")).as("each stored key found by key")
+          .contains("idempotency_keys_pkey").doesNotContain("Seq Scan");
+      assertThat(plans.get("holdings")).as("each client's holdings found by key")
+          .contains("client_holdings_pkey").doesNotContain("Seq Scan");
+      assertThat(plans.get("stock")).as("each SKU's row and its given-back units found by key")
+          .contains("inventory_pkey").contains("inventory_released_pkey").doesNotContain("Seq Scan");
+      try (ResultSet rows = statement.executeQuery("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE from_sql")) {
+        Map<String, String> planned = new HashMap<>();
+        while (rows.next()) {
+          planned.put(rows.getString("name"), rows.getLong("generic_plans") + " generic, " + rows.getLong("custom_plans")
+              + " custom");
+        }
+        assertThat(planned).as("each lookup ran its plan made once, both times")
+            .containsOnly(Map.entry("stored_keys", "2 generic, 0 custom"), Map.entry("holdings", "2 generic, 0 custom"),
+                Map.entry("stock", "2 generic, 0 custom"));
+      }
+    }
+  }
+
+  /**
+   * The service's create group runs every statement of its transaction on the session's plan made once (decision
+   * 0038), from the first group on: none is planned again for its parameters.
+   */
+  @Test
+  void aCreateGroupRunsEveryStatementOnThePlanMadeOnce() {
+    Sql.execute("INSERT INTO inventory (sku, available) VALUES ('SKU-0', 100)");
+    Vertx vertx = Vertx.vertx();
+    try {
+      Pool oneSession = Pools.shared(vertx, "plans-made-once-test", TestDatabase.connectOptions(), 1, 1,
+          TestDatabase.databaseConfig(Map.of()).intake());
+      OrderCreates creates = new OrderCreates(oneSession, Duration.ofSeconds(1), new LockedSkus(Duration.ofSeconds(3)),
+          order -> {
+            throw new IllegalStateException("no id is taken here");
+          });
+      AppConfig.Clients clients = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), name -> null)).clients();
+      OrderIds ids = new OrderIds(1001, WallClock.SYSTEM);
+      for (int group = 1; group <= 2; group++) {
+        long id = ids.next();
+        NewOrder order = new NewOrder(id, OrderIds.shardOf(id, TestDatabase.SHARDS), "user-" + group, "physical",
+            List.of(new OrderItem("SKU-0", 1)), 600, Optional.empty());
+        CreateRequest request = new CreateRequest(order, new IdempotencyKey("dev-user", "key-" + group, "hash"),
+            System.nanoTime() + TimeUnit.MINUTES.toNanos(1));
+        List<Future<CreateOutcome>> answers = TestService.await(creates.create(List.of(request), 1000, clients));
+        assertThat(TestService.await(answers.get(0)).order().id()).isEqualTo(id);
+      }
+      Map<String, String> planned = new HashMap<>();
+      TestService.await(oneSession.query("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+          .execute()).forEach(row -> planned.put(row.getString("statement"),
+          row.getLong("generic_plans") + " generic, " + row.getLong("custom_plans") + " custom"));
+      for (String statement : List.of(ordertimeout.store.Sql.TRY_LOCK_IDEMPOTENCY_KEYS,
+          ordertimeout.store.Sql.SELECT_IDEMPOTENCY_KEYS, ordertimeout.store.Sql.LOCK_USERS_AND_CLIENTS,
+          ordertimeout.store.Sql.COUNT_UNPAID_OF_USERS, ordertimeout.store.Sql.SELECT_CLIENT_HOLDINGS,
+          ordertimeout.store.Sql.LOCK_STOCK_BY_SKU, ordertimeout.store.Sql.INSERT_ORDERS,
+          ordertimeout.store.Sql.INSERT_IDEMPOTENCY_KEYS)) {
+        assertThat(planned.get(statement)).as("how the two groups planned: " + statement).isEqualTo("2 generic, 0 custom");
+      }
+    } finally {
+      TestService.await(vertx.close());
+    }
   }
 
   /**
