@@ -14,6 +14,8 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.Arrays;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.function.ToLongFunction;
 
 /** What the timer, the close verticle and the sweep ask of the database: batched closes, reminders, pages of deadlines. */
@@ -156,6 +158,27 @@ public final class DeadlineStore {
   }
 
   public record OverduePage(long[] ids, PageCursor next) {}
+
+  /** Of the shards asked about, those with an order overdue by more than the grace, and those with a reminder. */
+  public record OverdueShards(Set<Integer> closes, Set<Integer> reminders) {}
+
+  /** Which of {@code shards} have orders or reminders overdue by more than {@code graceSeconds}: one statement. */
+  public Future<OverdueShards> shardsWithOverdue(int[] shards, int graceSeconds) {
+    Integer[] boxedShards = Arrays.stream(shards).boxed().toArray(Integer[]::new);
+    return pool.preparedQuery(Sql.SHARDS_WITH_OVERDUE).execute(Tuple.of(boxedShards, graceSeconds)).map(rows -> {
+      Set<Integer> closes = new HashSet<>();
+      Set<Integer> reminders = new HashSet<>();
+      for (Row row : rows) {
+        if (row.getBoolean("closes")) {
+          closes.add(row.getInteger("shard"));
+        }
+        if (row.getBoolean("reminders")) {
+          reminders.add(row.getInteger("shard"));
+        }
+      }
+      return new OverdueShards(closes, reminders);
+    });
+  }
 
   /** A page of one shard's unpaid orders overdue by more than {@code graceSeconds}. */
   public Future<OverduePage> overduePage(int shard, int graceSeconds, PageCursor after, int limit) {

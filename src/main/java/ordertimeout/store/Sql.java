@@ -500,15 +500,35 @@ final class Sql {
       ORDER BY id LIMIT $3""";
 
   /**
-   * Orders whose close waits for a started payment are not overdue until their hold ends. Parked orders are not the
-   * sweep's: they are counted by {@link #COUNT_PARKED} (a gauge, an alarm) instead.
+   * An unpaid order overdue by more than {@code $2} seconds. Orders whose close waits for a started payment are not
+   * overdue until their hold ends. Parked orders are not the sweep's: they are counted by {@link #COUNT_PARKED} (a
+   * gauge, an alarm) instead.
    */
+  private static final String OVERDUE_CLOSE = "status = 'UNPAID' AND close_at < now() - $2::int * interval '1 second' "
+      + "AND (hold_until IS NULL OR hold_until < now() - $2::int * interval '1 second') AND " + NOT_PARKED;
+
+  /** A reminder not sent more than {@code $2} seconds after it fell due, of an order whose deadline has not passed. */
+  private static final String OVERDUE_REMINDER = "status = 'UNPAID' AND reminded_at IS NULL AND remind_at IS NOT NULL "
+      + "AND remind_at < now() - $2::int * interval '1 second' AND close_at > now()";
+
+  /**
+   * Which of the shards {@code $1} have an overdue close, and which an overdue reminder ({@code $2}: the grace): one
+   * statement a sweep pass, each shard probed in its partial indexes, so that only those shards are paged. Each page
+   * statement is planned over every partition on every call (1.2-1.5 ms at 600 creates/s): a page of each kind for
+   * each of 64 shards, with nothing to find, spent 3-4% of a core planning.
+   */
+  static final String SHARDS_WITH_OVERDUE = """
+      SELECT s.shard, c.shard IS NOT NULL AS closes, r.shard IS NOT NULL AS reminders
+      FROM unnest($1::int[]) AS s (shard)
+      LEFT JOIN LATERAL (SELECT shard FROM orders WHERE shard = s.shard AND %s LIMIT 1) c ON true
+      LEFT JOIN LATERAL (SELECT shard FROM orders WHERE shard = s.shard AND %s LIMIT 1) r ON true"""
+      .formatted(OVERDUE_CLOSE, OVERDUE_REMINDER);
+
+  /** A keyset page of one shard's overdue closes. */
   static final String OVERDUE_PAGE = """
       SELECT id, close_at AS due FROM orders
-      WHERE shard = $1 AND status = 'UNPAID' AND close_at < now() - $2::int * interval '1 second'
-        AND (hold_until IS NULL OR hold_until < now() - $2::int * interval '1 second')
-        AND (close_at, id) > ($3, $4) AND %s
-      ORDER BY close_at, id LIMIT $5""".formatted(NOT_PARKED);
+      WHERE shard = $1 AND %s AND (close_at, id) > ($3, $4)
+      ORDER BY close_at, id LIMIT $5""".formatted(OVERDUE_CLOSE);
 
   // ---- failed closes and parked orders (CloseFailures)
 
@@ -550,13 +570,11 @@ final class Sql {
         RETURNING f.order_id)
       SELECT t.status, EXISTS (SELECT 1 FROM unparked) AS unparked FROM target t""";
 
-  /** Reminders not sent more than {@code $2} seconds after they fell due, of orders whose deadline has not passed yet. */
+  /** A keyset page of one shard's overdue reminders. */
   static final String OVERDUE_REMINDERS_PAGE = """
       SELECT id, remind_at AS due FROM orders
-      WHERE shard = $1 AND status = 'UNPAID' AND reminded_at IS NULL AND remind_at IS NOT NULL
-        AND remind_at < now() - $2::int * interval '1 second' AND close_at > now()
-        AND (remind_at, id) > ($3, $4)
-      ORDER BY remind_at, id LIMIT $5""";
+      WHERE shard = $1 AND %s AND (remind_at, id) > ($3, $4)
+      ORDER BY remind_at, id LIMIT $5""".formatted(OVERDUE_REMINDER);
 
   // ---- the operator dashboard (admin)
 

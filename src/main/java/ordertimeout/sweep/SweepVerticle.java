@@ -10,6 +10,7 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.metrics.Meters;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.store.DeadlineStore.OverduePage;
+import ordertimeout.store.DeadlineStore.OverdueShards;
 import ordertimeout.store.DeadlineStore.PageCursor;
 import ordertimeout.store.DeadlineStore;
 import ordertimeout.store.Pools;
@@ -18,8 +19,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The compensation sweep: every {@code sweep.intervalSeconds}, pages through the unpaid orders of the
- * owned shards that are overdue by more than {@code sweep.graceSeconds} and feeds them to the same
+ * The compensation sweep: every {@code sweep.intervalSeconds}, finds the owned shards with unpaid orders overdue by
+ * more than {@code sweep.graceSeconds} (one statement), pages through those orders and feeds them to the same
  * close path as the wheel, then likewise the reminders not sent in time (a timer message lost on its
  * way to the shard's owner loses neither the close nor the reminder). On a healthy node it finds almost nothing; what it closes is counted as
  * timeout closes on the sweep path. Parked orders are not paged (the parked gauge and alarm show them). Each pass is
@@ -98,7 +99,9 @@ public final class SweepVerticle extends VerticleBase {
     sweeping = true;
     long started = System.nanoTime();
     Found found = new Found(!forced);
-    sweepShardsFrom(0, 0, found)
+    store.shardsWithOverdue(owned.list(), config.sweep().graceSeconds())
+        .compose(overdue -> sweepShardsFrom(0, 0, overdue, found))
+        .onFailure(failure -> log.warn("sweep pass failed, the next pass retries it: {}", failure.toString()))
         .onSuccess(closed -> {
           if (closed > 0) {
             log.info("sweep closed {} overdue orders the wheel had not closed", closed);
@@ -114,21 +117,27 @@ public final class SweepVerticle extends VerticleBase {
         });
   }
 
-  private Future<Integer> sweepShardsFrom(int shard, int closedSoFar, Found found) {
+  /** Pages through the shards from {@code shard} on that {@code overdue} names, each shard's closes, then its reminders. */
+  private Future<Integer> sweepShardsFrom(int shard, int closedSoFar, OverdueShards overdue, Found found) {
     if (shard >= config.database().shards() || stopped || found.stoppedForQueue) {
       return Future.succeededFuture(closedSoFar);
     }
-    if (!owned.owns(shard)) {
-      return sweepShardsFrom(shard + 1, closedSoFar, found);
+    boolean closes = overdue.closes().contains(shard);
+    boolean reminders = overdue.reminders().contains(shard);
+    if (!owned.owns(shard) || !closes && !reminders) { // owned when the pass began, maybe not any more
+      return sweepShardsFrom(shard + 1, closedSoFar, overdue, found);
     }
-    return sweepShard(shard, PageCursor.START, 0, store::overduePage, Addresses.CLOSE_DUE, found)
-        .compose(closed -> sweepShard(shard, PageCursor.START, 0, store::overdueRemindersPage, Addresses.REMIND_DUE, found)
+    return (closes ? sweepShard(shard, PageCursor.START, 0, store::overduePage, Addresses.CLOSE_DUE, found)
+                   : Future.succeededFuture(0))
+        .compose(closed -> (reminders
+            ? sweepShard(shard, PageCursor.START, 0, store::overdueRemindersPage, Addresses.REMIND_DUE, found)
+            : Future.succeededFuture(0))
             .map(reminded -> closed))
         .recover(failure -> {
           log.warn("sweep of shard {} failed, the next pass retries it: {}", shard, failure.toString());
           return Future.succeededFuture(0);
         })
-        .compose(closed -> sweepShardsFrom(shard + 1, closedSoFar + closed, found));
+        .compose(closed -> sweepShardsFrom(shard + 1, closedSoFar + closed, overdue, found));
   }
 
   private interface OverdueQuery {
