@@ -72,7 +72,8 @@ final class Sql {
    * (decision 0038). Each has one plan whatever its arrays hold (lookups by key, the functions of V17 and V19), and
    * sequential scans are off so that a plan made while a table was small never reads it whole once it grows.
    */
-  static final String PLAN_ONCE_PER_SESSION = "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off";
+  static final String PLAN_ONCE_PER_SESSION =
+      "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off";
 
   /**
    * Held until commit: a second request with the same idempotency key finds it taken. Rows come back

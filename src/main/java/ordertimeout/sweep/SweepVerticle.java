@@ -117,7 +117,7 @@ public final class SweepVerticle extends VerticleBase {
         });
   }
 
-  /** Pages through the shards from {@code shard} on that {@code overdue} names, each shard's closes, then its reminders. */
+  /** Pages through the shards {@code overdue} names, from {@code shard} on: each one's closes, then its reminders. */
   private Future<Integer> sweepShardsFrom(int shard, int closedSoFar, OverdueShards overdue, Found found) {
     if (shard >= config.database().shards() || stopped || found.stoppedForQueue) {
       return Future.succeededFuture(closedSoFar);

@@ -51,8 +51,8 @@ class OverdueShardsTest {
     SeedOrders.insert(SKU, SeedOrders.idsInShard(4, 1), -10_000, 0, null);    // overdue, within the grace
     long[] parked = SeedOrders.idsInShard(5, 1);
     SeedOrders.insert(SKU, parked, -120_000, 0, null);
-    Sql.execute("INSERT INTO close_failures (order_id, failures, first_failed_at, last_failed_at, last_error, parked_at) "
-        + "VALUES (?, 3, now(), now(), 'lock timeout', now())", parked[0]);
+    Sql.execute("INSERT INTO close_failures (order_id, failures, first_failed_at, last_failed_at, last_error, "
+        + "parked_at) VALUES (?, 3, now(), now(), 'lock timeout', now())", parked[0]);
     long[] held = SeedOrders.idsInShard(6, 1);
     SeedOrders.insert(SKU, held, -120_000, 0, null);
     Sql.execute("UPDATE orders SET hold_until = now() + interval '1 hour' WHERE id = ?", held[0]);

@@ -330,11 +330,12 @@ class PlansMadeOnceTest {
           .contains("client_holdings_pkey").doesNotContain("Seq Scan");
       assertThat(plans.get("stock")).as("each SKU's row and its given-back units found by key")
           .contains("inventory_pkey").contains("inventory_released_pkey").doesNotContain("Seq Scan");
-      try (ResultSet rows = statement.executeQuery("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE from_sql")) {
+      try (ResultSet rows = statement.executeQuery(
+          "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE from_sql")) {
         Map<String, String> planned = new HashMap<>();
         while (rows.next()) {
-          planned.put(rows.getString("name"), rows.getLong("generic_plans") + " generic, " + rows.getLong("custom_plans")
-              + " custom");
+          planned.put(rows.getString("name"),
+              rows.getLong("generic_plans") + " generic, " + rows.getLong("custom_plans") + " custom");
         }
         assertThat(planned).as("each lookup ran its plan made once, both times")
             .containsOnly(Map.entry("stored_keys", "2 generic, 0 custom"), Map.entry("holdings", "2 generic, 0 custom"),
@@ -358,7 +359,8 @@ class PlansMadeOnceTest {
           order -> {
             throw new IllegalStateException("no id is taken here");
           });
-      AppConfig.Clients clients = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), name -> null)).clients();
+      AppConfig.Clients clients =
+          AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), name -> null)).clients();
       OrderIds ids = new OrderIds(1001, WallClock.SYSTEM);
       for (int group = 1; group <= 2; group++) {
         long id = ids.next();
@@ -378,7 +380,8 @@ class PlansMadeOnceTest {
           ordertimeout.store.Sql.COUNT_UNPAID_OF_USERS, ordertimeout.store.Sql.SELECT_CLIENT_HOLDINGS,
           ordertimeout.store.Sql.LOCK_STOCK_BY_SKU, ordertimeout.store.Sql.INSERT_ORDERS,
           ordertimeout.store.Sql.INSERT_IDEMPOTENCY_KEYS)) {
-        assertThat(planned.get(statement)).as("how the two groups planned: " + statement).isEqualTo("2 generic, 0 custom");
+        assertThat(planned.get(statement)).as("how the two groups planned: " + statement)
+            .isEqualTo("2 generic, 0 custom");
       }
     } finally {
       TestService.await(vertx.close());

@@ -221,9 +221,9 @@ final class BenchDatabase implements AutoCloseable {
   }
 
   /**
-   * What PostgreSQL spent since {@link #countStatements()}: the {@code top} statements by total execution and planning time (lock
-   * waits inside a statement count as its time), and the sums over the statements clients sent (not those of triggers,
-   * which are inside them).
+   * What PostgreSQL spent since {@link #countStatements()}: the {@code top} statements by total execution and planning
+   * time (lock waits inside a statement count as its time), and the sums over the statements clients sent (not those
+   * of triggers, which are inside them).
    */
   JsonObject statementCosts(int top) {
     JsonArray statements = new JsonArray();
