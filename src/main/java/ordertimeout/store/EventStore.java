@@ -58,9 +58,9 @@ public final class EventStore {
                          Instant firstAttemptAt, Instant nextAttemptAt, String lastError, Instant deliveredAt) {}
 
   /**
-   * One dispatcher transaction, if no other node's is running (then 0 at once): up to {@code limit} committed events
-   * are taken off the queue, those without a position get their feed positions, in event id order, and a delivery per
-   * webhook that wants them. The positions follow commit order: the transactions that give them run one at a time,
+   * One dispatcher transaction, if no other node's is running and any event waits (else 0 at once): up to
+   * {@code limit} committed events are taken off the queue, those without a position get their feed positions, in
+   * event id order, and a delivery per webhook that wants them. The positions follow commit order: the transactions that give them run one at a time,
    * each seeing what the previous committed. Answers how many events were taken (positioned, or positioned before or
    * deleted meanwhile). After every {@link #VACUUM_QUEUE_AFTER} events taken here, the queue is vacuumed before the
    * answer.
@@ -70,10 +70,13 @@ public final class EventStore {
     String[] types = webhooks.stream().map(w -> String.join(",", w.types())).toArray(String[]::new);
     String[] clients = webhooks.stream().map(w -> w.client() == null ? "" : w.client()).toArray(String[]::new);
     return pool.withTransaction(connection -> connection.query(Sql.TRY_DISPATCH_LOCK).execute()
-            .compose(locked -> !locked.iterator().next().getBoolean("locked")
-                ? Future.succeededFuture(0)
-                : connection.preparedQuery(Sql.DISPATCH_EVENTS).execute(Tuple.of(limit, sinks, types, clients))
-                    .map(rows -> rows.iterator().next().getLong("taken").intValue())))
+            .compose(lock -> {
+              Row row = lock.iterator().next();
+              return row.getBoolean("locked") && row.getBoolean("pending")
+                  ? connection.preparedQuery(Sql.DISPATCH_EVENTS).execute(Tuple.of(limit, sinks, types, clients))
+                      .map(rows -> rows.iterator().next().getLong("taken").intValue())
+                  : Future.succeededFuture(0);
+            }))
         .compose(taken -> {
           takenSinceVacuum += taken;
           if (takenSinceVacuum < VACUUM_QUEUE_AFTER) {

@@ -6,6 +6,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.pgclient.PgBuilder;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.PoolOptions;
+import io.vertx.sqlclient.Tuple;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestService;
@@ -67,6 +68,26 @@ class DispatchQueueTest {
     assertThat(Sql.count("SELECT last_position FROM outbox_positions")).as("no position skipped").isEqualTo(last + 4);
     assertThat(Sql.count("SELECT count(*) FROM outbox_pending")).isZero();
     assertThat(TestService.await(events.dispatch(100, List.of()))).isZero();
+  }
+
+  /**
+   * With no event waiting, a round is its lock and nothing else: the dispatch statement, planned on every call over the
+   * partitions of orders, is not sent (ten rounds a second on every node, whatever the traffic).
+   */
+  @Test
+  void aRoundWithNoEventWaitingSendsNoDispatchStatement() {
+    assertThat(TestService.await(events.dispatch(100, List.of()))).isZero();
+    assertThat(TestService.await(events.dispatch(100, List.of()))).isZero();
+    assertThat(dispatchStatementsPrepared()).as("the dispatch statement with nothing queued").isZero();
+    insertEvents(1);
+    assertThat(TestService.await(events.dispatch(100, List.of()))).isEqualTo(1);
+    assertThat(dispatchStatementsPrepared()).as("the dispatch statement with an event queued").isEqualTo(1);
+  }
+
+  /** How many times this pool's one session prepared the dispatch statement (it keeps what it prepared). */
+  private long dispatchStatementsPrepared() {
+    return TestService.await(pool.preparedQuery("SELECT count(*) FROM pg_prepared_statements WHERE statement = $1")
+        .execute(Tuple.of(ordertimeout.store.Sql.DISPATCH_EVENTS))).iterator().next().getLong(0);
   }
 
   @Test
