@@ -58,12 +58,12 @@ public final class EventStore {
                          Instant firstAttemptAt, Instant nextAttemptAt, String lastError, Instant deliveredAt) {}
 
   /**
-   * One dispatcher transaction, if no other node's is running and any event waits (else 0 at once): up to
-   * {@code limit} committed events are taken off the queue, those without a position get their feed positions, in
-   * event id order, and a delivery per webhook that wants them. The positions follow commit order: the transactions that give them run one at a time,
-   * each seeing what the previous committed. Answers how many events were taken (positioned, or positioned before or
-   * deleted meanwhile). After every {@link #VACUUM_QUEUE_AFTER} events taken here, the queue is vacuumed before the
-   * answer.
+   * One dispatcher transaction, if no other node's is running and any event waits (else 0 at once): up to {@code limit}
+   * committed events are taken off the queue, those without a position get their feed positions, in event id order, and
+   * a delivery per webhook that wants them. The positions follow commit order: the transactions that give them run one
+   * at a time, each seeing what the previous committed. Answers how many events were taken (positioned, or positioned
+   * before or deleted meanwhile). After every {@link #VACUUM_QUEUE_AFTER} events taken here, the queue is vacuumed
+   * before the answer.
    */
   public Future<Integer> dispatch(int limit, List<AppConfig.Webhook> webhooks) {
     String[] sinks = webhooks.stream().map(AppConfig.Webhook::url).toArray(String[]::new);

@@ -515,8 +515,9 @@ final class Sql {
   /**
    * Which of the shards {@code $1} have an overdue close, and which an overdue reminder ({@code $2}: the grace): one
    * statement a sweep pass, each shard probed in its partial indexes, so that only those shards are paged. Each page
-   * statement is planned over every partition on every call (1.2-1.5 ms at 600 creates/s): a page of each kind for
-   * each of 64 shards, with nothing to find, spent about 3% of a core planning at 600 creates/s, 2% on a node idle.
+   * statement is planned over every partition on every call (1.1-1.4 ms a call at 600 creates/s, nearly all planning):
+   * a page of each kind for each of 64 shards, with nothing to find, spent about 3% of a core planning at 600
+   * creates/s, 2% on a node idle.
    */
   static final String SHARDS_WITH_OVERDUE = """
       SELECT s.shard, c.shard IS NOT NULL AS closes, r.shard IS NOT NULL AS reminders
