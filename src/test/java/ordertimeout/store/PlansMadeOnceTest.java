@@ -39,7 +39,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The statements planned once per session (functions with force_generic_plan: the status read, order_view of
  * migration V13, a create group's per-user count, unpaid_of_users of V17, its insert, create_orders of V19, the pay
- * group's statement, pay_orders of V21, and the close batch's, close_due_orders of V22). A plan made while the orders'
+ * group's statement, pay_orders of V21, and the close batch's, close_due_orders of V22; and every statement of a create
+ * group, under the transaction's setting of decision 0038). A plan made while the orders'
  * partitions were empty must still find orders through an index once they fill, never by reading a partition whole;
  * the count must probe each user by key, the read, the pay and the close their orders and items by primary key (on
  * partitions analyzed while empty the read took search indexes that hold the id later on, a whole index a read, until
