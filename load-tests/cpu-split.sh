@@ -5,17 +5,11 @@
 # /proc tick counts over the run. Usage: bash load-tests/cpu-split.sh SERVICE_PID [SKUS=1000] [SECONDS=20]
 # (SKUS=1 is the flash sale). Run from the repository root; nothing else should be busy meanwhile.
 set -euo pipefail
+source "$(dirname "$0")/node.sh"
 jvm=$1
 skus=${2:-1000}
 seconds=${3:-20}
 hz=$(getconf CLK_TCK)
-ticks() { # utime + stime of the given pids, in clock ticks
-  local total=0 pid
-  for pid in "$@"; do
-    if [ -r "/proc/$pid/stat" ]; then total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); fi
-  done
-  echo "$total"
-}
 machine() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 
 postgres=$(pgrep -x postgres | tr '\n' ' ')

@@ -6,33 +6,13 @@
 # Usage, from the repository root: bash load-tests/idle-cpu.sh [SECONDS=60]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source load-tests/node.sh
 seconds=${1:-60}
-data=target/idle-cpu-db
-rm -rf "$data"
 
-OT_LOG_LEVEL=WARN OT_DATABASE_EMBEDDED_FSYNC=false OT_DATABASE_DATA_DIR="$data" OT_HTTP_PORT=8080 \
-  java -jar target/order-timeout.jar > target/idle-cpu.log 2>&1 &
-node=$!
-stop() {
-  kill "$node" 2> /dev/null || true
-  while kill -0 "$node" 2> /dev/null; do sleep 1; done
-  rm -rf "$data"
-}
-trap stop EXIT
-for _ in $(seq 1 120); do
-  curl -s -o /dev/null -f localhost:8080/health/ready && break
-  sleep 1
-done
+start_node idle-cpu
 sleep 20
 hz=$(getconf CLK_TCK)
-ticks() { # utime + stime of the given pids, in clock ticks
-  local total=0 pid
-  for pid in "$@"; do
-    if [ -r "/proc/$pid/stat" ]; then total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); fi
-  done
-  echo "$total"
-}
-postmaster=$(head -1 "$(find "$data" -name postmaster.pid | head -1)")
+postmaster=$(head -1 "$(postmaster_pid_file)")
 postgres="$postmaster $(pgrep -P "$postmaster" | tr '\n' ' ')"
 pg0=$(ticks $postgres); jvm0=$(ticks "$node")
 sleep "$seconds"

@@ -7,25 +7,12 @@
 # costs a quarter of the rate or so). Usage, from the repository root: bash load-tests/intake-cpu.sh [--statements]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source load-tests/node.sh
 statements=${1:-}
-data=target/intake-cpu-db
-rm -rf "$data"
 
-OT_LOG_LEVEL=WARN OT_DATABASE_EMBEDDED_FSYNC=false OT_DATABASE_DATA_DIR="$data" OT_HTTP_PORT=8080 \
 OT_CLIENTS_OVERRIDES='{dev-user: {createsPerSecond: 0, maxUnpaidOrders: 1000000000, maxReservedUnits: 1000000000000}}' \
-  java -jar target/order-timeout.jar > target/intake-cpu.log 2>&1 &
-node=$!
-stop() {
-  kill "$node" 2> /dev/null || true
-  while kill -0 "$node" 2> /dev/null; do sleep 1; done
-  rm -rf "$data"
-}
-trap stop EXIT
-for _ in $(seq 1 120); do
-  curl -s -o /dev/null -f localhost:8080/health/ready && break
-  sleep 1
-done
-port=$(sed -n 4p "$(find "$data" -name postmaster.pid | head -1)")
+  start_node intake-cpu
+port=$(sed -n 4p "$(postmaster_pid_file)")
 sql() { psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -X -q "$@"; }
 
 for k in $(seq 0 999); do

@@ -147,8 +147,7 @@ public final class DeadlineStore {
    * the timers.
    */
   public Future<RecentPage> recentPendingPage(int[] shards, long afterId, int limit) {
-    Integer[] boxedShards = Arrays.stream(shards).boxed().toArray(Integer[]::new);
-    return pool.preparedQuery(Sql.RECENT_PENDING_PAGE).execute(Tuple.of(afterId, boxedShards, limit)).map(rows -> {
+    return pool.preparedQuery(Sql.RECENT_PENDING_PAGE).execute(Tuple.of(afterId, boxed(shards), limit)).map(rows -> {
       Deadlines page = deadlines(rows, row -> millis(row.getOffsetDateTime("close_due")), row -> {
         OffsetDateTime remind = row.getOffsetDateTime("remind_due");
         return remind == null ? Deadlines.NONE : millis(remind);
@@ -164,8 +163,7 @@ public final class DeadlineStore {
 
   /** Which of {@code shards} have orders or reminders overdue by more than {@code graceSeconds}: one statement. */
   public Future<OverdueShards> shardsWithOverdue(int[] shards, int graceSeconds) {
-    Integer[] boxedShards = Arrays.stream(shards).boxed().toArray(Integer[]::new);
-    return pool.preparedQuery(Sql.SHARDS_WITH_OVERDUE).execute(Tuple.of(boxedShards, graceSeconds)).map(rows -> {
+    return pool.preparedQuery(Sql.SHARDS_WITH_OVERDUE).execute(Tuple.of(boxed(shards), graceSeconds)).map(rows -> {
       Set<Integer> closes = new HashSet<>();
       Set<Integer> reminders = new HashSet<>();
       for (Row row : rows) {
@@ -201,6 +199,10 @@ public final class DeadlineStore {
           }
           return new OverduePage(ids, lastCursor(rows, after));
         });
+  }
+
+  private static Integer[] boxed(int[] shards) {
+    return Arrays.stream(shards).boxed().toArray(Integer[]::new);
   }
 
   private static PageCursor lastCursor(RowSet<Row> rows, PageCursor after) {
