@@ -931,15 +931,20 @@ final class Sql {
   /**
    * Events older than {@code $1} hours that every sink wanting them has: a feed position given (so their webhook
    * deliveries exist), published to Kafka when the relay runs ({@code $3}), and no delivery of theirs pending or failed.
-   * Their deliveries go with them (ON DELETE CASCADE).
+   * Their positions go with them, their deliveries too (ON DELETE CASCADE). Each event's position is looked up by key
+   * in a subquery (no position: null, and the event stays), which the planner never turns into a join over the feed.
    */
   static final String DELETE_DELIVERED_EVENTS = """
-      DELETE FROM outbox WHERE event_id IN (
+      WITH doomed AS (
         SELECT o.event_id FROM outbox o
-        WHERE o.created_at < now() - $1::int * interval '1 hour' AND o.position IS NOT NULL
-          AND (NOT $3::boolean OR o.position <= (SELECT last_position FROM outbox_relayed))
+        WHERE o.created_at < now() - $1::int * interval '1 hour'
+          AND (SELECT NOT $3::boolean OR f.position <= (SELECT last_position FROM outbox_relayed)
+               FROM outbox_feed f WHERE f.event_id = o.event_id)
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED')
-        ORDER BY o.event_id LIMIT $2)""";
+        ORDER BY o.event_id LIMIT $2),
+      unfed AS (
+        DELETE FROM outbox_feed WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)))
+      DELETE FROM outbox WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed))""";
 
   /**
    * Events older than {@code $1} days, delivered or not, {@code $2} at most: how many went, and how many of them some
@@ -948,14 +953,17 @@ final class Sql {
   static final String DELETE_EXPIRED_EVENTS = """
       WITH doomed AS (
         SELECT o.event_id,
-               (o.position IS NULL OR ($3::boolean AND o.position > (SELECT last_position FROM outbox_relayed))
+               (coalesce((SELECT $3::boolean AND f.position > (SELECT last_position FROM outbox_relayed)
+                          FROM outbox_feed f WHERE f.event_id = o.event_id), true)
                 OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED'))
                  AS undelivered
         FROM outbox o WHERE o.created_at < now() - $1::int * interval '1 day' ORDER BY o.event_id LIMIT $2),
       gone AS (
         DELETE FROM outbox o USING doomed WHERE o.event_id = doomed.event_id RETURNING doomed.undelivered),
       unqueued AS (
-        DELETE FROM outbox_pending q USING doomed WHERE q.event_id = doomed.event_id)
+        DELETE FROM outbox_pending q USING doomed WHERE q.event_id = doomed.event_id),
+      unfed AS (
+        DELETE FROM outbox_feed f USING doomed WHERE f.event_id = doomed.event_id)
       SELECT count(*) AS deleted, count(*) FILTER (WHERE undelivered) AS undelivered FROM gone""";
 
   /** Idempotency keys older than {@code $1} hours: a replay after that creates a new order. */
@@ -973,11 +981,13 @@ final class Sql {
 
   /**
    * The next events to publish, in feed order (commit order, see {@link #DISPATCH_EVENTS}): only events the dispatcher
-   * has positioned, so that an order's later event never goes before its earlier one.
+   * has positioned, so that an order's later event never goes before its earlier one. Each event is looked up by key
+   * ({@code LIMIT 1} keeps the planner from making that a join over the outbox).
    */
   static final String EVENTS_AFTER_POSITION = """
-      SELECT event_id, order_id, type, payload::text AS payload, position FROM outbox
-      WHERE position > $1 ORDER BY position LIMIT $2""";
+      SELECT f.event_id, o.order_id, o.type, o.payload::text AS payload, f.position FROM outbox_feed f
+      CROSS JOIN LATERAL (SELECT order_id, type, payload FROM outbox WHERE event_id = f.event_id LIMIT 1) o
+      WHERE f.position > $1 ORDER BY f.position LIMIT $2""";
 
   static final String MOVE_RELAY_MARK = "UPDATE outbox_relayed SET last_position = $1";
 
@@ -995,12 +1005,12 @@ final class Sql {
    * Under {@link #TRY_DISPATCH_LOCK}, taken in an earlier statement of the same transaction: this statement's snapshot
    * sees everything the previous dispatcher committed. Takes the first {@code $1} committed events of outbox_pending
    * off it and gives those still without a position the next positions in event id order (one order's events were
-   * written in that order: each waited for the row lock of the previous), and adds a delivery per event and webhook
-   * that wants it: {@code $2} urls, {@code $3} their types (comma-separated, empty for all), {@code $4} their client
-   * (empty for any). Returns how many it took off the queue, and how many of them it positioned: an event already
-   * positioned (by a node of the version before outbox_pending, during an upgrade) or deleted only leaves it. Each
-   * taken event is looked up by key in a subquery, which the planner never turns into a join: as a join, planned on
-   * the outbox's statistics of an hour ago, it read the whole outbox.
+   * written in that order: each waited for the row lock of the previous), in outbox_feed, and adds a delivery per event
+   * and webhook that wants it: {@code $2} urls, {@code $3} their types (comma-separated, empty for all), {@code $4}
+   * their client (empty for any). Returns how many it took off the queue, and how many of them it positioned: an event
+   * already positioned (queued again by hand after a restore) or deleted only leaves it. Each taken event and its
+   * position are looked up by key in subqueries, which the planner never turns into joins: as a join, planned on the
+   * outbox's statistics of an hour ago, it read the whole outbox.
    */
   static final String DISPATCH_EVENTS = """
       WITH taken AS (
@@ -1008,22 +1018,25 @@ final class Sql {
         WHERE event_id = ANY (ARRAY(SELECT event_id FROM outbox_pending ORDER BY event_id LIMIT $1))
         RETURNING event_id),
       next AS (
-        SELECT t.event_id, row_number() OVER (ORDER BY t.event_id) AS rn
-        FROM taken t WHERE (SELECT o.position IS NULL FROM outbox o WHERE o.event_id = t.event_id)),
+        SELECT e.event_id, e.order_id, e.type, e.client, row_number() OVER (ORDER BY e.event_id) AS rn
+        FROM taken t
+        CROSS JOIN LATERAL (SELECT event_id, order_id, type, client FROM outbox WHERE event_id = t.event_id LIMIT 1) e
+        WHERE (SELECT true FROM outbox_feed f WHERE f.event_id = t.event_id) IS NULL),
       counter AS (
         UPDATE outbox_positions SET last_position = last_position + (SELECT count(*) FROM next)
         RETURNING last_position - (SELECT count(*) FROM next) AS base),
       positioned AS (
-        UPDATE outbox o SET position = counter.base + next.rn
-        FROM next, counter WHERE o.event_id = next.event_id
-        RETURNING o.event_id, o.order_id, o.type, o.client, o.position),
+        INSERT INTO outbox_feed (event_id, position, client)
+        SELECT next.event_id, counter.base + next.rn, next.client FROM next, counter
+        RETURNING event_id, position),
       delivering AS (
         INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink)
-        SELECT p.event_id, p.position, p.order_id, coalesce(ord.shard, 0), s.sink
+        SELECT n.event_id, p.position, n.order_id, coalesce(ord.shard, 0), s.sink
         FROM positioned p
-        LEFT JOIN orders ord ON ord.id = p.order_id
+        JOIN next n ON n.event_id = p.event_id
+        LEFT JOIN orders ord ON ord.id = n.order_id
         JOIN unnest($2::text[], $3::text[], $4::text[]) AS s (sink, types, client)
-          ON (s.types = '' OR p.type = ANY(string_to_array(s.types, ','))) AND (s.client = '' OR s.client = p.client))
+          ON (s.types = '' OR n.type = ANY(string_to_array(s.types, ','))) AND (s.client = '' OR s.client = n.client))
       SELECT (SELECT count(*) FROM taken) AS taken, (SELECT count(*) FROM positioned) AS positioned""";
 
   /**
@@ -1082,15 +1095,20 @@ final class Sql {
 
   static final String DELIVERY_STATUS = "SELECT status FROM webhook_deliveries WHERE id = $1";
 
-  /** The feed for admins: events with a position above {@code $1}, {@code $2} at most, in position order. */
+  /**
+   * The feed for admins: events with a position above {@code $1}, {@code $2} at most, in position order (each event
+   * looked up by key, as in {@link #EVENTS_AFTER_POSITION}).
+   */
   static final String FEED_PAGE = """
-      SELECT event_id, type, order_id, created_at, payload::text AS payload, position FROM outbox
-      WHERE position > $1 ORDER BY position LIMIT $2""";
+      SELECT f.event_id, o.type, o.order_id, o.created_at, o.payload::text AS payload, f.position FROM outbox_feed f
+      CROSS JOIN LATERAL (SELECT type, order_id, created_at, payload FROM outbox WHERE event_id = f.event_id LIMIT 1) o
+      WHERE f.position > $1 ORDER BY f.position LIMIT $2""";
 
-  /** {@link #FEED_PAGE} of client {@code $3}'s orders (outbox_by_client_position). */
+  /** {@link #FEED_PAGE} of client {@code $3}'s orders (outbox_feed_by_client). */
   static final String FEED_PAGE_OF_CLIENT = """
-      SELECT event_id, type, order_id, created_at, payload::text AS payload, position FROM outbox
-      WHERE client = $3 AND position > $1 ORDER BY position LIMIT $2""";
+      SELECT f.event_id, o.type, o.order_id, o.created_at, o.payload::text AS payload, f.position FROM outbox_feed f
+      CROSS JOIN LATERAL (SELECT type, order_id, created_at, payload FROM outbox WHERE event_id = f.event_id LIMIT 1) o
+      WHERE f.client = $3 AND f.position > $1 ORDER BY f.position LIMIT $2""";
 
   // ---- health checks and gauges
 
@@ -1116,13 +1134,15 @@ final class Sql {
       WITH mark AS (SELECT last_position FROM outbox_relayed)
       SELECT least(%1$d,
                (SELECT count(*) FROM (SELECT FROM outbox_pending ORDER BY event_id LIMIT %1$d) queued)
-               + (SELECT count(*) FROM (SELECT FROM outbox, mark WHERE position > mark.last_position LIMIT %1$d) positioned)),
+               + (SELECT count(*) FROM (SELECT FROM outbox_feed, mark WHERE position > mark.last_position LIMIT %1$d) fed)),
              (SELECT extract(epoch from now() - min(created_at)) FROM (
                 (SELECT o.created_at FROM outbox_pending p
                  CROSS JOIN LATERAL (SELECT created_at FROM outbox WHERE event_id = p.event_id LIMIT 1) o
                  ORDER BY p.event_id LIMIT 1)
                 UNION ALL
-                (SELECT created_at FROM outbox, mark WHERE position > mark.last_position ORDER BY position LIMIT 1)) firsts)"""
+                (SELECT o.created_at FROM outbox_feed f
+                 CROSS JOIN LATERAL (SELECT created_at FROM outbox WHERE event_id = f.event_id LIMIT 1) o
+                 WHERE f.position > (SELECT last_position FROM mark) ORDER BY f.position LIMIT 1)) firsts)"""
       .formatted(OpsStore.OUTBOX_BACKLOG_COUNTED_UP_TO);
 
   // ---- partitions of orders and order_items (OrderPartitions; identifiers arrive quoted)

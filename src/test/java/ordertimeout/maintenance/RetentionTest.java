@@ -40,7 +40,7 @@ class RetentionTest extends ServiceTestBase {
     Sql.execute("UPDATE order_log SET at = now() - interval '73 hours' WHERE order_id = ANY(?)", (Object) oldIds);
     Sql.execute("UPDATE order_log SET at = now() - interval '71 hours' WHERE order_id = ?", recent);
     // no webhook and Kafka off: an event is delivered once the dispatcher has given it its feed position
-    Await.until("the events dispatched", Duration.ofSeconds(30), () -> Sql.count("SELECT count(*) FROM outbox WHERE position IS NULL") == 0);
+    Await.until("the events dispatched", Duration.ofSeconds(30), () -> Sql.count("SELECT count(*) FROM outbox_pending") == 0);
     Sql.execute("UPDATE outbox SET created_at = now() - interval '25 hours' WHERE order_id = ANY(?)", (Object) oldIds);
     Sql.execute("UPDATE outbox SET created_at = now() - interval '23 hours' WHERE order_id = ?", recent);
     // keys live retention.idempotencyKeyHours (169: the longest deadline, 7 days and the payment hold, and a bit)

@@ -77,8 +77,11 @@ class OutboxBacklogTest {
   /** {@code position} null: not positioned yet; otherwise the one position given to the (single) row. */
   private static void insertEvents(int count, String createdAt, Long position) {
     Sql.execute("""
-        INSERT INTO outbox (order_id, client, type, payload, created_at, position)
-        SELECT n, 'client-a', 'ORDER_CREATED', '{}', %s, ?::bigint FROM generate_series(1, ?) AS n"""
-        .formatted(createdAt), position, count);
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT n, 'client-a', 'ORDER_CREATED', '{}', %s FROM generate_series(1, ?) AS n"""
+        .formatted(createdAt), count);
+    if (position != null) {
+      Sql.position(Sql.count("SELECT max(event_id) FROM outbox"), position);
+    }
   }
 }

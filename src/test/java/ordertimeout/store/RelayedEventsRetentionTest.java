@@ -71,7 +71,8 @@ class RelayedEventsRetentionTest {
   }
 
   private static void insertEvent(long orderId, long position, String createdAt) {
-    Sql.execute("INSERT INTO outbox (order_id, client, type, payload, created_at, position) VALUES (?, 'client-a', 'ORDER_CREATED', '{}', %s, ?)"
-        .formatted(createdAt), orderId, position);
+    Sql.execute("INSERT INTO outbox (order_id, client, type, payload, created_at) VALUES (?, 'client-a', 'ORDER_CREATED', '{}', %s)"
+        .formatted(createdAt), orderId);
+    Sql.position(Sql.count("SELECT max(event_id) FROM outbox"), position);
   }
 }

@@ -16,12 +16,20 @@ public final class Sql {
 
   /** A condition on the outbox row named {@code alias}: the Kafka relay has not published it (not positioned yet, or past its mark). */
   public static String unpublished(String alias) {
-    return "(%1$s.position IS NULL OR %1$s.position > (SELECT last_position FROM outbox_relayed))".formatted(alias);
+    return "NOT " + published(alias);
   }
 
   /** The opposite of {@link #unpublished}. */
   public static String published(String alias) {
-    return "(%s.position <= (SELECT last_position FROM outbox_relayed))".formatted(alias);
+    return "EXISTS (SELECT 1 FROM outbox_feed f WHERE f.event_id = %s.event_id AND f.position <= (SELECT last_position FROM outbox_relayed))"
+        .formatted(alias);
+  }
+
+  /** Gives event {@code eventId} the feed position {@code position} and takes it off the queue, as the dispatcher does. */
+  public static void position(long eventId, long position) {
+    execute("""
+        WITH fed AS (INSERT INTO outbox_feed (event_id, position, client) SELECT event_id, ?, client FROM outbox WHERE event_id = ?)
+        DELETE FROM outbox_pending WHERE event_id = ?""", position, eventId, eventId);
   }
 
   /**

@@ -354,7 +354,7 @@ public final class CloseStormBenchmark {
   private void seed() {
     db.executeScript(
         "TRUNCATE orders, order_items, inventory, inventory_paid, inventory_released, idempotency_keys, outbox, "
-            + "outbox_pending, webhook_deliveries, order_log",
+            + "outbox_pending, outbox_feed, webhook_deliveries, order_log",
         "INSERT INTO inventory (sku, available, reserved) SELECT 'SKU-' || s, " + STOCK_PER_SKU + ", 0 FROM generate_series(0, "
             + (SKUS - 1) + ") s",
         "INSERT INTO inventory (sku, available, reserved) SELECT '" + LIVE_SKU_PREFIX + "' || s, " + STOCK_PER_SKU
