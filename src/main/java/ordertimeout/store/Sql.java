@@ -1007,7 +1007,8 @@ final class Sql {
    * off it and gives those still without a position the next positions in event id order (one order's events were
    * written in that order: each waited for the row lock of the previous), in outbox_feed, and adds a delivery per event
    * and webhook that wants it: {@code $2} urls, {@code $3} their types (comma-separated, empty for all), {@code $4}
-   * their client (empty for any). Returns how many it took off the queue, and how many of them it positioned: an event
+   * their client (empty for any; with no webhook the deliveries' joins are not run at all, rather than looking up each
+   * event's order for none). Returns how many it took off the queue, and how many of them it positioned: an event
    * already positioned (queued again by hand after a restore) or deleted only leaves it. Each taken event and its
    * position are looked up by key in subqueries, which the planner never turns into joins: as a join, planned on the
    * outbox's statistics of an hour ago, it read the whole outbox.
@@ -1036,7 +1037,8 @@ final class Sql {
         JOIN next n ON n.event_id = p.event_id
         LEFT JOIN orders ord ON ord.id = n.order_id
         JOIN unnest($2::text[], $3::text[], $4::text[]) AS s (sink, types, client)
-          ON (s.types = '' OR n.type = ANY(string_to_array(s.types, ','))) AND (s.client = '' OR s.client = n.client))
+          ON (s.types = '' OR n.type = ANY(string_to_array(s.types, ','))) AND (s.client = '' OR s.client = n.client)
+        WHERE cardinality($2::text[]) > 0)
       SELECT (SELECT count(*) FROM taken) AS taken, (SELECT count(*) FROM positioned) AS positioned""";
 
   /**
