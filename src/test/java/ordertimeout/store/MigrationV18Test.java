@@ -12,8 +12,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * V18 on a database with events: a database of its own is migrated to V17, given positioned events and events waiting
- * for their position, then migrated to V18 (V25 moves the positions out of the outbox: MigrationV25Test). The waiting ones, and those written after, are in the dispatcher's queue;
- * the positioned ones are not.
+ * for their position, then migrated to V18. The waiting ones, and those written after, are in the dispatcher's queue;
+ * the positioned ones are not. (V25 moves the positions out of the outbox: {@link MigrationV25Test}.)
  */
 class MigrationV18Test {
   private OwnDatabase database;

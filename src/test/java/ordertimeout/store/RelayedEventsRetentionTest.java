@@ -44,6 +44,7 @@ class RelayedEventsRetentionTest {
 
     assertThat(deleted).as("the events at or before the mark").isEqualTo(2);
     assertThat(Sql.count("SELECT order_id FROM outbox")).as("the one past the mark stays").isEqualTo(3);
+    assertThat(Sql.count("SELECT count(*) FROM outbox_feed")).as("the positions of those gone went with them").isEqualTo(1);
   }
 
   @Test
@@ -56,6 +57,7 @@ class RelayedEventsRetentionTest {
     Expired expired = TestService.await(store.deleteExpiredEvents(1, 100, true));
 
     assertThat(expired).isEqualTo(new Expired(3, 1));
+    assertThat(Sql.count("SELECT count(*) FROM outbox_feed")).as("their positions gone with them").isZero();
   }
 
   @Test

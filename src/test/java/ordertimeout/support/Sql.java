@@ -21,14 +21,17 @@ public final class Sql {
 
   /** The opposite of {@link #unpublished}. */
   public static String published(String alias) {
-    return "EXISTS (SELECT 1 FROM outbox_feed f WHERE f.event_id = %s.event_id AND f.position <= (SELECT last_position FROM outbox_relayed))"
+    return """
+        EXISTS (SELECT 1 FROM outbox_feed f
+                WHERE f.event_id = %s.event_id AND f.position <= (SELECT last_position FROM outbox_relayed))"""
         .formatted(alias);
   }
 
   /** Gives event {@code eventId} the feed position {@code position} and takes it off the queue, as the dispatcher does. */
   public static void position(long eventId, long position) {
     execute("""
-        WITH fed AS (INSERT INTO outbox_feed (event_id, position, client) SELECT event_id, ?, client FROM outbox WHERE event_id = ?)
+        WITH fed AS (
+          INSERT INTO outbox_feed (event_id, position, client) SELECT event_id, ?, client FROM outbox WHERE event_id = ?)
         DELETE FROM outbox_pending WHERE event_id = ?""", position, eventId, eventId);
   }
 
