@@ -29,13 +29,14 @@ import java.util.concurrent.TimeUnit;
  * the clock, each order with a timeout of 5-15 s, and 60% of them paid at a random moment before their
  * deadline (after the create's response, a pause of up to timeout - 1 s: what the Gatling simulation does).
  *
- * <p>Create {@code i} is due at {@code start + i / rate}. A 1 ms periodic timer sends every create that is
- * due by then, whatever is still in flight: a slow response never slows the schedule. Every latency is
- * taken from the moment the request was due (not from when it was written), so time spent waiting for the
- * generator's tick or for a free connection counts against the service, as it would for a real client.
+ * <p>Create {@code i} is due at {@code start + i / rate}. A timer set for the next create's due time (at least
+ * 1 ms ahead) sends every create that is due by then, whatever is still in flight: a slow response never slows the
+ * schedule. Every latency is taken from the moment the request was due (not from when it was written), so time spent
+ * waiting for the generator's timer or for a free connection counts against the service, as it would for a real
+ * client.
  * Creates that could not be sent on time are counted: written more than {@value #LATE_MILLIS} ms after
  * they were due, whether for want of a free connection (all of them busy with slow responses) or because
- * the tick came late (the generator itself was starved of CPU; counted on its own too).
+ * the timer came late (the generator itself was starved of CPU; counted on its own too).
  *
  * <p>A warm-up comes first: {@code warmupSeconds} of the same load at the same rate, so that the JIT has compiled the
  * service's paths (and the generator's) before the measured schedule starts, and the measured seconds already see
@@ -159,7 +160,6 @@ final class OpenLoad {
   private long staleReads;
   private long outstanding;
   private long startNanos;
-  private long tick = -1;
   private boolean schedulingDone;
   private long threadId;
   private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
@@ -216,7 +216,7 @@ final class OpenLoad {
           "second of the measured schedule (sent and answered when they were; latency by the second a request was due)")
           .counts("create sent", "create answered", "create errors", "pay sent", "pay answered", "pay errors",
               "read sent", "read answered", "read errors");
-      tick = vertx.setPeriodic(1, id -> sendDue());
+      vertx.setTimer(1, id -> sendDueAndWait());
     });
     started.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     finished.future().toCompletionStage().toCompletableFuture().get(settings.seconds() + 120L, TimeUnit.SECONDS);
@@ -226,6 +226,26 @@ final class OpenLoad {
         readsPlanned, reads, readErrors, staleReads, createMicros, payMicros, readMicros, sendDelayMicros, (System.nanoTime() - startNanos) / 1e9,
         cpuNanos / 1e9, measuredFromMillis, perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+  }
+
+  /**
+   * Sends what is due, then sleeps until the next create is due. A tick every millisecond, as before 2026-12-05, woke
+   * this loop 1,000 times a second whatever the rate: at 100 creates/s during a close storm the generator took 0.14
+   * cores, most of it waking up (async-profiler).
+   */
+  private void sendDueAndWait() {
+    sendDue();
+    if (!schedulingDone) {
+      vertx.setTimer(millisUntilNextCreate(), id -> sendDueAndWait());
+    }
+  }
+
+  /** Rounded up, so that the timer fires once the next create is due; at least 1 ms. */
+  private long millisUntilNextCreate() {
+    long nextDueAt = warmedUp < warmupCount
+        ? startNanos + warmedUp * 1_000_000_000L / settings.ratePerSecond()
+        : startNanos + warmupNanos + sent * 1_000_000_000L / settings.ratePerSecond();
+    return Math.max(1, (nextDueAt - System.nanoTime() + 999_999) / 1_000_000);
   }
 
   /** Every create due by now, warm-up first; the schedule is the clock's, not the responses'. */
@@ -256,7 +276,6 @@ final class OpenLoad {
       schedulingDone = true;
       cpuNanos = threads.getThreadCpuTime(threadId) - cpuAtMeasuredStart;
       atScheduleEnd.run();
-      vertx.cancelTimer(tick);
       finishIfIdle();
     }
   }
