@@ -52,7 +52,8 @@ public final class CloseVerticle extends VerticleBase {
 
   private enum Kind { CLOSE, REMIND }
 
-  private record Job(Kind kind, DueOrders.Path path, Message<DueOrders> message) {}
+  /** {@code queuedAtMillis}: node clock. */
+  private record Job(Kind kind, DueOrders.Path path, Message<DueOrders> message, long queuedAtMillis) {}
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
@@ -140,7 +141,7 @@ public final class CloseVerticle extends VerticleBase {
         && message.body().orderIds().length >= config.timer().batchSize() && createsInTheLastSecond() > 0) {
       setAllowedInFlight(1);
     }
-    waiting.add(new Job(kind, message.body().path(), message));
+    waiting.add(new Job(kind, message.body().path(), message, config.node().wallClock().millis()));
     runWaiting();
   }
 
@@ -162,7 +163,7 @@ public final class CloseVerticle extends VerticleBase {
             completeIdleWaiters();
           });
     }
-    stats.closeQueued(waiting.size());
+    stats.closeQueued(waiting.size(), waiting.isEmpty() ? 0 : waiting.peek().queuedAtMillis());
   }
 
   /**

@@ -19,6 +19,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -77,6 +78,8 @@ public final class NodeStats {
   private volatile long slowCreateNanos = Long.MAX_VALUE;
   private final AtomicInteger closeConcurrency = new AtomicInteger();
   private final AtomicInteger closeQueued = new AtomicInteger();
+  /** When the oldest batch waiting for a close place was queued (node clock), 0 while none waits. */
+  private final AtomicLong oldestCloseQueuedAtMillis = new AtomicLong();
   private final Counter sweepSkipped;
 
   /** The creates answered since the last {@link #takeRecentCreates()}, and how many of them were slow. */
@@ -294,8 +297,16 @@ public final class NodeStats {
     sweepSkipped.increment();
   }
 
-  public void closeQueued(int batches) {
+  /** {@code oldestQueuedAtMillis}: when the oldest of them was queued (node clock); ignored when none waits. */
+  public void closeQueued(int batches, long oldestQueuedAtMillis) {
+    oldestCloseQueuedAtMillis.set(batches == 0 ? 0 : oldestQueuedAtMillis);
     closeQueued.set(batches);
+  }
+
+  /** How long the oldest batch waiting for a close place has waited by {@code nowMillis} (node clock); 0 if none waits. */
+  public long closeQueuedForMillis(long nowMillis) {
+    long queuedAt = oldestCloseQueuedAtMillis.get();
+    return queuedAt == 0 ? 0 : Math.max(0, nowMillis - queuedAt);
   }
 
   /** Close and reminder batches waiting for a place now. */
