@@ -58,8 +58,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * (in a 200,000-order drain without it, 46% of this JVM's CPU samples were the JIT compiler's threads; async-profiler,
  * 2026-12-05), which a service that closed orders all day before a flash sale has done long before. Its live traffic
  * runs at {@code -Dstorm.warmUpLiveRate} creates/s (500, or the live rate if that is higher), so that the creates',
- * pays' and reads' code is compiled too: at the live rate of 100/s the JIT compilers still took 0.08-0.09 cores of the
- * measured drain, 0.03-0.07 after it (one and three runs, 2026-12-05).
+ * pays' and reads' code is compiled too: at the live rate of 100/s the JIT compilers still took 0.09-0.14 cores of the
+ * measured drain, 0.03-0.07 after it (two and three runs, 2026-12-05).
  */
 public final class CloseStormBenchmark {
   private static final int SKUS = 1000;
