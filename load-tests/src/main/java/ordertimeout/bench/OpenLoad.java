@@ -230,8 +230,8 @@ final class OpenLoad {
 
   /**
    * Sends what is due, then sleeps until the next create is due. A tick every millisecond, as before 2026-12-05, woke
-   * this loop 1,000 times a second whatever the rate: at 100 creates/s during a close storm the generator took 0.14
-   * cores, most of it waking up (async-profiler).
+   * this loop 1,000 times a second whatever the rate: at 100 creates/s during a close storm the generator's thread took
+   * 0.14-0.16 cores, and a profile of the same load put most of it in waking up (async-profiler).
    */
   private void sendDueAndWait() {
     sendDue();
