@@ -49,7 +49,10 @@ public final class StatusCache {
 
   /** {@code maxEntries} 0: {@link #OFF}. */
   public StatusCache(int maxEntries) {
-    entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).expireAfterWrite(KEPT_FOR).build();
+    // Its upkeep (eviction, expiry) runs on the thread that wrote, an event loop, a few entries at a time: handed to
+    // the common pool, as by default, every write woke a pool thread, a tenth of the JVM's CPU under creates.
+    entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).expireAfterWrite(KEPT_FOR)
+        .executor(Runnable::run).build();
   }
 
   /** The order as kept; null when it is not, or while a write of it is under way (then read PostgreSQL). */
@@ -132,9 +135,14 @@ public final class StatusCache {
         .description("Order reads answered from the status cache (a node alone)").register(registry);
     FunctionCounter.builder(Meters.STATUS_CACHE_READS, misses, LongAdder::sum).tag("result", "miss")
         .description("Order reads answered from the status cache (a node alone)").register(registry);
-    Gauge.builder(Meters.STATUS_CACHE_ORDERS, this, cache -> cache.entries == null ? 0 : cache.entries.estimatedSize())
+    Gauge.builder(Meters.STATUS_CACHE_ORDERS, this, StatusCache::size)
         .description("Orders kept in the status cache").strongReference(true).register(registry);
     return this;
+  }
+
+  /** How many orders it keeps. */
+  long size() {
+    return entries == null ? 0 : entries.estimatedSize();
   }
 
   private static int stripe(long id) {

@@ -51,6 +51,16 @@ class StatusCacheRacesTest {
     assertThat(cache.get(1)).isNotNull();
   }
 
+  /** Its upkeep runs on the writing thread (an event loop), not handed to a pool thread that each write would wake. */
+  @Test
+  void theWriteThatGoesPastTheBoundEvictsBeforeItReturns() {
+    StatusCache cache = new StatusCache(100);
+    for (long id = 1; id <= 1_000; id++) {
+      cache.keep(id, cache.ticket(id), CLIENT, order(id, 0));
+      assertThat(cache.size()).as("after keeping order %d", id).isLessThanOrEqualTo(100);
+    }
+  }
+
   @Test
   void aWriteThatFailedForgetsItsOrdersToo() {
     StatusCache cache = new StatusCache(100);
