@@ -35,3 +35,15 @@ ticks() {
   done
   echo "$total"
 }
+
+# jit_ticks PID: utime + stime of a JVM's JIT compiler threads (HotSpot's "C1 CompilerThread<n>", "C2 ..."), in ticks.
+jit_ticks() {
+  local total=0 task
+  for task in /proc/"$1"/task/*; do
+    case "$(cat "$task/comm" 2> /dev/null)" in
+      "C1 CompilerThre"*|"C2 CompilerThre"*)
+        total=$((total + $(awk '{print $14 + $15}' "$task/stat" 2> /dev/null || echo 0)));;
+    esac
+  done
+  echo "$total"
+}
