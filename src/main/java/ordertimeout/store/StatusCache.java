@@ -50,7 +50,7 @@ public final class StatusCache {
   /** {@code maxEntries} 0: {@link #OFF}. */
   public StatusCache(int maxEntries) {
     // Its upkeep (eviction, expiry) runs on the thread that wrote, an event loop, a few entries at a time: handed to
-    // the common pool, as by default, every write woke a pool thread, a tenth of the JVM's CPU under creates.
+    // the common pool, as by default, every write woke a pool thread, about 9% of the JVM's CPU under creates.
     entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).expireAfterWrite(KEPT_FOR)
         .executor(Runnable::run).build();
   }
