@@ -15,8 +15,11 @@ import java.util.Set;
  * safe to send again and then answer what happened); a read answers 504 {@code read_timeout}. What the request
  * would have answered later is dropped. An admin's reconciliation, which reads every unpaid order, answers when
  * it is done (bounded by its own wait); the feed's long poll ({@code GET /v1/events?wait=s}) gets its wait on top.
+ * The bound is kept by the request's connection ({@link HttpConnections}), which has a timer anyway.
  */
 final class AnswerDeadline {
+  /** {@link #boundMillis} of a request without a bound. */
+  static final long NONE = -1;
   private static final Set<String> LONG_RUNNING = Set.of("/v1/admin/reconcile");
   private static final String LONG_POLL = "/v1/events";
   /** Past the feed's own bound on {@code wait} (its document's maximum), so that a bad value never stretches this. */
@@ -30,14 +33,14 @@ final class AnswerDeadline {
     this.stats = stats;
   }
 
-  void handle(RoutingContext ctx) {
-    if (LONG_RUNNING.contains(ctx.request().path())) {
-      ctx.next();
-      return;
-    }
-    long timer = ctx.vertx().setTimer(millis + longPollMillis(ctx), fired -> answerLate(ctx));
-    ctx.addEndHandler(answered -> ctx.vertx().cancelTimer(timer));
-    ctx.next();
+  /** The shortest bound of any request. */
+  long shortestMillis() {
+    return millis;
+  }
+
+  /** How long after its arrival the request must be answered, or {@link #NONE}. */
+  long boundMillis(RoutingContext ctx) {
+    return LONG_RUNNING.contains(ctx.request().path()) ? NONE : millis + longPollMillis(ctx);
   }
 
   private static long longPollMillis(RoutingContext ctx) {
@@ -52,7 +55,8 @@ final class AnswerDeadline {
     }
   }
 
-  private void answerLate(RoutingContext ctx) {
+  /** Answers the request now, unless it has been answered. */
+  void answerLate(RoutingContext ctx) {
     if (ctx.response().headWritten() || ctx.response().closed()) {
       return;
     }

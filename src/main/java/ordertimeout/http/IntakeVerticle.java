@@ -89,10 +89,9 @@ public final class IntakeVerticle extends VerticleBase {
     GroupCommit<PayRequest, StateChange> pays = groups.pays(() -> new GroupCommit<>(vertx, intake.groupMaxSize(), intake.groupsInFlight(),
         intake.maxQueued(), store::pay));
     Auth auth = new Auth(config.apiKeys());
-    HttpConnections.Guard guard = connections.guard(vertx);
+    HttpConnections.Guard guard = connections.guard(vertx, new AnswerDeadline(config.intake().answerWithinMillis(), stats));
     Router router = Router.router(vertx);
     router.route().handler(guard::handle);
-    router.route().handler(new AnswerDeadline(config.intake().answerWithinMillis(), stats)::handle);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
     router.route().handler(RequestTargets::refuseMalformed);
     opsRoutes.mount(vertx, router);

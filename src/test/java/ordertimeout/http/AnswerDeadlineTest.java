@@ -69,6 +69,8 @@ class AnswerDeadlineTest {
       System.out.printf("AnswerDeadlineTest: database silent; create %d %s, pay %d %s, read %d %s, all answered within %d ms%n",
           created.status(), created.code(), paid.status(), paid.code(), found.status(), found.code(), answeredWithinMillis);
 
+      assertThat(answeredWithinMillis).as("answered within the bound (and the machine's slack)")
+          .isLessThan(2L * ANSWER_WITHIN_MILLIS);
       assertThat(List.of(created, paid)).allSatisfy(write -> assertBounded(write, "outcome_unknown"));
       assertBounded(found, "read_timeout");
       assertThat(Stream.of(created, paid, found).map(Api.Response::status))
