@@ -4,7 +4,7 @@
 # the service's JVM (and its JIT compiler threads' share of it), every PostgreSQL process on the machine, wrk, and
 # the whole machine, in cores, from /proc tick counts over the run.
 # Usage: bash load-tests/cpu-split.sh SERVICE_PID [SKUS=1000] [SECONDS=20] (SKUS=1 is the flash sale). Run from the
-# repository root; nothing else should be busy meanwhile.
+# repository root; nothing else should be busy meanwhile. WRK_SCRIPT and WRK_URL send another load (reads-cpu.sh's).
 set -euo pipefail
 source "$(dirname "$0")/node.sh"
 jvm=$1
@@ -15,7 +15,8 @@ machine() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 
 postgres=$(pgrep -x postgres | tr '\n' ' ')
 pg0=$(ticks $postgres); jvm0=$(ticks "$jvm"); jit0=$(jit_ticks "$jvm"); all0=$(machine)
-WRK_SKUS=$skus wrk -t2 -c64 -d"${seconds}s" -s load-tests/wrk/create-order.lua --latency http://127.0.0.1:8080/v1/orders \
+WRK_SKUS=$skus wrk -t2 -c64 -d"${seconds}s" -s "${WRK_SCRIPT:-load-tests/wrk/create-order.lua}" --latency \
+  "${WRK_URL:-http://127.0.0.1:8080/v1/orders}" \
   > /tmp/cpu-split-wrk.$$ 2>&1 &
 wrk_job=$!
 sleep 1
