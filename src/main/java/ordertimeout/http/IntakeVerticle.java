@@ -89,7 +89,8 @@ public final class IntakeVerticle extends VerticleBase {
     GroupCommit<PayRequest, StateChange> pays = groups.pays(() -> new GroupCommit<>(vertx, intake.groupMaxSize(), intake.groupsInFlight(),
         intake.maxQueued(), store::pay));
     Auth auth = new Auth(config.apiKeys());
-    HttpConnections.Guard guard = connections.guard(vertx, new AnswerDeadline(config.intake().answerWithinMillis(), stats));
+    AnswerDeadline answers = new AnswerDeadline(config.intake().answerWithinMillis(), stats);
+    HttpConnections.Guard guard = connections.guard(vertx, answers);
     Router router = Router.router(vertx);
     router.route().handler(guard::handle);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);

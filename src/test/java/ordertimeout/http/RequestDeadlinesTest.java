@@ -59,7 +59,8 @@ class RequestDeadlinesTest {
       long answeredAfter = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent);
 
       assertThat(answer).startsWith("HTTP/1.1 504 ").contains("\"read_timeout\"");
-      assertThat(answeredAfter).as("answered after, in ms").isBetween(ANSWER_WITHIN_MILLIS - 5, 3 * ANSWER_WITHIN_MILLIS);
+      assertThat(answeredAfter).as("answered after, in ms")
+          .isBetween(ANSWER_WITHIN_MILLIS - 5, 3 * ANSWER_WITHIN_MILLIS);
     }
   }
 
