@@ -10,32 +10,26 @@ cd "$(dirname "$0")/.."
 source load-tests/node.sh
 statements=${1:-}
 
-OT_CLIENTS_OVERRIDES='{dev-user: {createsPerSecond: 0, maxUnpaidOrders: 1000000000, maxReservedUnits: 1000000000000}}' \
-  start_node intake-cpu
-port=$(sed -n 4p "$(postmaster_pid_file)")
-sql() { psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -X -q "$@"; }
-
-for k in $(seq 0 999); do
-  curl -s -o /dev/null -X PUT "localhost:8080/v1/admin/inventory/SKU-$k" -H 'Authorization: Bearer dev-admin-key' \
-    -H 'Content-Type: application/json' -d '{"available":100000000}'
-done
+OT_CLIENTS_OVERRIDES=$UNCAPPED_DEV_USER start_node intake-cpu
+stock_skus 1000
 WRK_SKUS=1000 wrk -t2 -c64 -d20s -s load-tests/wrk/create-order.lua http://127.0.0.1:8080/v1/orders > /dev/null
 
 if [ "$statements" = --statements ]; then
-  sql -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "ALTER SYSTEM SET pg_stat_statements.track = 'all'" \
+  node_sql -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
+    -c "ALTER SYSTEM SET pg_stat_statements.track = 'all'" \
     -c "ALTER SYSTEM SET pg_stat_statements.track_planning = on" -c "SELECT pg_reload_conf()" \
     -c "SELECT pg_stat_statements_reset()" > /dev/null
 fi
-before=$(sql -t -A -c "SELECT count(*) FROM orders")
+before=$(node_sql -t -A -c "SELECT count(*) FROM orders")
 bash load-tests/cpu-split.sh "$node" 1000 20
-created=$(( $(sql -t -A -c "SELECT count(*) FROM orders") - before ))
+created=$(( $(node_sql -t -A -c "SELECT count(*) FROM orders") - before ))
 echo "intake-cpu: $created orders created in the measured 20 s"
 if [ "$statements" = --statements ]; then
-  sql -c "SELECT round(sum(total_exec_time)::numeric / $created, 3) AS exec_ms_per_create,
+  node_sql -c "SELECT round(sum(total_exec_time)::numeric / $created, 3) AS exec_ms_per_create,
                  round(sum(total_plan_time)::numeric / $created, 3) AS plan_ms_per_create,
                  round(sum(wal_bytes) / $created) AS wal_bytes_per_create
           FROM pg_stat_statements WHERE toplevel"
-  sql -c "SELECT round(total_exec_time) AS exec_ms, round(total_plan_time) AS plan_ms, calls,
+  node_sql -c "SELECT round(total_exec_time) AS exec_ms, round(total_plan_time) AS plan_ms, calls,
                  round((total_exec_time / greatest(calls, 1))::numeric, 2) AS ms_a_call,
                  round((total_plan_time / greatest(plans, 1))::numeric, 2) AS plan_ms_a_call,
                  left(regexp_replace(query, '\s+', ' ', 'g'), 90) AS statement

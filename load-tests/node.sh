@@ -27,6 +27,24 @@ postmaster_pid_file() {
   find "$data" -name postmaster.pid | head -1
 }
 
+# For OT_CLIENTS_OVERRIDES: dev-user without a create rate limit or caps it could reach (the service is measured, not
+# its limits).
+UNCAPPED_DEV_USER='{dev-user: {createsPerSecond: 0, maxUnpaidOrders: 1000000000, maxReservedUnits: 1000000000000}}'
+
+# node_sql ARGS...: psql on the embedded PostgreSQL of the node started by start_node.
+node_sql() {
+  psql -h 127.0.0.1 -p "$(sed -n 4p "$(postmaster_pid_file)")" -U postgres -d postgres -X -q "$@"
+}
+
+# stock_skus COUNT: SKU-0..SKU-(COUNT-1) with 100,000,000 units each, on the node started by start_node.
+stock_skus() {
+  local k
+  for k in $(seq 0 $(($1 - 1))); do
+    curl -s -o /dev/null -X PUT "localhost:8080/v1/admin/inventory/SKU-$k" -H 'Authorization: Bearer dev-admin-key' \
+      -H 'Content-Type: application/json' -d '{"available":100000000}'
+  done
+}
+
 # ticks PID...: utime + stime of the given pids, in clock ticks.
 ticks() {
   local total=0 pid

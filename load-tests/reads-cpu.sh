@@ -9,16 +9,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source load-tests/node.sh
 
-OT_CLIENTS_OVERRIDES='{dev-user: {createsPerSecond: 0, maxUnpaidOrders: 1000000000, maxReservedUnits: 1000000000000}}' \
-  start_node reads-cpu
-port=$(sed -n 4p "$(postmaster_pid_file)")
-for k in $(seq 0 99); do
-  curl -s -o /dev/null -X PUT "localhost:8080/v1/admin/inventory/SKU-$k" -H 'Authorization: Bearer dev-admin-key' \
-    -H 'Content-Type: application/json' -d '{"available":100000000}'
-done
+OT_CLIENTS_OVERRIDES=$UNCAPPED_DEV_USER start_node reads-cpu
+stock_skus 100
 WRK_SKUS=100 wrk -t2 -c16 -d3s -s load-tests/wrk/create-order.lua http://127.0.0.1:8080/v1/orders > /dev/null
 export WRK_IDS=target/reads-cpu-ids.txt
-psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -X -q -t -A -c "SELECT id FROM orders" > "$WRK_IDS"
+node_sql -t -A -c "SELECT id FROM orders" > "$WRK_IDS"
 echo "reads-cpu: reading $(wc -l < "$WRK_IDS") orders"
 
 wrk -t2 -c64 -d20s -s load-tests/wrk/read-order.lua http://127.0.0.1:8080 > /dev/null
