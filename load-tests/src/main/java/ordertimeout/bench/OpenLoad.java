@@ -38,6 +38,11 @@ import java.util.concurrent.TimeUnit;
  * they were due, whether for want of a free connection (all of them busy with slow responses) or because
  * the timer came late (the generator itself was starved of CPU; counted on its own too).
  *
+ * <p>Status reads go over connections of their own ({@link StatusReads}), written and parsed without Vert.x's HTTP
+ * client: each order's reads at random moments of its life, and fixed-rate reads (read {@code i} due at
+ * {@code start + i / readsPerSecond}) sent by the same timer, which then wakes every millisecond: a read waits up to
+ * 1 ms for it, counted in its latency.
+ *
  * <p>A warm-up comes first: {@code warmupSeconds} of the same load at the same rate, so that the JIT has compiled the
  * service's paths (and the generator's) before the measured schedule starts, and the measured seconds already see
  * the pays and closes of the orders before them. Nothing of the warm-up is counted in the result; its orders still
@@ -55,22 +60,26 @@ import java.util.concurrent.TimeUnit;
 final class OpenLoad {
   static final int LATE_MILLIS = 10;
   static final int SKUS = 1000;
+  /** The fixed-rate reads' orders were created at most this long ago: about an order's life (5-15 s). */
+  private static final int RECENT_SECONDS = 10;
   private static final long LATE_NANOS = TimeUnit.MILLISECONDS.toNanos(LATE_MILLIS);
   private static final long HIGHEST_MICROS = TimeUnit.MINUTES.toMicros(10);
 
   /**
    * Rate, duration, pool size and pipelining, the SKUs ({@code skuPrefix} and 0 to {@code skus} - 1, by default
-   * {@value #SKUS}), and how many status reads each order gets, each at a random moment of its life (a buyer's page
-   * polling it); the rest of the orders' shape is fixed (5-15 s, 60% paid, 1 item of a SKU drawn at random).
-   * {@code ports}: the nodes' HTTP ports; creates go to each in turn, a pay or read to any of them at random (a
-   * cluster behind a load balancer). {@code connections} is per node.
+   * {@value #SKUS}), and the status reads: {@code readsPerOrder} of each order, each at a random moment of its life (a
+   * buyer's page polling it), and {@code readsPerSecond} more at a fixed rate, each of an order drawn from those created
+   * in the last 10 s (the orders still open, or just paid or closed); the rest of the orders' shape is fixed (5-15 s,
+   * 60% paid, 1 item of a SKU drawn at random). {@code ports}: the nodes' HTTP ports; creates go to each in turn, a pay
+   * or read to any of them at random (a cluster behind a load balancer). {@code connections} is per node, and the
+   * reads have as many of their own ({@link StatusReads}).
    */
   record Settings(String host, List<Integer> ports, int ratePerSecond, int seconds, int warmupSeconds, int connections,
-                  int pipelining, String skuPrefix, int skus, int readsPerOrder) {
+                  int pipelining, String skuPrefix, int skus, int readsPerOrder, int readsPerSecond) {
     Settings(String host, List<Integer> ports, int ratePerSecond, int seconds, int warmupSeconds, int connections,
              int pipelining, String skuPrefix, int readsPerOrder) {
       this(host, ports, ratePerSecond, seconds, warmupSeconds, connections, pipelining, skuPrefix, SKUS,
-          readsPerOrder);
+          readsPerOrder, 0);
     }
 
     Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining,
@@ -87,12 +96,13 @@ final class OpenLoad {
    * ("create sent", "pay sent", "read sent": when written, so a wait for a connection shows), answered ("create
    * answered", ...) and failed ("create errors", ...), and their latency p50/p99 ("create", "pay", "read") by the
    * second each request was due. {@code staleReads}: reads sent after their order's pay was answered 200 that did not
-   * say PAID (must be 0).
+   * say PAID (must be 0). {@code readsLateByScheduler}: fixed-rate reads the generator's timer sent more than
+   * {@value #LATE_MILLIS} ms after they were due (its thread starved of CPU).
    */
   record Result(long planned, long sent, long created, long createErrors, Map<String, Long> createErrorsByKind,
                 long lateByScheduler, long lateSends,
                 long paysPlanned, long paid, long payRefusedClosed, long payErrors, Map<String, Long> payErrorsByKind,
-                long readsPlanned, long reads, long readErrors, long staleReads,
+                long readsPlanned, long reads, long readErrors, long staleReads, long readsLateByScheduler,
                 Histogram createMicros, Histogram payMicros, Histogram readMicros, Histogram sendDelayMicros,
                 double elapsedSeconds, double cpuSeconds, long measuredFromMillis, PerSecond perSecond) {
 
@@ -104,6 +114,7 @@ final class OpenLoad {
           .put("paysPlanned", paysPlanned).put("paid", paid).put("payRefusedClosed", payRefusedClosed)
           .put("payErrors", payErrors).put("payErrorsByKind", new JsonObject(Map.copyOf(payErrorsByKind)))
           .put("readsPlanned", readsPlanned).put("reads", reads).put("readErrors", readErrors).put("staleReads", staleReads)
+          .put("readsLateByScheduler", readsLateByScheduler)
           .put("createLatencyMs", percentiles(createMicros))
           .put("payLatencyMs", percentiles(payMicros))
           .put("readLatencyMs", percentiles(readMicros))
@@ -129,6 +140,7 @@ final class OpenLoad {
   private final Settings settings;
   private final Vertx vertx;
   private final HttpClientAgent client;
+  private final StatusReads statusReads;
   private final SplittableRandom random = new SplittableRandom();
   private final String keyPrefix = "ss-" + Long.toHexString(System.nanoTime()) + "-";
   private final Histogram createMicros = new Histogram(HIGHEST_MICROS, 3);
@@ -158,6 +170,13 @@ final class OpenLoad {
   private long reads;
   private long readErrors;
   private long staleReads;
+  private long readsLateByScheduler;
+  /** The fixed-rate reads: planned over the warm-up and the measured schedule, and sent so far. */
+  private long pollsPlanned;
+  private long polled;
+  /** The orders created last, a ring: the fixed-rate reads draw from them. */
+  private final String[] recentOrders;
+  private long remembered;
   private long outstanding;
   private long startNanos;
   private boolean schedulingDone;
@@ -171,12 +190,15 @@ final class OpenLoad {
 
   private OpenLoad(Settings settings) {
     this.settings = settings;
-    this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1).setInternalBlockingPoolSize(1));
+    this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1).setInternalBlockingPoolSize(1)
+        .setPreferNativeTransport(true));
     this.client = vertx.createHttpClient(
         new HttpClientOptions().setDefaultHost(settings.host()).setDefaultPort(settings.ports().get(0))
             .setKeepAlive(true).setTcpNoDelay(true)
             .setPipelining(settings.pipelining() > 1).setPipeliningLimit(Math.max(1, settings.pipelining())),
         new PoolOptions().setHttp1MaxSize(settings.connections()).setMaxWaitQueueSize(-1));
+    this.statusReads = new StatusReads(vertx, settings.host(), settings.ports(), "dev-user-key");
+    this.recentOrders = new String[Math.max(1, settings.ratePerSecond() * RECENT_SECONDS)];
   }
 
   /** Runs the schedule to its end and waits for every create and pay to be answered (a minute at most after the last one). */
@@ -204,7 +226,7 @@ final class OpenLoad {
   private Result runToEnd() throws Exception {
     Context context = vertx.getOrCreateContext();
     Promise<Void> started = Promise.promise();
-    context.runOnContext(go -> {
+    context.runOnContext(go -> statusReads.connect(settings.connections()).onFailure(started::fail).onSuccess(open -> {
       threadId = Thread.currentThread().getId();
       started.complete();
       startNanos = System.nanoTime();
@@ -212,46 +234,49 @@ final class OpenLoad {
       warmupCount = (long) settings.ratePerSecond() * settings.warmupSeconds();
       measuredFromMillis = System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(warmupNanos);
       planned = (long) settings.ratePerSecond() * settings.seconds();
+      pollsPlanned = (long) settings.readsPerSecond() * (settings.warmupSeconds() + settings.seconds());
       perSecond = new PerSecond(startNanos + warmupNanos, settings.seconds() + 180,
           "second of the measured schedule (sent and answered when they were; latency by the second a request was due)")
           .counts("create sent", "create answered", "create errors", "pay sent", "pay answered", "pay errors",
               "read sent", "read answered", "read errors");
       vertx.setTimer(1, id -> sendDueAndWait());
-    });
+    }));
     started.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     finished.future().toCompletionStage().toCompletableFuture().get(settings.seconds() + 120L, TimeUnit.SECONDS);
     Promise<Result> result = Promise.promise();
     context.runOnContext(done -> result.complete(new Result(planned, sent, created, createErrors, createErrorsByKind,
         lateByScheduler, lateSends, paysPlanned, paid, payRefusedClosed, payErrors, payErrorsByKind,
-        readsPlanned, reads, readErrors, staleReads, createMicros, payMicros, readMicros, sendDelayMicros, (System.nanoTime() - startNanos) / 1e9,
+        readsPlanned, reads, readErrors, staleReads, readsLateByScheduler, createMicros, payMicros, readMicros, sendDelayMicros, (System.nanoTime() - startNanos) / 1e9,
         cpuNanos / 1e9, measuredFromMillis, perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
   /**
-   * Sends what is due, then sleeps until the next create is due. A tick every millisecond, as before 2026-12-05, woke
+   * Sends what is due, then sleeps until the next create or fixed-rate read is due. A tick every millisecond, as before 2026-12-05, woke
    * this loop 1,000 times a second whatever the rate: at 100 creates/s during a close storm the generator's thread took
    * 0.14-0.16 cores, and a profile of the same load put most of it in waking up (async-profiler).
    */
   private void sendDueAndWait() {
     sendDue();
     if (!schedulingDone) {
-      vertx.setTimer(millisUntilNextCreate(), id -> sendDueAndWait());
+      vertx.setTimer(millisUntilNextDue(), id -> sendDueAndWait());
     }
   }
 
-  /** Rounded up, so that the timer fires once the next create is due; at least 1 ms. */
-  private long millisUntilNextCreate() {
-    long nextDueAt = warmedUp < warmupCount
+  /** Rounded up, so that the timer fires once the next create or read is due; at least 1 ms. */
+  private long millisUntilNextDue() {
+    long nextCreateAt = warmedUp < warmupCount
         ? startNanos + warmedUp * 1_000_000_000L / settings.ratePerSecond()
-        : startNanos + warmupNanos + sent * 1_000_000_000L / settings.ratePerSecond();
-    return Math.max(1, (nextDueAt - System.nanoTime() + 999_999) / 1_000_000);
+        : sent < planned ? startNanos + warmupNanos + sent * 1_000_000_000L / settings.ratePerSecond() : Long.MAX_VALUE;
+    long nextReadAt = polled < pollsPlanned ? pollDueAt(polled) : Long.MAX_VALUE;
+    return Math.max(1, (Math.min(nextCreateAt, nextReadAt) - System.nanoTime() + 999_999) / 1_000_000);
   }
 
-  /** Every create due by now, warm-up first; the schedule is the clock's, not the responses'. */
+  /** Every create and fixed-rate read due by now, warm-up first; the schedule is the clock's, not the responses'. */
   private void sendDue() {
     long now = System.nanoTime();
     long elapsed = now - startNanos;
+    readDue(now);
     while (warmedUp < warmupCount && warmedUp <= elapsed * settings.ratePerSecond() / 1_000_000_000L) {
       create(-1 - warmedUp, startNanos + warmedUp * 1_000_000_000L / settings.ratePerSecond());
       warmedUp++;
@@ -272,12 +297,44 @@ final class OpenLoad {
       create(sent, dueAt);
       sent++;
     }
-    if (sent == planned && !schedulingDone) {
+    if (sent == planned && polled == pollsPlanned && !schedulingDone) {
       schedulingDone = true;
       cpuNanos = threads.getThreadCpuTime(threadId) - cpuAtMeasuredStart;
       atScheduleEnd.run();
       finishIfIdle();
     }
+  }
+
+  /** Every fixed-rate read due by now, each of an order created lately; none before the first order is created. */
+  private void readDue(long now) {
+    long due = Math.min(pollsPlanned, (now - startNanos) * settings.readsPerSecond() / 1_000_000_000L + 1);
+    for (; polled < due; polled++) {
+      String id = recentOrder();
+      if (id == null) {
+        continue;
+      }
+      long dueAt = pollDueAt(polled);
+      boolean measured = dueAt >= startNanos + warmupNanos;
+      if (measured) {
+        readsPlanned++;
+        readsLateByScheduler += now - dueAt > LATE_NANOS ? 1 : 0;
+      }
+      outstanding++;
+      read(id, measured, dueAt);
+    }
+  }
+
+  private long pollDueAt(long n) {
+    return startNanos + n * 1_000_000_000L / settings.readsPerSecond();
+  }
+
+  /** One of the orders created in the last {@value #RECENT_SECONDS} s (at the schedule's rate), null before the first. */
+  private String recentOrder() {
+    if (remembered == 0) {
+      return null;
+    }
+    int window = (int) Math.min(remembered, recentOrders.length);
+    return recentOrders[(int) ((remembered - 1 - random.nextInt(window)) % recentOrders.length)];
   }
 
   /** {@code n} below 0: a warm-up order, sent and paid like the others but counted nowhere. */
@@ -301,10 +358,11 @@ final class OpenLoad {
       if (outcome.succeeded() && outcome.result().status == 201) {
         created += measured ? 1 : 0;
         String id = new JsonObject(outcome.result().body).getString("id");
+        recentOrders[(int) (remembered++ % recentOrders.length)] = id;
         for (int read = 0; read < settings.readsPerOrder(); read++) {
           readsPlanned += measured ? 1 : 0;
           outstanding++;
-          vertx.setTimer(Math.max(1, random.nextInt(timeoutSeconds * 1000)), fire -> read(id, measured));
+          vertx.setTimer(Math.max(1, random.nextInt(timeoutSeconds * 1000)), fire -> read(id, measured, System.nanoTime()));
         }
         if (pays) {
           paysPlanned += measured ? 1 : 0;
@@ -324,7 +382,7 @@ final class OpenLoad {
   private void pay(String id, boolean measured) {
     long dueAt = System.nanoTime();
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders/" + id + "/pay")
-        .setPort(anyNode())
+        .setPort(settings.ports().get(anyNode()))
         .putHeader("Authorization", "Bearer dev-user-key");
     send(options, null, dueAt, measured ? "pay" : null).onComplete(outcome -> {
       if (!measured) {
@@ -349,20 +407,15 @@ final class OpenLoad {
   }
 
   /** A buyer's page reading its order's status; after a pay answered 200 it must say PAID. */
-  private void read(String id, boolean measured) {
-    long dueAt = System.nanoTime();
+  private void read(String id, boolean measured, long dueAt) {
     boolean paidBefore = paidIds.contains(id);
-    RequestOptions options = new RequestOptions().setMethod(HttpMethod.GET).setURI("/v1/orders/" + id)
-        .setPort(anyNode())
-        .putHeader("Authorization", "Bearer dev-user-key");
-    send(options, null, dueAt, measured ? "read" : null).onComplete(outcome -> {
+    statusReads.read(anyNode(), id, (writtenAt, status, saysPaid) -> {
       if (measured) {
+        perSecond.count("read sent", writtenAt);
         long answeredAt = recordAnswer("read", readMicros, dueAt);
-        if (outcome.succeeded() && outcome.result().status == 200) {
+        if (status == 200) {
           reads++;
-          if (paidBefore && !"PAID".equals(new JsonObject(outcome.result().body).getString("status"))) {
-            staleReads++;
-          }
+          staleReads += paidBefore && !saysPaid ? 1 : 0;
         } else {
           perSecond.count("read errors", answeredAt);
           readErrors++;
@@ -405,10 +458,13 @@ final class OpenLoad {
     });
   }
 
-  /** One node: no draw, so that a one-node run's orders come out as they did before there could be several. */
+  /**
+   * The index of a node in {@code settings.ports()}. One node: no draw, so that a one-node run's orders come out as they
+   * did before there could be several.
+   */
   private int anyNode() {
-    List<Integer> ports = settings.ports();
-    return ports.size() == 1 ? ports.get(0) : ports.get(random.nextInt(ports.size()));
+    int nodes = settings.ports().size();
+    return nodes == 1 ? 0 : random.nextInt(nodes);
   }
 
   private static String kind(io.vertx.core.AsyncResult<Answer> outcome) {
@@ -416,8 +472,9 @@ final class OpenLoad {
   }
 
   private void finishIfIdle() {
-    if (schedulingDone && outstanding == 0) {
-      finished.tryComplete();
+    if (schedulingDone && outstanding == 0 && !finished.future().isComplete()) {
+      statusReads.close();
+      finished.complete();
     }
   }
 }

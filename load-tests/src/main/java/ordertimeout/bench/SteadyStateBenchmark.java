@@ -46,7 +46,8 @@ public final class SteadyStateBenchmark {
 
   /**
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
-   * steady.connections (64), steady.pipelining (1 = none), steady.readsPerOrder (1) and steady.skus (1000: the
+   * steady.connections (64), steady.pipelining (1 = none), steady.readsPerOrder (1), steady.readsPerSecond (0: status reads
+   * at a fixed rate besides, of orders created in the last 10 s) and steady.skus (1000: the
    * SKUs the orders are spread over; a few make a hot-SKU sale, its creates and pays on the same stock rows) for the
    * open-model generator;
    * steady.kafka (false): true starts a broker of its own and runs the node in cluster mode on it; both runs the same
@@ -224,6 +225,7 @@ public final class SteadyStateBenchmark {
     int connections = Integer.getInteger("steady.connections", 64);
     int pipelining = Integer.getInteger("steady.pipelining", 1);
     int readsPerOrder = Integer.getInteger("steady.readsPerOrder", 1);
+    int readsPerSecond = Integer.getInteger("steady.readsPerSecond", 0);
     int warmupSeconds = useGatling ? 0 : Integer.getInteger("steady.warmupSeconds", 30);
     GatlingRun.Result gatling = null;
     OpenLoad.Result open = null;
@@ -244,7 +246,7 @@ public final class SteadyStateBenchmark {
         // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent.
         // So do PostgreSQL's statement costs, read off the generator's event loop.
         open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", List.of(port), rate, seconds, warmupSeconds, connections,
-                pipelining, "SKU-", skus, readsPerOrder),
+                pipelining, "SKU-", skus, readsPerOrder, readsPerSecond),
             () -> {
               cpu.set(CpuWindow.start(postgresDir));
               counting.set(CompletableFuture.runAsync(db::countStatements));
@@ -279,6 +281,7 @@ public final class SteadyStateBenchmark {
     JsonObject result = Results.header("steady-state")
         .put("ratePerSecond", rate)
         .put("readsPerOrder", readsPerOrder)
+        .put("readsPerSecond", readsPerSecond)
         .put("kafka", kafkaBootstrap != null)
         .put("seconds", seconds)
         .put("load", useGatling ? "gatling" : "open")
@@ -319,7 +322,7 @@ public final class SteadyStateBenchmark {
         ? String.format("Gatling p99 %.0f ms, %d failed", gatling.p99Ms(), gatling.failed())
         : String.format("open model: %d of %d sent on time, create p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d create errors, "
                 + "%d pays refused (closed), pay p50 %.1f ms, p99 %.1f ms, %d pay errors; %d status reads p50 %.1f ms, "
-                + "p99 %.1f ms, %d read errors, %d stale",
+                + "p99 %.1f ms, max %.1f ms, %d read errors, %d stale, %d sent late by the generator",
             open.sent() - open.lateSends(), open.planned(),
             OpenLoad.Result.ms(open.createMicros().getValueAtPercentile(50)),
             OpenLoad.Result.ms(open.createMicros().getValueAtPercentile(99)),
@@ -328,7 +331,9 @@ public final class SteadyStateBenchmark {
             OpenLoad.Result.ms(open.payMicros().getValueAtPercentile(50)),
             OpenLoad.Result.ms(open.payMicros().getValueAtPercentile(99)), open.payErrors(), open.reads(),
             OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(50)),
-            OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(99)), open.readErrors(), open.staleReads());
+            OpenLoad.Result.ms(open.readMicros().getValueAtPercentile(99)),
+            OpenLoad.Result.ms(open.readMicros().getMaxValue()), open.readErrors(), open.staleReads(),
+            open.readsLateByScheduler());
     System.out.printf("steady-state%s: %d creates/s for %d s after a %d s warm-up (%s); %d created of %d planned; all orders: %d paid, "
             + "%d closed on timeout; lateness (%d closes) "
             + "p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; closed early %d; left unpaid %d; stock %s; "
