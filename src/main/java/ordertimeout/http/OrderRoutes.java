@@ -72,7 +72,9 @@ final class OrderRoutes {
   void mount(Router router, ContractChecks contract) {
     router.post("/v1/orders").handler(contract.validate("createOrder")).handler(this::create);
     router.get("/v1/orders/:id").handler(contract.validate("getOrder"))
-        .handler(ctx -> respond(ctx, 200, store.find(orderId(ctx), clientScope(ctx))));
+        .handler(ctx -> store.findJson(orderId(ctx), clientScope(ctx))
+            .onSuccess(body -> json(ctx, 200, body))
+            .onFailure(ctx::fail));
     router.post("/v1/orders/:id/pay").handler(contract.validate("payOrder")).handler(this::pay);
     router.post("/v1/orders/:id/payment-started").handler(contract.validate("startPayment")).handler(this::paymentStarted);
     router.post("/v1/orders/:id/extend").handler(contract.validate("extendOrder")).handler(this::extend);

@@ -64,6 +64,20 @@ public final class OrderStore {
     if (kept != null) {
       return kept.visibleTo(client) ? Future.succeededFuture(kept.order()) : Future.failedFuture(notFound(id));
     }
+    return read(id, client);
+  }
+
+  /** {@link #find}'s order as the API answers it (JSON); an order kept in the status cache is encoded once. */
+  public Future<String> findJson(long id, String client) {
+    StatusCache.Entry kept = statusCache.get(id);
+    if (kept != null) {
+      return kept.visibleTo(client) ? Future.succeededFuture(kept.json()) : Future.failedFuture(notFound(id));
+    }
+    return read(id, client).map(order -> order.toJson().encode());
+  }
+
+  /** The order from PostgreSQL, kept in the status cache unless a write of it ended or began meanwhile. */
+  private Future<Order> read(long id, String client) {
     long ticket = statusCache.ticket(id);
     return pool.preparedQuery(Sql.SELECT_ORDER).execute(Tuple.of(id, client)).map(rows -> {
       if (rows.size() == 0) {

@@ -32,10 +32,39 @@ public final class StatusCache {
   private static final Duration KEPT_FOR = Duration.ofSeconds(60);
   private static final int STRIPES = 4096;
 
-  /** An order as read, with the client it belongs to (a read by another client answers not found). */
-  public record Entry(String client, Order order) {
+  /**
+   * An order as read, with the client it belongs to (a read by another client answers not found), and its JSON once a
+   * read asked for it.
+   */
+  public static final class Entry {
+    private final String client;
+    private final Order order;
+    private String json;
+
+    Entry(String client, Order order) {
+      this.client = client;
+      this.order = order;
+    }
+
     public boolean visibleTo(String reader) {
       return reader == null || reader.equals(client);
+    }
+
+    public Order order() {
+      return order;
+    }
+
+    /**
+     * The order as the API answers it, encoded by the first read that asks: a polled order is read many times and
+     * never changes here (a write replaces the entry). Two reads on two event loops may both encode it: the same text.
+     */
+    public String json() {
+      String text = json;
+      if (text == null) {
+        text = order.toJson().encode();
+        json = text;
+      }
+      return text;
     }
   }
 

@@ -36,6 +36,8 @@ class StatusCacheRacesTest {
     assertThat(cache.get(1).visibleTo(CLIENT)).isTrue();
     assertThat(cache.get(1).visibleTo(null)).as("an admin").isTrue();
     assertThat(cache.get(1).visibleTo("shop-b")).isFalse();
+    assertThat(cache.get(1).json()).as("the kept order's answer").isEqualTo(order(1, 0).toJson().encode())
+        .isSameAs(cache.get(1).json());
 
     long before = cache.ticket(1);
     cache.begin(new Long[] {1L});
