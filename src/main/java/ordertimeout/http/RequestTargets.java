@@ -16,7 +16,8 @@ final class RequestTargets {
   private RequestTargets() {}
 
   static void refuseMalformed(RoutingContext ctx) {
-    if (BAD_ESCAPE.matcher(ctx.request().uri()).find()) {
+    String uri = ctx.request().uri();
+    if (uri.indexOf('%') >= 0 && BAD_ESCAPE.matcher(uri).find()) { // the look for '%' spares most requests the regex
       Problems.send(ctx, 400, MALFORMED_URI, "the request target has a '%' not followed by two hexadecimal digits");
     } else {
       ctx.next();
