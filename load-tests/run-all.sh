@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark once, one after another (about 16-17 minutes on 2 cores), and prints their summary
+# Runs every benchmark once, one after another (about 20 minutes on 2 cores), and prints their summary
 # lines at the end. Figures go to load-tests/results/*.json; then BenchReport draws them all into
 # load-tests/results/report.html (also when a benchmark failed; open it from the file, it fetches nothing).
 # Needs wrk (installed from Debian's packages when missing). Run from the repository root: bash load-tests/run-all.sh
@@ -23,7 +23,7 @@ failed=""
 run() {
   echo "== $1" | tee -a "$log"
   set +e
-  mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} 2>&1 \
+  mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} ${3:-} 2>&1 \
     | sed -u 's/\x1b\[[0-9;]*m//g' | tee -a "$log" | grep -aE '(wheel|reload|close-storm|steady-state|intake|operator): '
   local status=${PIPESTATUS[0]}
   set -e
@@ -39,6 +39,8 @@ run CloseStormBenchmark
 # 450 creates/s: what this 2-core machine takes with the service, PostgreSQL and the generator on it (2026-12-02);
 # at its default 2,000/s the service queues past the benchmark's bounds and it ends with a timeout
 run SteadyStateBenchmark "450 60"
+# the status reads' goal: 20,000 reads/s at a fixed rate beside 100 creates/s (steady-state-reads.json)
+run SteadyStateBenchmark "100 30" "-Dsteady.readsPerOrder=0 -Dsteady.readsPerSecond=20000"
 run IntakeBenchmark
 # 1,000,000 orders here to keep the run short; the 10,000,000 figures come from its own command (docs/benchmarks.md)
 run OperatorBenchmark "1000000 20"
