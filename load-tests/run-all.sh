@@ -23,8 +23,10 @@ failed=""
 run() {
   echo "== $1" | tee -a "$log"
   set +e
-  mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} ${3:-} 2>&1 \
-    | sed -u 's/\x1b\[[0-9;]*m//g' | tee -a "$log" | grep -aE '(wheel|reload|close-storm|steady-state|intake|operator): '
+  # $3: system properties for the benchmark, split into words
+  mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} ${3:-} \
+      2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' | tee -a "$log" \
+    | grep -aE '(wheel|reload|close-storm|steady-state|intake|operator): '
   local status=${PIPESTATUS[0]}
   set -e
   if [ "$status" -ne 0 ]; then

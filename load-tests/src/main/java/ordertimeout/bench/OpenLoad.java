@@ -67,10 +67,10 @@ final class OpenLoad {
 
   /**
    * Rate, duration, pool size and pipelining, the SKUs ({@code skuPrefix} and 0 to {@code skus} - 1, by default
-   * {@value #SKUS}), and the status reads: {@code readsPerOrder} of each order, each at a random moment of its life (a
-   * buyer's page polling it), and {@code readsPerSecond} more at a fixed rate, each of an order drawn from those created
-   * in the last 10 s (the orders still open, or just paid or closed); the rest of the orders' shape is fixed (5-15 s,
-   * 60% paid, 1 item of a SKU drawn at random). {@code ports}: the nodes' HTTP ports; creates go to each in turn, a pay
+   * {@value #SKUS}), and the status reads: {@code readsPerOrder} of each order, each at a random moment of its life
+   * (a buyer's page polling it), and {@code readsPerSecond} more at a fixed rate, each of an order drawn from those
+   * created in the last 10 s (the orders still open, or just paid or closed); the rest of the orders' shape is fixed
+   * (5-15 s, 60% paid, 1 item of a SKU drawn at random). {@code ports}: the nodes' HTTP ports; creates go to each in turn, a pay
    * or read to any of them at random (a cluster behind a load balancer). {@code connections} is per node, and the
    * reads have as many of their own ({@link StatusReads}).
    */
@@ -171,9 +171,9 @@ final class OpenLoad {
   private long readErrors;
   private long staleReads;
   private long readsLateByScheduler;
-  /** The fixed-rate reads: planned over the warm-up and the measured schedule, and sent so far. */
-  private long pollsPlanned;
-  private long polled;
+  /** The fixed-rate reads, planned over the warm-up and the measured schedule, and those sent so far. */
+  private long fixedRateReadsPlanned;
+  private long fixedRateReadsSent;
   /** The orders created last, a ring: the fixed-rate reads draw from them. */
   private final String[] recentOrders;
   private long remembered;
@@ -190,8 +190,8 @@ final class OpenLoad {
 
   private OpenLoad(Settings settings) {
     this.settings = settings;
-    this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1).setInternalBlockingPoolSize(1)
-        .setPreferNativeTransport(true));
+    this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1)
+        .setInternalBlockingPoolSize(1).setPreferNativeTransport(true));
     this.client = vertx.createHttpClient(
         new HttpClientOptions().setDefaultHost(settings.host()).setDefaultPort(settings.ports().get(0))
             .setKeepAlive(true).setTcpNoDelay(true)
@@ -234,7 +234,7 @@ final class OpenLoad {
       warmupCount = (long) settings.ratePerSecond() * settings.warmupSeconds();
       measuredFromMillis = System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(warmupNanos);
       planned = (long) settings.ratePerSecond() * settings.seconds();
-      pollsPlanned = (long) settings.readsPerSecond() * (settings.warmupSeconds() + settings.seconds());
+      fixedRateReadsPlanned = (long) settings.readsPerSecond() * (settings.warmupSeconds() + settings.seconds());
       perSecond = new PerSecond(startNanos + warmupNanos, settings.seconds() + 180,
           "second of the measured schedule (sent and answered when they were; latency by the second a request was due)")
           .counts("create sent", "create answered", "create errors", "pay sent", "pay answered", "pay errors",
@@ -246,15 +246,16 @@ final class OpenLoad {
     Promise<Result> result = Promise.promise();
     context.runOnContext(done -> result.complete(new Result(planned, sent, created, createErrors, createErrorsByKind,
         lateByScheduler, lateSends, paysPlanned, paid, payRefusedClosed, payErrors, payErrorsByKind,
-        readsPlanned, reads, readErrors, staleReads, readsLateByScheduler, createMicros, payMicros, readMicros, sendDelayMicros, (System.nanoTime() - startNanos) / 1e9,
-        cpuNanos / 1e9, measuredFromMillis, perSecond)));
+        readsPlanned, reads, readErrors, staleReads, readsLateByScheduler, createMicros, payMicros, readMicros,
+        sendDelayMicros, (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9, measuredFromMillis, perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
   /**
-   * Sends what is due, then sleeps until the next create or fixed-rate read is due. A tick every millisecond, as before 2026-12-05, woke
-   * this loop 1,000 times a second whatever the rate: at 100 creates/s during a close storm the generator's thread took
-   * 0.14-0.16 cores, and a profile of the same load put most of it in waking up (async-profiler).
+   * Sends what is due, then sleeps until the next create or fixed-rate read is due. A tick every millisecond, as before
+   * 2026-12-05, woke this loop 1,000 times a second whatever the rate: at 100 creates/s during a close storm the
+   * generator's thread took 0.14-0.16 cores, and a profile of the same load put most of it in waking up
+   * (async-profiler).
    */
   private void sendDueAndWait() {
     sendDue();
@@ -268,7 +269,8 @@ final class OpenLoad {
     long nextCreateAt = warmedUp < warmupCount
         ? startNanos + warmedUp * 1_000_000_000L / settings.ratePerSecond()
         : sent < planned ? startNanos + warmupNanos + sent * 1_000_000_000L / settings.ratePerSecond() : Long.MAX_VALUE;
-    long nextReadAt = polled < pollsPlanned ? pollDueAt(polled) : Long.MAX_VALUE;
+    long nextReadAt = fixedRateReadsSent < fixedRateReadsPlanned
+        ? fixedRateReadDueAt(fixedRateReadsSent) : Long.MAX_VALUE;
     return Math.max(1, (Math.min(nextCreateAt, nextReadAt) - System.nanoTime() + 999_999) / 1_000_000);
   }
 
@@ -276,7 +278,7 @@ final class OpenLoad {
   private void sendDue() {
     long now = System.nanoTime();
     long elapsed = now - startNanos;
-    readDue(now);
+    sendFixedRateReadsDue(now);
     while (warmedUp < warmupCount && warmedUp <= elapsed * settings.ratePerSecond() / 1_000_000_000L) {
       create(-1 - warmedUp, startNanos + warmedUp * 1_000_000_000L / settings.ratePerSecond());
       warmedUp++;
@@ -297,7 +299,7 @@ final class OpenLoad {
       create(sent, dueAt);
       sent++;
     }
-    if (sent == planned && polled == pollsPlanned && !schedulingDone) {
+    if (sent == planned && fixedRateReadsSent == fixedRateReadsPlanned && !schedulingDone) {
       schedulingDone = true;
       cpuNanos = threads.getThreadCpuTime(threadId) - cpuAtMeasuredStart;
       atScheduleEnd.run();
@@ -306,14 +308,14 @@ final class OpenLoad {
   }
 
   /** Every fixed-rate read due by now, each of an order created lately; none before the first order is created. */
-  private void readDue(long now) {
-    long due = Math.min(pollsPlanned, (now - startNanos) * settings.readsPerSecond() / 1_000_000_000L + 1);
-    for (; polled < due; polled++) {
+  private void sendFixedRateReadsDue(long now) {
+    long due = Math.min(fixedRateReadsPlanned, (now - startNanos) * settings.readsPerSecond() / 1_000_000_000L + 1);
+    for (; fixedRateReadsSent < due; fixedRateReadsSent++) {
       String id = recentOrder();
       if (id == null) {
         continue;
       }
-      long dueAt = pollDueAt(polled);
+      long dueAt = fixedRateReadDueAt(fixedRateReadsSent);
       boolean measured = dueAt >= startNanos + warmupNanos;
       if (measured) {
         readsPlanned++;
@@ -324,11 +326,11 @@ final class OpenLoad {
     }
   }
 
-  private long pollDueAt(long n) {
+  private long fixedRateReadDueAt(long n) {
     return startNanos + n * 1_000_000_000L / settings.readsPerSecond();
   }
 
-  /** One of the orders created in the last {@value #RECENT_SECONDS} s (at the schedule's rate), null before the first. */
+  /** One of the orders created in the last {@value #RECENT_SECONDS} s (at the schedule's rate); null before any. */
   private String recentOrder() {
     if (remembered == 0) {
       return null;
@@ -362,7 +364,8 @@ final class OpenLoad {
         for (int read = 0; read < settings.readsPerOrder(); read++) {
           readsPlanned += measured ? 1 : 0;
           outstanding++;
-          vertx.setTimer(Math.max(1, random.nextInt(timeoutSeconds * 1000)), fire -> read(id, measured, System.nanoTime()));
+          vertx.setTimer(Math.max(1, random.nextInt(timeoutSeconds * 1000)),
+              fire -> read(id, measured, System.nanoTime()));
         }
         if (pays) {
           paysPlanned += measured ? 1 : 0;

@@ -25,12 +25,11 @@ import java.util.Locale;
  * on it when it closed is answered with status 0. Confined to the event loop of the Vert.x given: not thread-safe.
  */
 final class StatusReads {
-  /** What a read got: when it was written (nanoTime), its HTTP status (0: the connection failed), and whether it says PAID. */
+  /** What a read got: when it was written (nanoTime), its status (0: the connection failed), whether it says PAID. */
   interface Answered {
     void answered(long writtenAt, int status, boolean saysPaid);
   }
 
-  private static final byte[] HEAD_END = "\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1);
   private static final String PAID = "\"status\":\"PAID\"";
 
   private final NetClient client;
@@ -59,7 +58,8 @@ final class StatusReads {
 
   /** Reads order {@code id} on the node at {@code nodeIndex} of the ports given. */
   void read(int nodeIndex, String id, Answered answered) {
-    Buffer request = Buffer.buffer("GET /v1/orders/" + id + " HTTP/1.1\r\nHost: " + host + "\r\n" + authorization + "\r\n");
+    Buffer request = Buffer.buffer(
+        "GET /v1/orders/" + id + " HTTP/1.1\r\nHost: " + host + "\r\n" + authorization + "\r\n");
     nodes.get(nodeIndex).send(new Read(request, answered));
   }
 
@@ -130,6 +130,14 @@ final class StatusReads {
 
     private void received(Buffer chunk) {
       received.appendBuffer(chunk);
+      try {
+        answerIfWhole();
+      } catch (RuntimeException malformed) {
+        socket.close(); // its read is answered 0 when it closed
+      }
+    }
+
+    private void answerIfWhole() {
       int headEnd = indexOfHeadEnd();
       if (headEnd < 0) {
         return;
@@ -142,7 +150,7 @@ final class StatusReads {
       }
       int lineEnd = head.indexOf('\r', lengthAt + 2);
       int length = Integer.parseInt(head.substring(lengthAt + 17, lineEnd < 0 ? head.length() : lineEnd).trim());
-      int bodyStart = headEnd + HEAD_END.length;
+      int bodyStart = headEnd + 4;
       if (received.length() < bodyStart + length) {
         return;
       }
@@ -155,8 +163,9 @@ final class StatusReads {
       read.answered().answered(writtenAt, status, saysPaid);
     }
 
+    /** Where the blank line after the head begins ({@code \r\n\r\n}), or -1. */
     private int indexOfHeadEnd() {
-      for (int i = 0; i + HEAD_END.length <= received.length(); i++) {
+      for (int i = 0; i + 3 < received.length(); i++) {
         if (received.getByte(i) == '\r' && received.getByte(i + 1) == '\n' && received.getByte(i + 2) == '\r'
             && received.getByte(i + 3) == '\n') {
           return i;
@@ -175,8 +184,9 @@ final class StatusReads {
       }
       if (!shutDown) {
         node.open().onFailure(failed -> {
-          for (Read read = node.connections == 0 ? node.waiting.poll() : null; read != null; read = node.waiting.poll()) {
-            read.answered().answered(System.nanoTime(), 0, false);
+          // none left to serve the reads waiting: they fail, as they would for a client
+          while (node.connections == 0 && !node.waiting.isEmpty()) {
+            node.waiting.poll().answered().answered(System.nanoTime(), 0, false);
           }
         });
       }

@@ -45,8 +45,8 @@ public final class SteadyStateBenchmark {
 
   /**
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
-   * steady.connections (64), steady.pipelining (1 = none), steady.readsPerOrder (1), steady.readsPerSecond (0: status reads
-   * at a fixed rate besides, of orders created in the last 10 s; its result goes to steady-state-reads.json) and
+   * steady.connections (64), steady.pipelining (1 = none), steady.readsPerOrder (1), steady.readsPerSecond (0: status
+   * reads at a fixed rate besides, of orders created in the last 10 s; its result goes to steady-state-reads.json) and
    * steady.skus (1000: the
    * SKUs the orders are spread over; a few make a hot-SKU sale, its creates and pays on the same stock rows) for the
    * open-model generator;

@@ -17,7 +17,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The generator's status reads against a server that writes each answer in three pieces (the head's end and the body
  * split), on one connection: every read waits its turn, gets its status and whether its body says PAID, and a read
- * whose connection the server closes gets status 0 while the next goes out on a connection opened again. Runs with the
+ * whose connection the server closes, or whose answer cannot be parsed, gets status 0 while the next goes out on a
+ * connection opened again. Runs with the
  * bench profile only: {@code mvn -B -Pbench test -Dtest=StatusReadsTest -Dsurefire.failIfNoSpecifiedTests=false}.
  */
 class StatusReadsTest {
@@ -49,9 +50,13 @@ class StatusReadsTest {
           socket.close();
           return;
         }
+        if (id.equals("garbled")) {
+          socket.write("HTTP/1.1 200 OK\r\ncontent-length: many\r\n\r\n");
+          return;
+        }
         String body = "{\"id\":\"" + id + "\",\"status\":\"" + (id.equals("paid") ? "PAID" : "UNPAID") + "\"}";
-        String answer = "HTTP/1.1 " + (id.equals("missing") ? "404 Not Found" : "200 OK") + "\r\ncontent-type: application/json"
-            + "\r\ncontent-length: " + body.length() + "\r\n\r\n" + body;
+        String answer = "HTTP/1.1 " + (id.equals("missing") ? "404 Not Found" : "200 OK")
+            + "\r\ncontent-type: application/json\r\ncontent-length: " + body.length() + "\r\n\r\n" + body;
         int headSplit = answer.indexOf("\r\n\r\n") + 2;
         socket.write(answer.substring(0, headSplit));
         vertx.setTimer(5, later -> socket.write(answer.substring(headSplit, headSplit + 10)));
@@ -59,7 +64,7 @@ class StatusReadsTest {
       });
     }).listen(0, "127.0.0.1").toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
 
-    List<String> ids = List.of("a", "paid", "missing", "drop", "b");
+    List<String> ids = List.of("a", "paid", "missing", "drop", "garbled", "b");
     CompletableFuture<List<String>> answers = new CompletableFuture<>();
     vertx.runOnContext(go -> {
       StatusReads reads = new StatusReads(vertx, "127.0.0.1", List.of(server.actualPort()), "key-1");
@@ -77,9 +82,11 @@ class StatusReadsTest {
       });
     });
 
-    assertThat(answers.get(10, TimeUnit.SECONDS)).containsExactly("a 200", "paid 200 PAID", "missing 404", "drop 0", "b 200");
-    assertThat(accepted.get()).as("connections the server accepted: one, then one more after it closed it").isEqualTo(2);
-    assertThat(requests).hasSize(5).allSatisfy(request -> assertThat(request)
+    assertThat(answers.get(10, TimeUnit.SECONDS))
+        .containsExactly("a 200", "paid 200 PAID", "missing 404", "drop 0", "garbled 0", "b 200");
+    assertThat(accepted.get()).as("connections: the first, one after the server closed it, one after the garbled answer")
+        .isEqualTo(3);
+    assertThat(requests).hasSize(6).allSatisfy(request -> assertThat(request)
         .matches("GET /v1/orders/\\w+ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer key-1\r\n\r\n"));
   }
 }
