@@ -441,8 +441,9 @@ final class OpenLoad {
   private record Answer(int status, Buffer body) {}
 
   /**
-   * {@code measured}: "create", "pay" or "read" for a request of the measured schedule (counted as sent when written; a create's
-   * delay before it was written is recorded too), null for the warm-up's.
+   * A create or pay through Vert.x's client (the reads go through {@link StatusReads}). {@code measured}: "create" or
+   * "pay" for a request of the measured schedule (counted as sent when written; a create's delay before it was written
+   * is recorded too), null for the warm-up's.
    */
   private Future<Answer> send(RequestOptions options, Buffer body, long dueAt, String measured) {
     return client.request(options).compose(request -> {
