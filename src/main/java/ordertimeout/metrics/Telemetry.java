@@ -1,22 +1,20 @@
 package ordertimeout.metrics;
 
-import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.micrometer.Label;
-import io.vertx.micrometer.MicrometerMetricsFactory;
 import io.vertx.micrometer.MicrometerMetricsOptions;
 import io.vertx.micrometer.VertxPrometheusOptions;
 
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One Prometheus registry per node, and a Vert.x instance that reports into it: worker pools, the
- * HTTP server (by route, never by raw path), the SQL client pools, the event bus by address (the few
- * of {@code ordertimeout.bus.Addresses}; Vert.x leaves its reply addresses out) and the JVM (memory,
- * GC, threads, class loading, CPU, uptime).
+ * One Prometheus registry per node, and a Vert.x instance that reports into it: worker pools, the HTTP server's
+ * requests ({@link HttpRequestTimes}: by route, never by raw path), the SQL client pools, the event bus by address
+ * (the few of {@code ordertimeout.bus.Addresses}; Vert.x leaves its reply addresses out) and the JVM (memory, GC,
+ * threads, class loading, CPU, uptime).
  */
 public final class Telemetry {
   /** vertx-micrometer-metrics keeps its registries by name, JVM-wide: every node in one JVM (tests) needs its own. */
@@ -25,11 +23,7 @@ public final class Telemetry {
   private Telemetry() {}
 
   public static PrometheusMeterRegistry newRegistry() {
-    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    // Vert.x Web labels a request with every route it went through ("/v1/>/v1/>/v1/orders/:id"): keep the last.
-    registry.config().meterFilter(MeterFilter.replaceTagValues(Label.HTTP_ROUTE.toString(),
-        route -> route.substring(route.lastIndexOf('>') + 1)));
-    return registry;
+    return new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   }
 
   public static Vertx meteredVertx(VertxOptions options, PrometheusMeterRegistry registry) {
@@ -38,10 +32,10 @@ public final class Telemetry {
         .setRegistryName("order-timeout-" + REGISTRY_NAMES.incrementAndGet())
         .setJvmMetricsEnabled(true)
         .setPrometheusOptions(new VertxPrometheusOptions().setEnabled(true))
-        .addLabels(Label.HTTP_ROUTE, Label.EB_ADDRESS);
+        .addLabels(Label.EB_ADDRESS);
     return Vertx.builder()
         .with(options.setMetricsOptions(metrics))
-        .withMetrics(new MicrometerMetricsFactory(registry))
+        .withMetrics(NodeVertxMetrics.factory(registry))
         .build();
   }
 }

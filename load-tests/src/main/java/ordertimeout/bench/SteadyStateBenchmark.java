@@ -210,8 +210,8 @@ public final class SteadyStateBenchmark {
       }
     }
     AppConfig config = Results.serviceConfig(environment);
-    // As the jar starts it: Vert.x reports its HTTP server, pools and event bus to the node's registry, at a cost per
-    // request (6-7% of the JVM's CPU under wrk's status reads) that a bare Vert.x instance would leave out.
+    // As the jar starts it: its HTTP requests timed, Vert.x's pools and event bus reported to the node's registry, at a
+    // cost per request that a bare Vert.x instance would leave out.
     Service service = Service.start(config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
         .get(1, TimeUnit.MINUTES);
     long ownsAllBy = System.currentTimeMillis() + 120_000;
