@@ -194,7 +194,9 @@ final class OpenLoad {
         .setInternalBlockingPoolSize(1).setPreferNativeTransport(true));
     this.client = vertx.createHttpClient(
         new HttpClientOptions().setDefaultHost(settings.host()).setDefaultPort(settings.ports().get(0))
-            .setKeepAlive(true).setTcpNoDelay(true)
+            // lets go of a connection idle for 20 s: the service closes one idle for 30 (http.requestReadTimeoutSeconds),
+            // and a create sent on it as it closes fails (HttpClosedException; two creates in one run of 2026-12-05)
+            .setKeepAlive(true).setKeepAliveTimeout(20).setTcpNoDelay(true)
             .setPipelining(settings.pipelining() > 1).setPipeliningLimit(Math.max(1, settings.pipelining())),
         new PoolOptions().setHttp1MaxSize(settings.connections()).setMaxWaitQueueSize(-1));
     this.statusReads = new StatusReads(vertx, settings.host(), settings.ports(), "dev-user-key");
