@@ -143,34 +143,19 @@ final class OpenLoad {
   private final StatusReads statusReads;
   private final SplittableRandom random = new SplittableRandom();
   private final String keyPrefix = "ss-" + Long.toHexString(System.nanoTime()) + "-";
-  private final Histogram createMicros = new Histogram(HIGHEST_MICROS, 3);
-  private final Histogram payMicros = new Histogram(HIGHEST_MICROS, 3);
-  private final Histogram readMicros = new Histogram(HIGHEST_MICROS, 3);
-  /** Measured orders whose pay was answered 200: a read sent after that must say PAID. */
-  private final Set<String> paidIds = new HashSet<>();
-  private final Histogram sendDelayMicros = new Histogram(HIGHEST_MICROS, 3);
-  private final Map<String, Long> createErrorsByKind = new TreeMap<>();
-  private final Map<String, Long> payErrorsByKind = new TreeMap<>();
   private final Promise<Void> finished = Promise.promise();
+  /** Orders whose pay was answered 200: a read sent after that must say PAID. */
+  private final Set<String> paidIds = new HashSet<>();
+  /** What the warm-up's requests saw: counted as the measured ones are, and dropped. */
+  private Tally warmup;
+  private Tally measured;
   private long planned;
   private long warmupCount;
   private long warmupNanos;
   private long measuredFromMillis;
   private long sent;
   private long warmedUp;
-  private long created;
-  private long createErrors;
   private long lateByScheduler;
-  private long lateSends;
-  private long paysPlanned;
-  private long paid;
-  private long payRefusedClosed;
-  private long payErrors;
-  private long readsPlanned;
-  private long reads;
-  private long readErrors;
-  private long staleReads;
-  private long readsLateByScheduler;
   /** The fixed-rate reads, planned over the warm-up and the measured schedule, and those sent so far. */
   private long fixedRateReadsPlanned;
   private long fixedRateReadsSent;
@@ -186,7 +171,39 @@ final class OpenLoad {
   private Runnable atScheduleEnd;
   private long cpuAtMeasuredStart = -1;
   private long cpuNanos;
-  private PerSecond perSecond;
+
+  /**
+   * The counts, latencies and per-second series of one phase, the warm-up or the measured schedule. Each request
+   * records into its phase's, through the same code: when the warm-up recorded nothing, the JIT compiled the
+   * generator's answer handlers without the measured branch, and took them back to the interpreter when the window
+   * began (JFR's deoptimization events, 2026-12-05), so that the generator fell behind in the window's first
+   * seconds (2,000 of its 20,000 reads a second sent late, their p50 95 ms).
+   */
+  private static final class Tally {
+    final Histogram createMicros = new Histogram(HIGHEST_MICROS, 3);
+    final Histogram payMicros = new Histogram(HIGHEST_MICROS, 3);
+    final Histogram readMicros = new Histogram(HIGHEST_MICROS, 3);
+    final Histogram sendDelayMicros = new Histogram(HIGHEST_MICROS, 3);
+    final Map<String, Long> createErrorsByKind = new TreeMap<>();
+    final Map<String, Long> payErrorsByKind = new TreeMap<>();
+    final PerSecond perSecond;
+    long created;
+    long createErrors;
+    long lateSends;
+    long paysPlanned;
+    long paid;
+    long payRefusedClosed;
+    long payErrors;
+    long readsPlanned;
+    long reads;
+    long readErrors;
+    long staleReads;
+    long readsLateByScheduler;
+
+    Tally(PerSecond perSecond) {
+      this.perSecond = perSecond;
+    }
+  }
 
   private OpenLoad(Settings settings) {
     this.settings = settings;
@@ -237,20 +254,26 @@ final class OpenLoad {
       measuredFromMillis = System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(warmupNanos);
       planned = (long) settings.ratePerSecond() * settings.seconds();
       fixedRateReadsPlanned = (long) settings.readsPerSecond() * (settings.warmupSeconds() + settings.seconds());
-      perSecond = new PerSecond(startNanos + warmupNanos, settings.seconds() + 180,
-          "second of the measured schedule (sent and answered when they were; latency by the second a request was due)")
-          .counts("create sent", "create answered", "create errors", "pay sent", "pay answered", "pay errors",
-              "read sent", "read answered", "read errors");
+      warmup = new Tally(perSecond(startNanos, settings.warmupSeconds() + settings.seconds() + 180, "warm-up"));
+      measured = new Tally(perSecond(startNanos + warmupNanos, settings.seconds() + 180,
+          "second of the measured schedule (sent and answered when they were; latency by the second a request was due)"));
       vertx.setTimer(1, id -> sendDueAndWait());
     }));
     started.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     finished.future().toCompletionStage().toCompletableFuture().get(settings.seconds() + 120L, TimeUnit.SECONDS);
     Promise<Result> result = Promise.promise();
-    context.runOnContext(done -> result.complete(new Result(planned, sent, created, createErrors, createErrorsByKind,
-        lateByScheduler, lateSends, paysPlanned, paid, payRefusedClosed, payErrors, payErrorsByKind,
-        readsPlanned, reads, readErrors, staleReads, readsLateByScheduler, createMicros, payMicros, readMicros,
-        sendDelayMicros, (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9, measuredFromMillis, perSecond)));
+    Tally m = measured;
+    context.runOnContext(done -> result.complete(new Result(planned, sent, m.created, m.createErrors,
+        m.createErrorsByKind, lateByScheduler, m.lateSends, m.paysPlanned, m.paid, m.payRefusedClosed, m.payErrors,
+        m.payErrorsByKind, m.readsPlanned, m.reads, m.readErrors, m.staleReads, m.readsLateByScheduler, m.createMicros,
+        m.payMicros, m.readMicros, m.sendDelayMicros, (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9,
+        measuredFromMillis, m.perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+  }
+
+  private static PerSecond perSecond(long originNanos, int maxSeconds, String axis) {
+    return new PerSecond(originNanos, maxSeconds, axis).counts("create sent", "create answered", "create errors",
+        "pay sent", "pay answered", "pay errors", "read sent", "read answered", "read errors");
   }
 
   /**
@@ -318,13 +341,11 @@ final class OpenLoad {
         continue;
       }
       long dueAt = fixedRateReadDueAt(fixedRateReadsSent);
-      boolean measured = dueAt >= startNanos + warmupNanos;
-      if (measured) {
-        readsPlanned++;
-        readsLateByScheduler += now - dueAt > LATE_NANOS ? 1 : 0;
-      }
+      Tally tally = dueAt >= startNanos + warmupNanos ? measured : warmup;
+      tally.readsPlanned++;
+      tally.readsLateByScheduler += now - dueAt > LATE_NANOS ? 1 : 0;
       outstanding++;
-      read(id, measured, dueAt);
+      read(id, tally, dueAt);
     }
   }
 
@@ -341,9 +362,9 @@ final class OpenLoad {
     return recentOrders[(int) ((remembered - 1 - random.nextInt(window)) % recentOrders.length)];
   }
 
-  /** {@code n} below 0: a warm-up order, sent and paid like the others but counted nowhere. */
+  /** {@code n} below 0: a warm-up order, sent, paid and read like the others but counted in the warm-up's tally. */
   private void create(long n, long dueAt) {
-    boolean measured = n >= 0;
+    Tally tally = n >= 0 ? measured : warmup;
     int timeoutSeconds = 5 + random.nextInt(11);
     boolean pays = random.nextInt(100) < 60;
     long payAfterMillis = random.nextInt((timeoutSeconds - 1) * 1000);
@@ -355,56 +376,49 @@ final class OpenLoad {
         .putHeader("Authorization", "Bearer dev-user-key")
         .putHeader("Content-Type", "application/json")
         .putHeader("Idempotency-Key", keyPrefix + n);
-    send(options, Buffer.buffer(body), dueAt, measured ? "create" : null).onComplete(outcome -> {
-      if (measured) {
-        recordAnswer("create", createMicros, dueAt);
-      }
+    send(options, Buffer.buffer(body), dueAt, "create", tally).onComplete(outcome -> {
+      recordAnswer("create", tally, tally.createMicros, dueAt);
       if (outcome.succeeded() && outcome.result().status == 201) {
-        created += measured ? 1 : 0;
+        tally.created++;
         String id = new JsonObject(outcome.result().body).getString("id");
         recentOrders[(int) (remembered++ % recentOrders.length)] = id;
         for (int read = 0; read < settings.readsPerOrder(); read++) {
-          readsPlanned += measured ? 1 : 0;
+          tally.readsPlanned++;
           outstanding++;
           vertx.setTimer(Math.max(1, random.nextInt(timeoutSeconds * 1000)),
-              fire -> read(id, measured, System.nanoTime()));
+              fire -> read(id, tally, System.nanoTime()));
         }
         if (pays) {
-          paysPlanned += measured ? 1 : 0;
+          tally.paysPlanned++;
           outstanding++;
-          vertx.setTimer(Math.max(1, payAfterMillis), fire -> pay(id, measured));
+          vertx.setTimer(Math.max(1, payAfterMillis), fire -> pay(id, tally));
         }
-      } else if (measured) {
-        perSecond.count("create errors", System.nanoTime());
-        createErrors++;
-        createErrorsByKind.merge(kind(outcome), 1L, Long::sum);
+      } else {
+        tally.perSecond.count("create errors", System.nanoTime());
+        tally.createErrors++;
+        tally.createErrorsByKind.merge(kind(outcome), 1L, Long::sum);
       }
       outstanding--;
       finishIfIdle();
     });
   }
 
-  private void pay(String id, boolean measured) {
+  private void pay(String id, Tally tally) {
     long dueAt = System.nanoTime();
     RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setURI("/v1/orders/" + id + "/pay")
         .setPort(settings.ports().get(anyNode()))
         .putHeader("Authorization", "Bearer dev-user-key");
-    send(options, null, dueAt, measured ? "pay" : null).onComplete(outcome -> {
-      if (!measured) {
-        outstanding--;
-        finishIfIdle();
-        return;
-      }
-      long answeredAt = recordAnswer("pay", payMicros, dueAt);
+    send(options, null, dueAt, "pay", tally).onComplete(outcome -> {
+      long answeredAt = recordAnswer("pay", tally, tally.payMicros, dueAt);
       if (outcome.succeeded() && outcome.result().status == 200) {
-        paid++;
+        tally.paid++;
         paidIds.add(id);
       } else if (outcome.succeeded() && outcome.result().status == 409) {
-        payRefusedClosed++;
+        tally.payRefusedClosed++;
       } else {
-        perSecond.count("pay errors", answeredAt);
-        payErrors++;
-        payErrorsByKind.merge(kind(outcome), 1L, Long::sum);
+        tally.perSecond.count("pay errors", answeredAt);
+        tally.payErrors++;
+        tally.payErrorsByKind.merge(kind(outcome), 1L, Long::sum);
       }
       outstanding--;
       finishIfIdle();
@@ -412,51 +426,46 @@ final class OpenLoad {
   }
 
   /** A buyer's page reading its order's status; after a pay answered 200 it must say PAID. */
-  private void read(String id, boolean measured, long dueAt) {
+  private void read(String id, Tally tally, long dueAt) {
     boolean paidBefore = paidIds.contains(id);
     statusReads.read(anyNode(), id, (writtenAt, status, saysPaid) -> {
-      if (measured) {
-        perSecond.count("read sent", writtenAt);
-        long answeredAt = recordAnswer("read", readMicros, dueAt);
-        if (status == 200) {
-          reads++;
-          staleReads += paidBefore && !saysPaid ? 1 : 0;
-        } else {
-          perSecond.count("read errors", answeredAt);
-          readErrors++;
-        }
+      tally.perSecond.count("read sent", writtenAt);
+      long answeredAt = recordAnswer("read", tally, tally.readMicros, dueAt);
+      if (status == 200) {
+        tally.reads++;
+        tally.staleReads += paidBefore && !saysPaid ? 1 : 0;
+      } else {
+        tally.perSecond.count("read errors", answeredAt);
+        tally.readErrors++;
       }
       outstanding--;
       finishIfIdle();
     });
   }
 
-  /** An answer of a measured {@code type} ("create", "pay", "read") now: its latency from {@code dueAt}; returns now. */
-  private long recordAnswer(String type, Histogram micros, long dueAt) {
+  /** An answer of a {@code type} ("create", "pay", "read") now: its latency from {@code dueAt}; returns now. */
+  private static long recordAnswer(String type, Tally tally, Histogram micros, long dueAt) {
     long answeredAt = System.nanoTime();
     micros.recordValue(Math.min(HIGHEST_MICROS, (answeredAt - dueAt) / 1000));
-    perSecond.count(type + " answered", answeredAt);
-    perSecond.latency(type, dueAt, (answeredAt - dueAt) / 1000);
+    tally.perSecond.count(type + " answered", answeredAt);
+    tally.perSecond.latency(type, dueAt, (answeredAt - dueAt) / 1000);
     return answeredAt;
   }
 
   private record Answer(int status, Buffer body) {}
 
   /**
-   * A create or pay through Vert.x's client (the reads go through {@link StatusReads}). {@code measured}: "create" or
-   * "pay" for a request of the measured schedule (counted as sent when written; a create's delay before it was written
-   * is recorded too), null for the warm-up's.
+   * A create or pay ({@code type}) through Vert.x's client (the reads go through {@link StatusReads}), counted in
+   * {@code tally} as sent when written; a create's delay before it was written is recorded too.
    */
-  private Future<Answer> send(RequestOptions options, Buffer body, long dueAt, String measured) {
+  private Future<Answer> send(RequestOptions options, Buffer body, long dueAt, String type, Tally tally) {
     return client.request(options).compose(request -> {
       long now = System.nanoTime();
-      if (measured != null) {
-        perSecond.count(measured + " sent", now);
-      }
-      if ("create".equals(measured)) {
-        sendDelayMicros.recordValue(Math.min(HIGHEST_MICROS, (now - dueAt) / 1000));
+      tally.perSecond.count(type + " sent", now);
+      if ("create".equals(type)) {
+        tally.sendDelayMicros.recordValue(Math.min(HIGHEST_MICROS, (now - dueAt) / 1000));
         if (now - dueAt > LATE_NANOS) {
-          lateSends++;
+          tally.lateSends++;
         }
       }
       return (body == null ? request.send() : request.send(body))
