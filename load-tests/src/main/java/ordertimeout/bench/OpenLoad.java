@@ -146,16 +146,18 @@ final class OpenLoad {
   private final Promise<Void> finished = Promise.promise();
   /** Orders whose pay was answered 200: a read sent after that must say PAID. */
   private final Set<String> paidIds = new HashSet<>();
-  /** What the warm-up's requests saw: counted as the measured ones are, and dropped. */
-  private Tally warmup;
+  /**
+   * The warm-up's tally (counted as the measured one is, and dropped) and the measured schedule's, in that order: a
+   * request picks its phase's by index ({@link #phase}), without a branch that flips when the window begins.
+   */
+  private final Tally[] tallies = new Tally[2];
   private Tally measured;
   private long planned;
   private long warmupCount;
   private long warmupNanos;
   private long measuredFromMillis;
-  private long sent;
-  private long warmedUp;
-  private long lateByScheduler;
+  /** Creates sent, the warm-up's first: the measured schedule's are those from {@code warmupCount} on. */
+  private long createsSent;
   /** The fixed-rate reads, planned over the warm-up and the measured schedule, and those sent so far. */
   private long fixedRateReadsPlanned;
   private long fixedRateReadsSent;
@@ -190,6 +192,7 @@ final class OpenLoad {
     long created;
     long createErrors;
     long lateSends;
+    long createsLateByScheduler;
     long paysPlanned;
     long paid;
     long payRefusedClosed;
@@ -254,19 +257,24 @@ final class OpenLoad {
       measuredFromMillis = System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(warmupNanos);
       planned = (long) settings.ratePerSecond() * settings.seconds();
       fixedRateReadsPlanned = (long) settings.readsPerSecond() * (settings.warmupSeconds() + settings.seconds());
-      warmup = new Tally(perSecond(startNanos, settings.warmupSeconds() + settings.seconds() + 180, "warm-up"));
-      measured = new Tally(perSecond(startNanos + warmupNanos, settings.seconds() + 180,
+      tallies[0] = new Tally(perSecond(startNanos, settings.warmupSeconds() + settings.seconds() + 180, "warm-up"));
+      tallies[1] = measured = new Tally(perSecond(startNanos + warmupNanos, settings.seconds() + 180,
           "second of the measured schedule (sent and answered when they were; latency by the second a request was due)"));
+      if (warmupNanos == 0) {
+        startMeasuring();
+      } else {
+        vertx.setTimer(TimeUnit.NANOSECONDS.toMillis(warmupNanos), id -> startMeasuring());
+      }
       vertx.setTimer(1, id -> sendDueAndWait());
     }));
     started.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     finished.future().toCompletionStage().toCompletableFuture().get(settings.seconds() + 120L, TimeUnit.SECONDS);
     Promise<Result> result = Promise.promise();
     Tally m = measured;
-    context.runOnContext(done -> result.complete(new Result(planned, sent, m.created, m.createErrors,
-        m.createErrorsByKind, lateByScheduler, m.lateSends, m.paysPlanned, m.paid, m.payRefusedClosed, m.payErrors,
-        m.payErrorsByKind, m.readsPlanned, m.reads, m.readErrors, m.staleReads, m.readsLateByScheduler, m.createMicros,
-        m.payMicros, m.readMicros, m.sendDelayMicros, (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9,
+    context.runOnContext(done -> result.complete(new Result(planned, Math.max(0, createsSent - warmupCount),
+        m.created, m.createErrors, m.createErrorsByKind, m.createsLateByScheduler, m.lateSends, m.paysPlanned,
+        m.paid, m.payRefusedClosed, m.payErrors, m.payErrorsByKind, m.readsPlanned, m.reads, m.readErrors,
+        m.staleReads, m.readsLateByScheduler, m.createMicros, m.payMicros, m.readMicros, m.sendDelayMicros, (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9,
         measuredFromMillis, m.perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
@@ -291,40 +299,28 @@ final class OpenLoad {
 
   /** Rounded up, so that the timer fires once the next create or read is due; at least 1 ms. */
   private long millisUntilNextDue() {
-    long nextCreateAt = warmedUp < warmupCount
-        ? startNanos + warmedUp * 1_000_000_000L / settings.ratePerSecond()
-        : sent < planned ? startNanos + warmupNanos + sent * 1_000_000_000L / settings.ratePerSecond() : Long.MAX_VALUE;
+    long nextCreateAt = createsSent < warmupCount + planned ? createDueAt(createsSent) : Long.MAX_VALUE;
     long nextReadAt = fixedRateReadsSent < fixedRateReadsPlanned
         ? fixedRateReadDueAt(fixedRateReadsSent) : Long.MAX_VALUE;
     return Math.max(1, (Math.min(nextCreateAt, nextReadAt) - System.nanoTime() + 999_999) / 1_000_000);
   }
 
-  /** Every create and fixed-rate read due by now, warm-up first; the schedule is the clock's, not the responses'. */
+  /**
+   * Every create and fixed-rate read due by now; the schedule is the clock's, not the responses'. The warm-up and the
+   * measured schedule are one sequence at one rate, so that nothing here branches otherwise when the window begins: a
+   * branch that flips once makes the JIT take the method back to the interpreter then (JFR, 2026-12-05).
+   */
   private void sendDue() {
     long now = System.nanoTime();
-    long elapsed = now - startNanos;
     sendFixedRateReadsDue(now);
-    while (warmedUp < warmupCount && warmedUp <= elapsed * settings.ratePerSecond() / 1_000_000_000L) {
-      create(-1 - warmedUp, startNanos + warmedUp * 1_000_000_000L / settings.ratePerSecond());
-      warmedUp++;
+    long due = Math.min(warmupCount + planned, (now - startNanos) * settings.ratePerSecond() / 1_000_000_000L + 1);
+    for (; createsSent < due; createsSent++) {
+      long dueAt = createDueAt(createsSent);
+      Tally tally = tallies[phase(createsSent, warmupCount)];
+      tally.createsLateByScheduler += now - dueAt > LATE_NANOS ? 1 : 0;
+      create(createsSent, dueAt, tally);
     }
-    if (elapsed < warmupNanos) {
-      return;
-    }
-    if (cpuAtMeasuredStart < 0) {
-      cpuAtMeasuredStart = threads.getThreadCpuTime(threadId);
-      atMeasuredStart.run();
-    }
-    long due = Math.min(planned, (elapsed - warmupNanos) * settings.ratePerSecond() / 1_000_000_000L + 1);
-    while (sent < due) {
-      long dueAt = startNanos + warmupNanos + sent * 1_000_000_000L / settings.ratePerSecond();
-      if (now - dueAt > LATE_NANOS) {
-        lateByScheduler++;
-      }
-      create(sent, dueAt);
-      sent++;
-    }
-    if (sent == planned && fixedRateReadsSent == fixedRateReadsPlanned && !schedulingDone) {
+    if (createsSent == warmupCount + planned && fixedRateReadsSent == fixedRateReadsPlanned && !schedulingDone) {
       schedulingDone = true;
       cpuNanos = threads.getThreadCpuTime(threadId) - cpuAtMeasuredStart;
       atScheduleEnd.run();
@@ -341,7 +337,7 @@ final class OpenLoad {
         continue;
       }
       long dueAt = fixedRateReadDueAt(fixedRateReadsSent);
-      Tally tally = dueAt >= startNanos + warmupNanos ? measured : warmup;
+      Tally tally = tallies[phase(dueAt, startNanos + warmupNanos)];
       tally.readsPlanned++;
       tally.readsLateByScheduler += now - dueAt > LATE_NANOS ? 1 : 0;
       outstanding++;
@@ -353,6 +349,21 @@ final class OpenLoad {
     return startNanos + n * 1_000_000_000L / settings.readsPerSecond();
   }
 
+  private long createDueAt(long n) {
+    return startNanos + n * 1_000_000_000L / settings.ratePerSecond();
+  }
+
+  /** 0 (the warm-up) while {@code position} is before {@code measuredFrom}, 1 (measured) from it on: its sign bit. */
+  private static int phase(long position, long measuredFrom) {
+    return (int) ((measuredFrom - 1 - position) >>> 63);
+  }
+
+  /** The measured schedule begins: on its own timer, so that the sending code has no branch for it. */
+  private void startMeasuring() {
+    cpuAtMeasuredStart = threads.getThreadCpuTime(threadId);
+    atMeasuredStart.run();
+  }
+
   /** One of the orders created in the last {@value #RECENT_SECONDS} s (at the schedule's rate); null before any. */
   private String recentOrder() {
     if (remembered == 0) {
@@ -362,9 +373,8 @@ final class OpenLoad {
     return recentOrders[(int) ((remembered - 1 - random.nextInt(window)) % recentOrders.length)];
   }
 
-  /** {@code n} below 0: a warm-up order, sent, paid and read like the others but counted in the warm-up's tally. */
-  private void create(long n, long dueAt) {
-    Tally tally = n >= 0 ? measured : warmup;
+  /** The {@code n}th create, a warm-up order or a measured one, sent, paid and read alike, counted in {@code tally}. */
+  private void create(long n, long dueAt, Tally tally) {
     int timeoutSeconds = 5 + random.nextInt(11);
     boolean pays = random.nextInt(100) < 60;
     long payAfterMillis = random.nextInt((timeoutSeconds - 1) * 1000);
