@@ -232,36 +232,40 @@ public final class SteadyStateBenchmark {
     GatlingRun.Result gatling = null;
     OpenLoad.Result open = null;
     Path postgresDir = db.postgresDataDir();
-    AtomicReference<CpuWindow> cpu = new AtomicReference<>();
-    AtomicReference<CpuWindow.Split> cpuSplit = new AtomicReference<>();
+    AtomicReference<CompletableFuture<CpuWindow>> cpu = new AtomicReference<>();
+    AtomicReference<CompletableFuture<CpuWindow.Split>> cpuSplit = new AtomicReference<>();
     AtomicReference<CompletableFuture<Void>> counting = new AtomicReference<>();
     AtomicReference<CompletableFuture<JsonObject>> statementCosts = new AtomicReference<>();
-    AtomicReference<WaitSampler> sampler = new AtomicReference<>();
-    AtomicReference<JsonObject> waits = new AtomicReference<>();
+    AtomicReference<CompletableFuture<JsonObject>> waits = new AtomicReference<>();
     CpuWindow.Split split;
     try {
       if (useGatling) {
-        cpu.set(CpuWindow.start(postgresDir));
+        CpuWindow window = CpuWindow.start(postgresDir);
         gatling = GatlingRun.run("ordertimeout.bench.gatling.SteadyStateSimulation", Map.of(
             "baseUrl", "http://127.0.0.1:" + port, "rate", Integer.toString(rate), "duration", Integer.toString(seconds)));
+        split = window.stop(0);
       } else {
-        // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent.
-        // So do PostgreSQL's statement costs, read off the generator's event loop.
+        // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent. So do
+        // PostgreSQL's statement costs and the sessions' waits. Every mark is taken off the generator's event loop
+        // (the CPU window's walk of /proc took 24 ms there, the statement counts' JDBC read 130) and what can be made
+        // ready before the window is (a setting every PostgreSQL session reloads, the sampler's connection): at
+        // 20,000 reads/s each held the window's first second up (its reads' p99 66-118 ms, the next seconds' 5-20).
+        db.prepareStatementCounts();
+        WaitSampler sampler = WaitSampler.start(db);
         open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", List.of(port), rate, seconds, warmupSeconds, connections,
                 pipelining, "SKU-", skus, readsPerOrder, readsPerSecond),
             () -> {
-              cpu.set(CpuWindow.start(postgresDir));
-              counting.set(CompletableFuture.runAsync(db::countStatements));
-              sampler.set(WaitSampler.start(db));
+              cpu.set(CompletableFuture.supplyAsync(() -> CpuWindow.start(postgresDir)));
+              counting.set(CompletableFuture.runAsync(db::resetStatementCounts));
+              sampler.restart();
             },
             () -> {
-              cpuSplit.set(cpu.get().stop(0));
-              waits.set(stopQuietly(sampler.get()));
-              // async: on the generator's thread this JDBC read held its last answers for about 130 ms (JFR)
+              cpuSplit.set(cpu.get().thenApplyAsync(window -> window.stop(0)));
+              waits.set(CompletableFuture.supplyAsync(() -> stopQuietly(sampler)));
               statementCosts.set(counting.get().thenApplyAsync(counted -> db.statementCosts(TOP_STATEMENTS)));
             });
+        split = cpuSplit.get().get(1, TimeUnit.MINUTES).withGenerator(open.cpuSeconds());
       }
-      split = useGatling ? cpu.get().stop(0) : cpuSplit.get().withGenerator(open.cpuSeconds());
       long waitUntil = System.currentTimeMillis() + 60_000;
       while (db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'") > 0 && System.currentTimeMillis() < waitUntil) {
         Thread.sleep(200);
@@ -296,7 +300,7 @@ public final class SteadyStateBenchmark {
     } else {
       result.put("openLoad", open.toJson().put("connections", connections).put("pipelining", pipelining));
       statements = statementCosts.get().get(1, TimeUnit.MINUTES);
-      result.put("postgresStatements", statements).put("postgresSessions", waits.get());
+      result.put("postgresStatements", statements).put("postgresSessions", waits.get().get(1, TimeUnit.MINUTES));
     }
     result
         .put("created", (long) created)
@@ -350,7 +354,7 @@ public final class SteadyStateBenchmark {
         split.gcCount(), split.gcMillis());
     if (statements != null) {
       BenchDatabase.printStatements("steady-state", statements, "create sent", open.sent());
-      WaitSampler.print("steady-state", waits.get());
+      WaitSampler.print("steady-state", result.getJsonObject("postgresSessions"));
     }
     if (split.otherCores() > 0.1 && kafkaBootstrap == null) {
       System.out.printf("steady-state: WARNING: other processes used %.2f cores during the run%s; the figures are not the service's alone%n",
