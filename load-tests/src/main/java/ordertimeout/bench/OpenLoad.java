@@ -90,21 +90,23 @@ final class OpenLoad {
   }
 
   /**
-   * What the measured schedule saw (the warm-up is counted nowhere). Latencies in microseconds, from the
-   * moment each request was due. {@code elapsedSeconds}: from the warm-up's start to the last answer.
-   * {@code perSecond}: from the measured schedule's start to the last answer, per second: creates and pays written
-   * ("create sent", "pay sent", "read sent": when written, so a wait for a connection shows), answered ("create
-   * answered", ...) and failed ("create errors", ...), and their latency p50/p99 ("create", "pay", "read") by the
-   * second each request was due. {@code staleReads}: reads sent after their order's pay was answered 200 that did not
-   * say PAID (must be 0). {@code readsLateByScheduler}: fixed-rate reads the generator's timer sent more than
-   * {@value #LATE_MILLIS} ms after they were due (its thread starved of CPU).
+   * What the measured schedule saw (the warm-up is counted only in {@code warmupPerSecond}). Latencies in
+   * microseconds, from the moment each request was due. {@code elapsedSeconds}: from the warm-up's start to the last
+   * answer. {@code perSecond}: from the measured schedule's start to the last answer, per second: creates and pays
+   * written ("create sent", "pay sent", "read sent": when written, so a wait for a connection shows), answered
+   * ("create answered", ...) and failed ("create errors", ...), and their latency p50/p99 ("create", "pay", "read") by
+   * the second each request was due; {@code warmupPerSecond} the same of the warm-up's requests, from its start.
+   * {@code staleReads}: reads sent after their order's pay was answered 200 that did not say PAID (must be 0).
+   * {@code readsLateByScheduler}: fixed-rate reads the generator's timer sent more than {@value #LATE_MILLIS} ms after
+   * they were due (its thread starved of CPU).
    */
   record Result(long planned, long sent, long created, long createErrors, Map<String, Long> createErrorsByKind,
                 long lateByScheduler, long lateSends,
                 long paysPlanned, long paid, long payRefusedClosed, long payErrors, Map<String, Long> payErrorsByKind,
                 long readsPlanned, long reads, long readErrors, long staleReads, long readsLateByScheduler,
                 Histogram createMicros, Histogram payMicros, Histogram readMicros, Histogram sendDelayMicros,
-                double elapsedSeconds, double cpuSeconds, long measuredFromMillis, PerSecond perSecond) {
+                double elapsedSeconds, double cpuSeconds, long measuredFromMillis, PerSecond perSecond,
+                PerSecond warmupPerSecond) {
 
     JsonObject toJson() {
       return new JsonObject()
@@ -123,7 +125,8 @@ final class OpenLoad {
           .put("measuredFromMillis", measuredFromMillis)
           .put("generatorCpuSeconds", Results.round(cpuSeconds))
           .put("generatorCpuSecondsWhileScheduling", Results.round(cpuSeconds))
-          .put("perSecond", perSecond.toJson());
+          .put("perSecond", perSecond.toJson())
+          .put("warmupPerSecond", warmupPerSecond.toJson());
     }
 
     static JsonObject percentiles(Histogram h) {
@@ -274,8 +277,9 @@ final class OpenLoad {
     context.runOnContext(done -> result.complete(new Result(planned, Math.max(0, createsSent - warmupCount),
         m.created, m.createErrors, m.createErrorsByKind, m.createsLateByScheduler, m.lateSends, m.paysPlanned,
         m.paid, m.payRefusedClosed, m.payErrors, m.payErrorsByKind, m.readsPlanned, m.reads, m.readErrors,
-        m.staleReads, m.readsLateByScheduler, m.createMicros, m.payMicros, m.readMicros, m.sendDelayMicros, (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9,
-        measuredFromMillis, m.perSecond)));
+        m.staleReads, m.readsLateByScheduler, m.createMicros, m.payMicros, m.readMicros, m.sendDelayMicros,
+        (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9, measuredFromMillis, m.perSecond,
+        tallies[0].perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
