@@ -43,9 +43,10 @@ import java.util.concurrent.TimeUnit;
  * {@code start + i / readsPerSecond}) sent by the same timer, which then wakes every millisecond: a read waits up to
  * 1 ms for it, counted in its latency.
  *
- * <p>A warm-up comes first: {@code warmupSeconds} of the same load at the same rate, so that the JIT has compiled the
- * service's paths (and the generator's) before the measured schedule starts, and the measured seconds already see
- * the pays and closes of the orders before them. Nothing of the warm-up is counted in the result; its orders still
+ * <p>A warm-up comes first: {@code warmupSeconds} of the same load at the same rate (the fixed-rate reads rising to
+ * theirs over its first half), so that the JIT has compiled the service's paths (and the generator's) before the
+ * measured schedule starts, and the measured seconds already see the pays and closes of the orders before them.
+ * Nothing of the warm-up is counted in the result but its seconds ({@link Result#warmupPerSecond}); its orders still
  * close or get paid meanwhile. At a quarter of the rate for 10 s, as it was until 2026-12-04, the C2 compiler still
  * took 0.47 cores at the measured schedule's start and about a third of the JVM's CPU over it (600 creates/s).
  *
@@ -161,7 +162,15 @@ final class OpenLoad {
   private long measuredFromMillis;
   /** Creates sent, the warm-up's first: the measured schedule's are those from {@code warmupCount} on. */
   private long createsSent;
-  /** The fixed-rate reads, planned over the warm-up and the measured schedule, and those sent so far. */
+  /**
+   * The fixed-rate reads, planned over the warm-up and the measured schedule, and those sent so far. Their rate rises
+   * from 0 over the warm-up's first half ({@code readsRampNanos}, its first {@code readsInRamp} reads): at 20,000/s
+   * from the first second, on a JVM that had compiled nothing yet, they queued for 3-10 s (five runs of five), and in
+   * two of them the queue was still there when the window began (2026-12-06, {@code warmupPerSecond}); with the ramp
+   * the warm-up's worst second had a p99 of 59-532 ms (twelve runs).
+   */
+  private long readsRampNanos;
+  private long readsInRamp;
   private long fixedRateReadsPlanned;
   private long fixedRateReadsSent;
   /** The orders created last, a ring: the fixed-rate reads draw from them. */
@@ -259,7 +268,10 @@ final class OpenLoad {
       warmupCount = (long) settings.ratePerSecond() * settings.warmupSeconds();
       measuredFromMillis = System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(warmupNanos);
       planned = (long) settings.ratePerSecond() * settings.seconds();
-      fixedRateReadsPlanned = (long) settings.readsPerSecond() * (settings.warmupSeconds() + settings.seconds());
+      readsRampNanos = warmupNanos / 2;
+      readsInRamp = (long) (settings.readsPerSecond() * (readsRampNanos / 2e9));
+      fixedRateReadsPlanned = (long) (settings.readsPerSecond()
+          * (settings.warmupSeconds() + settings.seconds() - readsRampNanos / 2e9));
       tallies[0] = new Tally(perSecond(startNanos, settings.warmupSeconds() + settings.seconds() + 180, "warm-up"));
       tallies[1] = measured = new Tally(perSecond(startNanos + warmupNanos, settings.seconds() + 180,
           "second of the measured schedule (sent and answered when they were; latency by the second a request was due)"));
@@ -332,15 +344,21 @@ final class OpenLoad {
     }
   }
 
-  /** Every fixed-rate read due by now, each of an order created lately; none before the first order is created. */
+  /**
+   * Every fixed-rate read due by now ({@link #fixedRateReadDueAt}), each of an order created lately; none before the
+   * first order is created.
+   */
   private void sendFixedRateReadsDue(long now) {
-    long due = Math.min(fixedRateReadsPlanned, (now - startNanos) * settings.readsPerSecond() / 1_000_000_000L + 1);
-    for (; fixedRateReadsSent < due; fixedRateReadsSent++) {
+    while (fixedRateReadsSent < fixedRateReadsPlanned) {
+      long dueAt = fixedRateReadDueAt(fixedRateReadsSent);
+      if (dueAt > now) {
+        return;
+      }
+      fixedRateReadsSent++;
       String id = recentOrder();
       if (id == null) {
         continue;
       }
-      long dueAt = fixedRateReadDueAt(fixedRateReadsSent);
       Tally tally = tallies[phase(dueAt, startNanos + warmupNanos)];
       tally.readsPlanned++;
       tally.readsLateByScheduler += now - dueAt > LATE_NANOS ? 1 : 0;
@@ -349,8 +367,16 @@ final class OpenLoad {
     }
   }
 
+  /**
+   * Read {@code n}'s due time: the rate rises evenly from 0 over {@link #readsRampNanos} (the warm-up's first half),
+   * then holds. {@code n * 1e9 / rate + ramp / 2} after the ramp; inside it, where {@code n = rate t^2 / (2 ramp)},
+   * {@code t = sqrt(2 ramp n / rate)}: the two meet at the ramp's end.
+   */
   private long fixedRateReadDueAt(long n) {
-    return startNanos + n * 1_000_000_000L / settings.readsPerSecond();
+    int rate = settings.readsPerSecond();
+    return n >= readsInRamp
+        ? startNanos + n * 1_000_000_000L / rate + readsRampNanos / 2
+        : startNanos + (long) Math.sqrt(2.0 * readsRampNanos * n * 1e9 / rate);
   }
 
   private long createDueAt(long n) {

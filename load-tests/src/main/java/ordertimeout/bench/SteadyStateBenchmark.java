@@ -247,9 +247,10 @@ public final class SteadyStateBenchmark {
       } else {
         // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent. So do
         // PostgreSQL's statement costs and the sessions' waits. Every mark is taken off the generator's event loop
-        // (the CPU window's walk of /proc took 24 ms there, the statement counts' JDBC read 130) and what can be made
-        // ready before the window is (a setting every PostgreSQL session reloads, the sampler's connection): at
-        // 20,000 reads/s each held the window's first second up (its reads' p99 66-118 ms, the next seconds' 5-20).
+        // (the CPU window's walk of /proc took 24 ms there; the statement costs' JDBC read at the end about 130) and
+        // what can be made ready before the window is (a setting every PostgreSQL session reloads, the sampler's
+        // connection: 160 and 104 ms at the window's start): at 20,000 reads/s they held its first second up (its
+        // reads' p99 71-118 ms, the next seconds' 5-20; 2026-12-06).
         db.prepareStatementCounts();
         WaitSampler sampler = WaitSampler.start(db);
         open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", List.of(port), rate, seconds, warmupSeconds, connections,
