@@ -40,8 +40,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Status reads go over connections of their own ({@link StatusReads}), written and parsed without Vert.x's HTTP
  * client: each order's reads at random moments of its life, and fixed-rate reads (read {@code i} due at
- * {@code start + i / readsPerSecond}) sent by the same timer, which then wakes every millisecond: a read waits up to
- * 1 ms for it, counted in its latency.
+ * {@code start + i / readsPerSecond} once the warm-up's ramp is over: {@link #fixedRateReadDueAt}) sent by the same
+ * timer, which then wakes every millisecond: a read waits up to 1 ms for it, counted in its latency.
  *
  * <p>A warm-up comes first: {@code warmupSeconds} of the same load at the same rate (the fixed-rate reads rising to
  * theirs over its first half), so that the JIT has compiled the service's paths (and the generator's) before the
