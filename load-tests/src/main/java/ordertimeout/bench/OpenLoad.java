@@ -166,8 +166,8 @@ final class OpenLoad {
    * The fixed-rate reads, planned over the warm-up and the measured schedule, and those sent so far. Their rate rises
    * from 0 over the warm-up's first half ({@code readsRampNanos}, its first {@code readsInRamp} reads): at 20,000/s
    * from the first second, on a JVM that had compiled nothing yet, they queued for 3-10 s (five runs of five), and in
-   * two of them the queue was still there when the window began (2026-12-06, {@code warmupPerSecond}); with the ramp
-   * the warm-up's worst second had a p99 of 59-532 ms (twelve runs).
+   * one of them the queue was still there when the window began (2026-12-06, {@code warmupPerSecond}); with the ramp
+   * the warm-up's worst second had a p99 of 59-533 ms (twelve runs).
    */
   private long readsRampNanos;
   private long readsInRamp;
