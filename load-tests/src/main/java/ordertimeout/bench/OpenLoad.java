@@ -16,6 +16,7 @@ import org.HdrHistogram.Histogram;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -106,8 +107,8 @@ final class OpenLoad {
                 long paysPlanned, long paid, long payRefusedClosed, long payErrors, Map<String, Long> payErrorsByKind,
                 long readsPlanned, long reads, long readErrors, long staleReads, long readsLateByScheduler,
                 Histogram createMicros, Histogram payMicros, Histogram readMicros, Histogram sendDelayMicros,
-                double elapsedSeconds, double cpuSeconds, long measuredFromMillis, PerSecond perSecond,
-                PerSecond warmupPerSecond) {
+                double elapsedSeconds, double cpuSeconds, long sentWhileMarked, long measuredFromMillis,
+                PerSecond perSecond, PerSecond warmupPerSecond) {
 
     JsonObject toJson() {
       return new JsonObject()
@@ -126,6 +127,7 @@ final class OpenLoad {
           .put("measuredFromMillis", measuredFromMillis)
           .put("generatorCpuSeconds", Results.round(cpuSeconds))
           .put("generatorCpuSecondsWhileScheduling", Results.round(cpuSeconds))
+          .put("sentWhileMarked", sentWhileMarked)
           .put("perSecond", perSecond.toJson())
           .put("warmupPerSecond", warmupPerSecond.toJson());
     }
@@ -181,9 +183,11 @@ final class OpenLoad {
   private boolean schedulingDone;
   private long threadId;
   private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-  private Runnable atMeasuredStart;
+  private Duration marksLead;
+  private Runnable atMarks;
   private Runnable atScheduleEnd;
-  private long cpuAtMeasuredStart = -1;
+  private long cpuAtMarks = -1;
+  private long createsSentAtMarks;
   private long cpuNanos;
 
   /**
@@ -240,15 +244,21 @@ final class OpenLoad {
     return run(settings, () -> {}, () -> {});
   }
 
-  /**
-   * {@code atMeasuredStart} runs when the measured schedule starts (after the warm-up), {@code atScheduleEnd}
-   * when its last create has been sent (before the answers and the pays still to come): both on the
-   * generator's thread, so they must be quick. {@link Result#cpuSeconds} is the generator thread's CPU
-   * time between the two.
-   */
+  /** {@link #run(Settings, Duration, Runnable, Runnable)} with the marks taken when the measured schedule starts. */
   static Result run(Settings settings, Runnable atMeasuredStart, Runnable atScheduleEnd) throws Exception {
+    return run(settings, Duration.ZERO, atMeasuredStart, atScheduleEnd);
+  }
+
+  /**
+   * {@code atMarks} runs {@code marksLead} before the measured schedule starts (within the warm-up: at its start when
+   * the lead is longer), {@code atScheduleEnd} when the schedule's last create has been sent (before the answers and
+   * the pays still to come): both on the generator's thread, so they must be quick. {@link Result#cpuSeconds} is the
+   * generator thread's CPU time between the two, {@link Result#sentWhileMarked} the creates sent between them.
+   */
+  static Result run(Settings settings, Duration marksLead, Runnable atMarks, Runnable atScheduleEnd) throws Exception {
     OpenLoad load = new OpenLoad(settings);
-    load.atMeasuredStart = atMeasuredStart;
+    load.marksLead = marksLead;
+    load.atMarks = atMarks;
     load.atScheduleEnd = atScheduleEnd;
     try {
       return load.runToEnd();
@@ -275,10 +285,11 @@ final class OpenLoad {
       tallies[0] = new Tally(perSecond(startNanos, settings.warmupSeconds() + settings.seconds() + 180, "warm-up"));
       tallies[1] = measured = new Tally(perSecond(startNanos + warmupNanos, settings.seconds() + 180,
           "second of the measured schedule (sent and answered when they were; latency by the second a request was due)"));
-      if (warmupNanos == 0) {
-        startMeasuring();
+      long marksAtNanos = warmupNanos - Math.min(marksLead.toNanos(), warmupNanos);
+      if (marksAtNanos == 0) {
+        takeMarks();
       } else {
-        vertx.setTimer(TimeUnit.NANOSECONDS.toMillis(warmupNanos), id -> startMeasuring());
+        vertx.setTimer(TimeUnit.NANOSECONDS.toMillis(marksAtNanos), id -> takeMarks());
       }
       vertx.setTimer(1, id -> sendDueAndWait());
     }));
@@ -290,7 +301,8 @@ final class OpenLoad {
         m.created, m.createErrors, m.createErrorsByKind, m.createsLateByScheduler, m.lateSends, m.paysPlanned,
         m.paid, m.payRefusedClosed, m.payErrors, m.payErrorsByKind, m.readsPlanned, m.reads, m.readErrors,
         m.staleReads, m.readsLateByScheduler, m.createMicros, m.payMicros, m.readMicros, m.sendDelayMicros,
-        (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9, measuredFromMillis, m.perSecond,
+        (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9, createsSent - createsSentAtMarks, measuredFromMillis,
+        m.perSecond,
         tallies[0].perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
@@ -338,7 +350,7 @@ final class OpenLoad {
     }
     if (createsSent == warmupCount + planned && fixedRateReadsSent == fixedRateReadsPlanned && !schedulingDone) {
       schedulingDone = true;
-      cpuNanos = threads.getThreadCpuTime(threadId) - cpuAtMeasuredStart;
+      cpuNanos = threads.getThreadCpuTime(threadId) - cpuAtMarks;
       atScheduleEnd.run();
       finishIfIdle();
     }
@@ -388,10 +400,11 @@ final class OpenLoad {
     return (int) ((measuredFrom - 1 - position) >>> 63);
   }
 
-  /** The measured schedule begins: on its own timer, so that the sending code has no branch for it. */
-  private void startMeasuring() {
-    cpuAtMeasuredStart = threads.getThreadCpuTime(threadId);
-    atMeasuredStart.run();
+  /** On its own timer, so that the sending code has no branch for it. */
+  private void takeMarks() {
+    cpuAtMarks = threads.getThreadCpuTime(threadId);
+    createsSentAtMarks = createsSent;
+    atMarks.run();
   }
 
   /** One of the orders created in the last {@value #RECENT_SECONDS} s (at the schedule's rate); null before any. */

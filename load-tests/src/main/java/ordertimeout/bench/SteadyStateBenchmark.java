@@ -9,6 +9,7 @@ import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.KafkaBroker;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -33,10 +34,11 @@ import java.util.stream.Collectors;
  * starts no second JVM. {@code -Dsteady.load=gatling} still runs the Gatling simulation
  * ({@code gatling/SteadyStateSimulation}) in a child Maven, for comparison.
  *
- * <p>The result also has the CPU split over the load window (this JVM, the generator thread within it,
- * the benchmark's PostgreSQL, and any other process: a busy neighbour makes the figures suspect) and this
- * JVM's garbage collections in that window, and what PostgreSQL spent in that window (pg_stat_statements): its
- * statement time and WAL per create sent, and the statements that took most, those of triggers included.
+ * <p>The result also has the CPU split over the load window, the warm-up's last {@code steady.marksLeadSeconds} and
+ * the measured schedule (this JVM, the generator thread within it, the benchmark's PostgreSQL, and any other process:
+ * a busy neighbour makes the figures suspect) and this JVM's garbage collections in that window, and what PostgreSQL
+ * spent in that window (pg_stat_statements): its statement time and WAL per create sent, and the statements that took
+ * most, those of triggers included.
  */
 public final class SteadyStateBenchmark {
   private static final int TOP_STATEMENTS = Integer.getInteger("steady.topStatements", 12);
@@ -45,11 +47,11 @@ public final class SteadyStateBenchmark {
 
   /**
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
-   * steady.connections (64), steady.pipelining (1 = none), steady.readsPerOrder (1), steady.readsPerSecond (0: status
-   * reads at a fixed rate besides, of orders created in the last 10 s; its result goes to steady-state-reads.json) and
-   * steady.skus (1000: the
-   * SKUs the orders are spread over; a few make a hot-SKU sale, its creates and pays on the same stock rows) for the
-   * open-model generator;
+   * steady.connections (64), steady.pipelining (1 = none), steady.warmupSeconds (30), steady.marksLeadSeconds (10: how
+   * long before the measured schedule the load window's marks are taken), steady.readsPerOrder (1),
+   * steady.readsPerSecond (0: status reads at a fixed rate besides, of orders created in the last 10 s; its result goes
+   * to steady-state-reads.json) and steady.skus (1000: the SKUs the orders are spread over; a few make a hot-SKU sale,
+   * its creates and pays on the same stock rows) for the open-model generator;
    * steady.kafka (false): true starts a broker of its own and runs the node in cluster mode on it; both runs the same
    * load once to warm the JIT up, then steady.rounds (2) times each way, alternating which goes first, each run on a
    * fresh database (and broker), and prints what cluster mode costs a create (see {@link #compareClusterCost});
@@ -229,6 +231,7 @@ public final class SteadyStateBenchmark {
     int readsPerOrder = Integer.getInteger("steady.readsPerOrder", 1);
     int readsPerSecond = Integer.getInteger("steady.readsPerSecond", 0);
     int warmupSeconds = useGatling ? 0 : Integer.getInteger("steady.warmupSeconds", 30);
+    int marksLeadSeconds = Math.min(warmupSeconds, Integer.getInteger("steady.marksLeadSeconds", 10));
     GatlingRun.Result gatling = null;
     OpenLoad.Result open = null;
     Path postgresDir = db.postgresDataDir();
@@ -245,16 +248,16 @@ public final class SteadyStateBenchmark {
             "baseUrl", "http://127.0.0.1:" + port, "rate", Integer.toString(rate), "duration", Integer.toString(seconds)));
         split = window.stop(0);
       } else {
-        // The CPU split covers the measured schedule: from the end of the warm-up to the last create sent. So do
-        // PostgreSQL's statement costs and the sessions' waits. Every mark is taken off the generator's event loop
-        // (the CPU window's walk of /proc took 24 ms there; the statement costs' JDBC read at the end about 130) and
-        // what can be made ready before the window is (a setting every PostgreSQL session reloads, the sampler's
-        // connection: 160 and 104 ms at the window's start): at 20,000 reads/s they held its first second up (its
-        // reads' p99 71-118 ms, the next seconds' 5-20; 2026-12-06).
+        // The CPU split, PostgreSQL's statement costs and the sessions' waits cover the warm-up's last marksLead and
+        // the measured schedule, to its last create sent: the same load, and what taking the marks disturbs (a
+        // JDBC connection and pg_stat_statements' reset, a walk of /proc) settles before the window. Taken when it
+        // began, at 20,000 reads/s, they held up its first second (its reads' p99 81-729 ms in three runs, 24-93
+        // without the marks; 2026-12-06). They are taken off the generator's event loop, and what can be made ready
+        // before the warm-up is (a setting every PostgreSQL session reloads, the sampler's connection).
         db.prepareStatementCounts();
         WaitSampler sampler = WaitSampler.start(db);
         open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", List.of(port), rate, seconds, warmupSeconds, connections,
-                pipelining, "SKU-", skus, readsPerOrder, readsPerSecond),
+                pipelining, "SKU-", skus, readsPerOrder, readsPerSecond), Duration.ofSeconds(marksLeadSeconds),
             () -> {
               cpu.set(CompletableFuture.supplyAsync(() -> CpuWindow.start(postgresDir)));
               counting.set(CompletableFuture.runAsync(db::resetStatementCounts));
@@ -314,6 +317,7 @@ public final class SteadyStateBenchmark {
         .put("endedMoreThanOnce", (long) endedTwice)
         .put("stockInvariantBroken", wrongStock)
         .put("warmupSeconds", warmupSeconds)
+        .put("marksLeadSeconds", marksLeadSeconds)
         .put("latenessOf", measuredClosed)
         .put("latenessP50Ms", lateness(db, 0.5, measuredFrom))
         .put("latenessP99Ms", lateness(db, 0.99, measuredFrom))
@@ -354,7 +358,7 @@ public final class SteadyStateBenchmark {
         split.jvmCores(), split.generatorCores(), split.compilerCores(), split.postgresCores(), split.otherCores(),
         split.gcCount(), split.gcMillis());
     if (statements != null) {
-      BenchDatabase.printStatements("steady-state", statements, "create sent", open.sent());
+      BenchDatabase.printStatements("steady-state", statements, "create sent", open.sentWhileMarked());
       WaitSampler.print("steady-state", result.getJsonObject("postgresSessions"));
     }
     if (split.otherCores() > 0.1 && kafkaBootstrap == null) {
