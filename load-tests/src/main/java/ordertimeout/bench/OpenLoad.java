@@ -74,14 +74,16 @@ final class OpenLoad {
    * created in the last 10 s (the orders still open, or just paid or closed); the rest of the orders' shape is fixed
    * (5-15 s, 60% paid, 1 item of a SKU drawn at random). {@code ports}: the nodes' HTTP ports; creates go to each in turn, a pay
    * or read to any of them at random (a cluster behind a load balancer). {@code connections} is per node, and the
-   * reads have as many of their own ({@link StatusReads}).
+   * reads have as many of their own ({@link StatusReads}). {@code warmupRatePerSecond}: creates per second over the
+   * warm-up's first half when above {@code ratePerSecond}.
    */
   record Settings(String host, List<Integer> ports, int ratePerSecond, int seconds, int warmupSeconds, int connections,
-                  int pipelining, String skuPrefix, int skus, int readsPerOrder, int readsPerSecond) {
+                  int pipelining, String skuPrefix, int skus, int readsPerOrder, int readsPerSecond,
+                  int warmupRatePerSecond) {
     Settings(String host, List<Integer> ports, int ratePerSecond, int seconds, int warmupSeconds, int connections,
              int pipelining, String skuPrefix, int readsPerOrder) {
       this(host, ports, ratePerSecond, seconds, warmupSeconds, connections, pipelining, skuPrefix, SKUS,
-          readsPerOrder, 0);
+          readsPerOrder, 0, 0);
     }
 
     Settings(String host, int port, int ratePerSecond, int seconds, int warmupSeconds, int connections, int pipelining,
@@ -164,6 +166,15 @@ final class OpenLoad {
   private long measuredFromMillis;
   /** Creates sent, the warm-up's first: the measured schedule's are those from {@code warmupCount} on. */
   private long createsSent;
+  /**
+   * The warm-up's first half may send creates faster ({@code boostRate}, its first {@code createsInBoost}): at 100
+   * creates/s their code (the group commit, the pays, the closes) was still being compiled by C2 in the measured
+   * window after 60 s, 200-400 ms of a core per method, and the reads' slow seconds fell on those compilations
+   * (async-profiler and JFR, 2026-12-06). A service that took orders all day has them compiled.
+   */
+  private long boostNanos;
+  private long boostRate;
+  private long createsInBoost;
   /**
    * The fixed-rate reads, planned over the warm-up and the measured schedule, and those sent so far. Their rate rises
    * from 0 over the warm-up's first half ({@code readsRampNanos}, its first {@code readsInRamp} reads): at 20,000/s
@@ -275,7 +286,10 @@ final class OpenLoad {
       started.complete();
       startNanos = System.nanoTime();
       warmupNanos = TimeUnit.SECONDS.toNanos(settings.warmupSeconds());
-      warmupCount = (long) settings.ratePerSecond() * settings.warmupSeconds();
+      boostRate = Math.max(settings.warmupRatePerSecond(), settings.ratePerSecond());
+      boostNanos = boostRate > settings.ratePerSecond() ? warmupNanos / 2 : 0;
+      createsInBoost = boostRate * boostNanos / 1_000_000_000L;
+      warmupCount = createsInBoost + settings.ratePerSecond() * (warmupNanos - boostNanos) / 1_000_000_000L;
       measuredFromMillis = System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(warmupNanos);
       planned = (long) settings.ratePerSecond() * settings.seconds();
       readsRampNanos = warmupNanos / 2;
@@ -341,7 +355,7 @@ final class OpenLoad {
   private void sendDue() {
     long now = System.nanoTime();
     sendFixedRateReadsDue(now);
-    long due = Math.min(warmupCount + planned, (now - startNanos) * settings.ratePerSecond() / 1_000_000_000L + 1);
+    long due = Math.min(warmupCount + planned, createsDueBy(now - startNanos) + 1);
     for (; createsSent < due; createsSent++) {
       long dueAt = createDueAt(createsSent);
       Tally tally = tallies[phase(createsSent, warmupCount)];
@@ -392,7 +406,16 @@ final class OpenLoad {
   }
 
   private long createDueAt(long n) {
-    return startNanos + n * 1_000_000_000L / settings.ratePerSecond();
+    return n < createsInBoost
+        ? startNanos + n * 1_000_000_000L / boostRate
+        : startNanos + boostNanos + (n - createsInBoost) * 1_000_000_000L / settings.ratePerSecond();
+  }
+
+  /** How many creates are due {@code elapsed} nanoseconds after the start: {@link #createDueAt}'s inverse. */
+  private long createsDueBy(long elapsed) {
+    return elapsed < boostNanos
+        ? elapsed * boostRate / 1_000_000_000L
+        : createsInBoost + (elapsed - boostNanos) * settings.ratePerSecond() / 1_000_000_000L;
   }
 
   /** 0 (the warm-up) while {@code position} is before {@code measuredFrom}, 1 (measured) from it on: its sign bit. */

@@ -47,11 +47,12 @@ public final class SteadyStateBenchmark {
 
   /**
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
-   * steady.connections (64), steady.pipelining (1 = none), steady.warmupSeconds (30), steady.marksLeadSeconds (10: how
-   * long before the measured schedule the load window's marks are taken), steady.readsPerOrder (1),
-   * steady.readsPerSecond (0: status reads at a fixed rate besides, of orders created in the last 10 s; its result goes
-   * to steady-state-reads.json) and steady.skus (1000: the SKUs the orders are spread over; a few make a hot-SKU sale,
-   * its creates and pays on the same stock rows) for the open-model generator;
+   * steady.connections (64), steady.pipelining (1 = none), steady.warmupSeconds (30), steady.warmupRate (the rate:
+   * creates per second over the warm-up's first half, more to have their code compiled before the window at a low
+   * rate), steady.marksLeadSeconds (10: how long before the measured schedule the load window's marks are taken),
+   * steady.readsPerOrder (1), steady.readsPerSecond (0: status reads at a fixed rate besides, of orders created in the
+   * last 10 s; its result goes to steady-state-reads.json) and steady.skus (1000: the SKUs the orders are spread over;
+   * a few make a hot-SKU sale, its creates and pays on the same stock rows) for the open-model generator;
    * steady.kafka (false): true starts a broker of its own and runs the node in cluster mode on it; both runs the same
    * load once to warm the JIT up, then steady.rounds (2) times each way, alternating which goes first, each run on a
    * fresh database (and broker), and prints what cluster mode costs a create (see {@link #compareClusterCost});
@@ -231,6 +232,7 @@ public final class SteadyStateBenchmark {
     int readsPerOrder = Integer.getInteger("steady.readsPerOrder", 1);
     int readsPerSecond = Integer.getInteger("steady.readsPerSecond", 0);
     int warmupSeconds = useGatling ? 0 : Integer.getInteger("steady.warmupSeconds", 30);
+    int warmupRate = Integer.getInteger("steady.warmupRate", rate);
     int marksLeadSeconds = Math.min(warmupSeconds, Integer.getInteger("steady.marksLeadSeconds", 10));
     GatlingRun.Result gatling = null;
     OpenLoad.Result open = null;
@@ -256,8 +258,9 @@ public final class SteadyStateBenchmark {
         // before the warm-up is (a setting every PostgreSQL session reloads, the sampler's connection).
         db.prepareStatementCounts();
         WaitSampler sampler = WaitSampler.start(db);
-        open = OpenLoad.run(new OpenLoad.Settings("127.0.0.1", List.of(port), rate, seconds, warmupSeconds, connections,
-                pipelining, "SKU-", skus, readsPerOrder, readsPerSecond), Duration.ofSeconds(marksLeadSeconds),
+        OpenLoad.Settings settings = new OpenLoad.Settings("127.0.0.1", List.of(port), rate, seconds, warmupSeconds,
+            connections, pipelining, "SKU-", skus, readsPerOrder, readsPerSecond, warmupRate);
+        open = OpenLoad.run(settings, Duration.ofSeconds(marksLeadSeconds),
             () -> {
               cpu.set(CompletableFuture.supplyAsync(() -> CpuWindow.start(postgresDir)));
               counting.set(CompletableFuture.runAsync(db::resetStatementCounts));
@@ -317,6 +320,7 @@ public final class SteadyStateBenchmark {
         .put("endedMoreThanOnce", (long) endedTwice)
         .put("stockInvariantBroken", wrongStock)
         .put("warmupSeconds", warmupSeconds)
+        .put("warmupRatePerSecond", warmupRate)
         .put("marksLeadSeconds", marksLeadSeconds)
         .put("latenessOf", measuredClosed)
         .put("latenessP50Ms", lateness(db, 0.5, measuredFrom))
