@@ -49,7 +49,7 @@ public final class SteadyStateBenchmark {
    * Arguments: creates per second (2000), seconds (60). System properties: steady.load (open, or gatling),
    * steady.connections (64), steady.pipelining (1 = none), steady.warmupSeconds (30), steady.warmupRate (the rate:
    * creates per second over the warm-up's first half, more to have their code compiled before the window at a low
-   * rate), steady.marksLeadSeconds (10: how long before the measured schedule the load window's marks are taken),
+   * rate), steady.marksLeadSeconds (0: how long before the measured schedule the load window's marks are taken),
    * steady.readsPerOrder (1), steady.readsPerSecond (0: status reads at a fixed rate besides, of orders created in the
    * last 10 s; its result goes to steady-state-reads.json) and steady.skus (1000: the SKUs the orders are spread over;
    * a few make a hot-SKU sale, its creates and pays on the same stock rows) for the open-model generator;
@@ -233,7 +233,7 @@ public final class SteadyStateBenchmark {
     int readsPerSecond = Integer.getInteger("steady.readsPerSecond", 0);
     int warmupSeconds = useGatling ? 0 : Integer.getInteger("steady.warmupSeconds", 30);
     int warmupRate = Integer.getInteger("steady.warmupRate", rate);
-    int marksLeadSeconds = Math.min(warmupSeconds, Integer.getInteger("steady.marksLeadSeconds", 10));
+    int marksLeadSeconds = Math.min(warmupSeconds, Integer.getInteger("steady.marksLeadSeconds", 0));
     GatlingRun.Result gatling = null;
     OpenLoad.Result open = null;
     Path postgresDir = db.postgresDataDir();
@@ -251,11 +251,13 @@ public final class SteadyStateBenchmark {
         split = window.stop(0);
       } else {
         // The CPU split, PostgreSQL's statement costs and the sessions' waits cover the warm-up's last marksLead and
-        // the measured schedule, to its last create sent: the same load, and what taking the marks disturbs (a
-        // JDBC connection and pg_stat_statements' reset, a walk of /proc) settles before the window. Taken when it
-        // began, at 20,000 reads/s, they held up its first second (its reads' p99 81-729 ms in three runs, 24-93
-        // without the marks; 2026-12-06). They are taken off the generator's event loop, and what can be made ready
-        // before the warm-up is (a setting every PostgreSQL session reloads, the sampler's connection).
+        // the measured schedule, to its last create sent. Taking the marks disturbs the load (a JDBC connection and
+        // pg_stat_statements' reset, a walk of /proc): at 20,000 reads/s, taken when the window began, they held up
+        // its first second (its reads' p99 81-729 ms in three runs, 24-93 without the marks; 2026-12-06), so that
+        // run takes them 10 s before. By default they are taken at the window's start, so that the figures cover the
+        // window alone: 10 s earlier, after 30 s of warm-up at 600 creates/s, the JIT compilers were still busy there
+        // (0.18 cores against 0.11, one run each). They are taken off the generator's event loop, and what can be made
+        // ready before the warm-up is (a setting every PostgreSQL session reloads, the sampler's connection).
         db.prepareStatementCounts();
         WaitSampler sampler = WaitSampler.start(db);
         OpenLoad.Settings settings = new OpenLoad.Settings("127.0.0.1", List.of(port), rate, seconds, warmupSeconds,
