@@ -316,8 +316,7 @@ final class OpenLoad {
         m.paid, m.payRefusedClosed, m.payErrors, m.payErrorsByKind, m.readsPlanned, m.reads, m.readErrors,
         m.staleReads, m.readsLateByScheduler, m.createMicros, m.payMicros, m.readMicros, m.sendDelayMicros,
         (System.nanoTime() - startNanos) / 1e9, cpuNanos / 1e9, createsSent - createsSentAtMarks, measuredFromMillis,
-        m.perSecond,
-        tallies[0].perSecond)));
+        m.perSecond, tallies[0].perSecond)));
     return result.future().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
