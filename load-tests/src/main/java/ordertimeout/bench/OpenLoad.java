@@ -128,7 +128,6 @@ final class OpenLoad {
           .put("elapsedSeconds", Results.round(elapsedSeconds))
           .put("measuredFromMillis", measuredFromMillis)
           .put("generatorCpuSeconds", Results.round(cpuSeconds))
-          .put("generatorCpuSecondsWhileScheduling", Results.round(cpuSeconds))
           .put("sentWhileMarked", sentWhileMarked)
           .put("perSecond", perSecond.toJson())
           .put("warmupPerSecond", warmupPerSecond.toJson());
