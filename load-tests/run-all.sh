@@ -43,7 +43,7 @@ run CloseStormBenchmark
 run SteadyStateBenchmark "450 60"
 # the status reads' goal: 20,000 reads/s at a fixed rate beside 100 creates/s (steady-state-reads.json); after 75 s
 # of warm-up: after 30 the window often began with a backlog, or kept one, and about 60 s after the warm-up's start
-# the reads stall once (its cause is not found yet); the load window's marks 10 s before the window,
+# the reads stall once (C2 recompiling what first happens a minute in); the load window's marks 10 s before the window,
 # where the jolt of taking them does not fall on it; 300 creates/s over the warm-up's first half, so that C2 has
 # compiled their code before the window (docs/benchmarks.md)
 run SteadyStateBenchmark "100 30" "-Dsteady.readsPerOrder=0 -Dsteady.readsPerSecond=20000 -Dsteady.warmupSeconds=75 \
