@@ -72,10 +72,13 @@ public final class EventStore {
     return pool.withTransaction(connection -> connection.query(Sql.TRY_DISPATCH_LOCK).execute()
             .compose(lock -> {
               Row row = lock.iterator().next();
-              return row.getBoolean("locked") && row.getBoolean("pending")
-                  ? connection.preparedQuery(Sql.DISPATCH_EVENTS).execute(Tuple.of(limit, sinks, types, clients))
-                      .map(rows -> rows.iterator().next().getLong("taken").intValue())
-                  : Future.succeededFuture(0);
+              if (!row.getBoolean("locked") || !row.getBoolean("pending")) {
+                return Future.succeededFuture(0);
+              }
+              // pipelined with the dispatch; fails the transaction with it, should it ever fail
+              connection.query(Sql.PLAN_ONCE_PER_SESSION).execute();
+              return connection.preparedQuery(Sql.DISPATCH_EVENTS).execute(Tuple.of(limit, sinks, types, clients))
+                  .map(rows -> rows.iterator().next().getLong("taken").intValue());
             }))
         .compose(taken -> {
           takenSinceVacuum += taken;

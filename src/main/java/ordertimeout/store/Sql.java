@@ -68,9 +68,10 @@ final class Sql {
   // ---- create, a group of orders per transaction
 
   /**
-   * Sent first in a create group's transaction: its statements are planned once per session and the plan kept
-   * (decision 0038). Each has one plan whatever its arrays hold (lookups by key, the functions of V17 and V19), and
-   * sequential scans are off so that a plan made while a table was small never reads it whole once it grows.
+   * Sent first in a create group's transaction, and before {@link #DISPATCH_EVENTS} in the dispatcher's: their
+   * statements are planned once per session and the plan kept (decision 0038). Each has one plan whatever its arrays
+   * hold (lookups by key, the functions of V17 and V19), and sequential scans are off so that a plan made while a table
+   * was small never reads it whole once it grows.
    */
   static final String PLAN_ONCE_PER_SESSION =
       "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off";
@@ -997,8 +998,8 @@ final class Sql {
 
   /**
    * One dispatcher at a time in the whole cluster; the key is arbitrary but fixed. Held until the transaction ends.
-   * Also whether any event waits: with none, {@link #DISPATCH_EVENTS} is not sent. Planned on every call over the
-   * partitions of orders (about 1 ms), ten times a second it was half of what an idle node's PostgreSQL spent.
+   * Also whether any event waits: with none, {@link #DISPATCH_EVENTS} is not sent. When it was planned on every call
+   * over the partitions of orders (about 1 ms), ten times a second it was half of what an idle node's PostgreSQL spent.
    */
   static final String TRY_DISPATCH_LOCK =
       "SELECT pg_try_advisory_xact_lock(8245934571) AS locked, EXISTS (SELECT 1 FROM outbox_pending) AS pending";
@@ -1013,7 +1014,9 @@ final class Sql {
    * event's order for none). Returns how many it took off the queue, and how many of them it positioned: an event
    * already positioned (queued again by hand after a restore) or deleted only leaves it. Each taken event and its
    * position are looked up by key in subqueries, which the planner never turns into joins: as a join, planned on the
-   * outbox's statistics of an hour ago, it read the whole outbox.
+   * outbox's statistics of an hour ago, it read the whole outbox. Runs on the session's plan made once
+   * ({@link #PLAN_ONCE_PER_SESSION}, decision 0038): planned for its parameters, the webhooks' join over the partitions
+   * of orders took 1.2 ms of planning a call.
    */
   static final String DISPATCH_EVENTS = """
       WITH taken AS (

@@ -6,7 +6,9 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.pgclient.PgBuilder;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.PoolOptions;
+import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
+import ordertimeout.config.AppConfig;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestService;
@@ -18,6 +20,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.List;
+import java.util.Set;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -71,8 +74,8 @@ class DispatchQueueTest {
   }
 
   /**
-   * With no event waiting, a round is its lock and nothing else: the dispatch statement, planned on every call over the
-   * partitions of orders, is not sent (ten rounds a second on every node, whatever the traffic).
+   * With no event waiting, a round is its lock and nothing else: the dispatch statement is not sent (ten rounds a
+   * second on every node, whatever the traffic).
    */
   @Test
   void aRoundWithNoEventWaitingSendsNoDispatchStatement() {
@@ -82,6 +85,26 @@ class DispatchQueueTest {
     insertEvents(1);
     assertThat(TestService.await(events.dispatch(100, List.of()))).isEqualTo(1);
     assertThat(dispatchStatementsPrepared()).as("the dispatch statement with an event queued").isEqualTo(1);
+  }
+
+  /**
+   * The dispatch statement runs on the session's plan made once (decision 0038), from its first call: planned for its
+   * parameters, it spent 1.2 ms planning a call over the partitions of orders (its webhooks' join).
+   */
+  @Test
+  void theDispatchStatementRunsOnThePlanMadeOnce() {
+    List<AppConfig.Webhook> webhook =
+        List.of(new AppConfig.Webhook("http://127.0.0.1:9/events", "secret", Set.of(), null));
+    for (int round = 1; round <= 2; round++) {
+      insertEvents(1);
+      assertThat(TestService.await(events.dispatch(100, webhook))).isEqualTo(1);
+    }
+    Row planned = TestService.await(pool.preparedQuery(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1")
+        .execute(Tuple.of(ordertimeout.store.Sql.DISPATCH_EVENTS))).iterator().next();
+    assertThat(planned.getLong("generic_plans") + " generic, " + planned.getLong("custom_plans") + " custom")
+        .as("how the two rounds planned the dispatch statement").isEqualTo("2 generic, 0 custom");
+    assertThat(Sql.count("SELECT count(*) FROM webhook_deliveries")).as("a delivery of each event").isEqualTo(2);
   }
 
   /** How many times this pool's one session prepared the dispatch statement (it keeps what it prepared). */

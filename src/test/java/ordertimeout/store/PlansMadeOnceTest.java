@@ -37,16 +37,15 @@ import java.util.regex.Pattern;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The statements planned once per session (functions with force_generic_plan: the status read, order_view of
- * migration V13, a create group's per-user count, unpaid_of_users of V17, its insert, create_orders of V19, the pay
- * group's statement, pay_orders of V21, and the close batch's, close_due_orders of V22; and every statement of a create
- * group, under the transaction's setting of decision 0038). A plan made while the orders'
- * partitions were empty must still find orders through an index once they fill, never by reading a partition whole;
- * the count must probe each user by key, the read, the pay and the close their orders and items by primary key (on
+ * The statements planned once per session (functions with force_generic_plan: the status read, order_view of migration
+ * V13, a create group's per-user count, unpaid_of_users of V17, its insert, create_orders of V19, the pay group's
+ * statement, pay_orders of V21, and the close batch's, close_due_orders of V22; and every statement of a create group
+ * and the dispatcher's statement, under the transaction's setting of decision 0038). A plan made while the orders'
+ * partitions were empty must still find orders through an index once they fill, never by reading a partition whole; the
+ * count must probe each user by key, the read, the pay and the close their orders and items by primary key (on
  * partitions analyzed while empty the read took search indexes that hold the id later on, a whole index a read, until
- * V20), the insert, the pay and the close each SKU's stock. Each
- * test makes the session's plan on empty tables, fills them from another session, and reads the plan of the next call
- * from auto_explain, sent to this session as notices.
+ * V20), the insert, the pay and the close each SKU's stock. Each test makes the session's plan on empty tables, fills
+ * them from another session, and reads the plan of the next call from auto_explain, sent to this session as notices.
  */
 class PlansMadeOnceTest {
   private static final int ORDERS = 20_000;
@@ -279,6 +278,49 @@ class PlansMadeOnceTest {
         .isEqualTo(2);
     assertThat(eventIsThePayloadEveryEventWrites(due, "ORDER_CLOSED"))
         .as("the close's event, as every event writes an order").isTrue();
+  }
+
+  /**
+   * The dispatcher's statement planned once (decision 0038) on empty tables, with a webhook to deliver to; then the
+   * partitions fill and 100 of their orders' events wait. Each event, its feed position and its order (for the
+   * delivery's shard) must be found by primary key, no table read whole, and the plan made once run both times.
+   */
+  @Test
+  void aDispatchPlannedOnEmptyTablesFindsEachEventAndItsOrderByKeyOnceTheyFill() throws SQLException {
+    String dispatch = "EXECUTE dispatch(1000, ARRAY['http://127.0.0.1:9/events'], ARRAY[''], ARRAY[''])";
+    try (Connection session = TestDatabase.jdbc(); Statement statement = session.createStatement()) {
+      session.setAutoCommit(false);
+      statement.execute("PREPARE dispatch AS " + ordertimeout.store.Sql.DISPATCH_EVENTS);
+      statement.execute(ordertimeout.store.Sql.PLAN_ONCE_PER_SESSION);
+      statement.execute(dispatch); // the session's plan, on empty tables
+      session.commit();
+      fillTodaysPartition();
+      long last = firstId + ORDERS;
+      Sql.execute("""
+          INSERT INTO outbox (order_id, client, type, payload)
+          SELECT id, client, 'ORDER_CREATED', '{}' FROM orders WHERE id > ? ORDER BY id""", last - 100);
+      AutoExplain.sendPlansAsNotices(statement);
+      statement.execute(ordertimeout.store.Sql.PLAN_ONCE_PER_SESSION);
+      try (ResultSet counts = statement.executeQuery(dispatch)) {
+        assertThat(counts.next()).isTrue();
+        assertThat(counts.getLong("positioned")).as("every waiting event positioned").isEqualTo(100);
+      }
+      String plan = AutoExplain.plansMentioning(statement.getWarnings(), "INSERT INTO webhook_deliveries");
+      String orders = partitionOf("orders", "id", last);
+      assertThat(plan).as("each event, its position and its order found by primary key, no table read whole but "
+              + "the one row of the positions' counter")
+          .contains("Index Scan using outbox_pkey").contains("outbox_feed_pkey").containsPattern(byPrimaryKey(orders))
+          .doesNotContainPattern("Seq Scan on (?!outbox_positions )");
+      session.commit();
+      try (ResultSet planned = statement.executeQuery(
+          "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'dispatch'")) {
+        assertThat(planned.next()).isTrue();
+        assertThat(planned.getLong("generic_plans") + " generic, " + planned.getLong("custom_plans") + " custom")
+            .as("the plan made once, run both times").isEqualTo("2 generic, 0 custom");
+      }
+    }
+    assertThat(Sql.count("SELECT count(*) FROM webhook_deliveries d JOIN orders o ON o.id = d.order_id "
+        + "WHERE d.shard = o.shard")).as("a delivery of each event, on its order's shard").isEqualTo(100);
   }
 
   /**
