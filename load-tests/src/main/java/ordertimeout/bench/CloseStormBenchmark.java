@@ -65,7 +65,7 @@ public final class CloseStormBenchmark {
   private static final int SKUS = 1000;
   private static final long STOCK_PER_SKU = 1_000_000;
   private static final int IN_FLIGHT = 4;
-  private static final int TOP_STATEMENTS = 6;
+  private static final int TOP_STATEMENTS = Integer.getInteger("storm.topStatements", 6);
   private static final int CLASSIC_CONNECTIONS = 8;
   private static final long CLASSIC_TIME_CAP_MILLIS = 20_000;
   private static final Instant FAR_AWAY = Instant.parse("2099-01-01T00:00:00Z");
