@@ -10,13 +10,13 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * Where the CPU went over a window: this JVM (the service, and the load generator when it runs here),
- * the benchmark's PostgreSQL (its postmaster and every backend, from /proc), everything else on the
- * machine (from /proc/stat: anything above a few hundredths of a core means the machine was not quiet
- * and the figures are suspect), this JVM's garbage collections, and its JIT compiler threads (a share of the JVM's
- * figure: more than a few hundredths of a core means the warm-up was too short for the figures to be the warm
- * service's). In cores: CPU seconds per second of
- * the window. Linux only; elsewhere the machine-wide figures read 0.
+ * Where the CPU went over a window: this JVM (the service, and the load generator when it runs here), the benchmark's
+ * PostgreSQL (its postmaster and every backend, from /proc; of it, the share of its own background processes:
+ * autovacuum, checkpointer, writers, and what the postmaster reaped, mostly autovacuum's workers), everything else on
+ * the machine (from /proc/stat: anything above a few hundredths of a core means the machine was not quiet and the
+ * figures are suspect), this JVM's garbage collections, and its JIT compiler threads (a share of the JVM's figure: more
+ * than a few hundredths of a core means the warm-up was too short for the figures to be the warm service's). In cores:
+ * CPU seconds per second of the window. Linux only; elsewhere the machine-wide figures read 0.
  */
 final class CpuWindow {
   /** This JVM's threads, one folder each. */
@@ -29,11 +29,14 @@ final class CpuWindow {
   private final long gcMillis;
   private final long postmasterPid;
   private final long postgresTicks;
+  private final long postgresBackgroundTicks;
   private final long compilerTicks;
 
   private CpuWindow(long postmasterPid) {
     this.postmasterPid = postmasterPid;
-    postgresTicks = postgresTicks(postmasterPid);
+    long[] postgres = postgresTicks(postmasterPid);
+    postgresTicks = postgres[0];
+    postgresBackgroundTicks = postgres[1];
     compilerTicks = compilerTicks(OWN_THREADS);
     startNanos = System.nanoTime();
     long[] machine = machineTicks();
@@ -56,18 +59,21 @@ final class CpuWindow {
   }
 
   record Split(double seconds, double machineCores, double jvmCores, double generatorCores, double compilerCores,
-               double postgresCores, double otherCores, double idleCores, long gcCount, long gcMillis) {
+               double postgresCores, double postgresBackgroundCores, double otherCores, double idleCores, long gcCount,
+               long gcMillis) {
     /** The same split with the load generator's CPU seconds over the window (it runs in this JVM). */
     Split withGenerator(double generatorCpuSeconds) {
       return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, compilerCores, postgresCores,
-          otherCores, idleCores, gcCount, gcMillis);
+          postgresBackgroundCores, otherCores, idleCores, gcCount, gcMillis);
     }
 
     JsonObject toJson() {
       return new JsonObject().put("seconds", Results.round(seconds)).put("machineBusyCores", Results.round(machineCores))
           .put("jvmCores", Results.round(jvmCores)).put("generatorCores", Results.round(generatorCores))
           .put("jitCompilerCores", Results.round(compilerCores))
-          .put("postgresCores", Results.round(postgresCores)).put("otherProcessesCores", Results.round(otherCores))
+          .put("postgresCores", Results.round(postgresCores))
+          .put("postgresBackgroundCores", Results.round(postgresBackgroundCores))
+          .put("otherProcessesCores", Results.round(otherCores))
           .put("idleCores", Results.round(idleCores)).put("gcCount", gcCount).put("gcMillis", gcMillis);
     }
   }
@@ -83,10 +89,13 @@ final class CpuWindow {
     double jvmCores = (jvmCpuNanos() - jvmCpuNanos) / 1e9 / seconds;
     long gcCountNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionCount).sum();
     long gcMillisNow = ManagementFactory.getGarbageCollectorMXBeans().stream().mapToLong(GarbageCollectorMXBean::getCollectionTime).sum();
-    double postgresCores = (postgresTicks(postmasterPid) - postgresTicks) / TICKS_PER_SECOND / seconds;
+    long[] postgres = postgresTicks(postmasterPid);
+    double postgresCores = (postgres[0] - postgresTicks) / TICKS_PER_SECOND / seconds;
+    double postgresBackgroundCores = (postgres[1] - postgresBackgroundTicks) / TICKS_PER_SECOND / seconds;
     double compilerCores = (compilerTicks(OWN_THREADS) - compilerTicks) / TICKS_PER_SECOND / seconds;
     return new Split(seconds, machineCores, jvmCores, generatorCpuSeconds / seconds, compilerCores, postgresCores,
-        Math.max(0, machineCores - jvmCores - postgresCores), cores - machineCores, gcCountNow - gcCount, gcMillisNow - gcMillis);
+        postgresBackgroundCores, Math.max(0, machineCores - jvmCores - postgresCores), cores - machineCores,
+        gcCountNow - gcCount, gcMillisNow - gcMillis);
   }
 
   /** USER_HZ: the unit of /proc's CPU times (100 on every common Linux). */
@@ -113,13 +122,16 @@ final class CpuWindow {
 
   /**
    * utime + stime of the postmaster, of its children still running, and of those it has reaped
-   * (cutime + cstime): the whole PostgreSQL server's CPU so far.
+   * (cutime + cstime): the whole PostgreSQL server's CPU so far; and of that, the postmaster's, its background
+   * processes' (a child whose title is not a session's: {@link #isBackground}) and the reaped children's. Sessions
+   * stay open through a benchmark (its pools), so what was reaped is mostly autovacuum's workers.
    */
-  private static long postgresTicks(long postmasterPid) {
+  private static long[] postgresTicks(long postmasterPid) {
     if (postmasterPid <= 0) {
-      return 0;
+      return new long[] {0, 0};
     }
     long ticks = 0;
+    long background = 0;
     try (var processes = Files.list(Path.of("/proc"))) {
       for (Path process : (Iterable<Path>) processes::iterator) {
         String name = process.getFileName().toString();
@@ -133,18 +145,32 @@ final class CpuWindow {
           long pid = Long.parseLong(name);
           long ppid = Long.parseLong(fields[1]);
           if (pid == postmasterPid) {
-            ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]) + Long.parseLong(fields[13]) + Long.parseLong(fields[14]);
+            long own = Long.parseLong(fields[11]) + Long.parseLong(fields[12]) + Long.parseLong(fields[13])
+                + Long.parseLong(fields[14]);
+            ticks += own;
+            background += own;
           } else if (ppid == postmasterPid) {
-            ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+            long own = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+            ticks += own;
+            if (isBackground(Files.readString(process.resolve("cmdline")))) {
+              background += own;
+            }
           }
         } catch (IOException | RuntimeException gone) {
           // the process ended meanwhile
         }
       }
     } catch (IOException e) {
-      return 0;
+      return new long[] {0, 0};
     }
-    return ticks;
+    return new long[] {ticks, background};
+  }
+
+  /** Whether a process title is a background process's ("postgres: checkpointer"), not a session's (its user). */
+  static boolean isBackground(String cmdline) {
+    String title = cmdline.startsWith("postgres: ") ? cmdline.substring("postgres: ".length()) : cmdline;
+    return List.of("checkpointer", "background writer", "walwriter", "autovacuum", "logical replication", "archiver",
+        "walsummarizer", "io worker", "startup", "walreceiver", "walsender").stream().anyMatch(title::startsWith);
   }
 
   /** {@link #compilerTicks(Path)} of each of these JVMs, summed. */

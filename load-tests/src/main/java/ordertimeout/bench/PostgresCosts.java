@@ -29,9 +29,10 @@ final class PostgresCosts {
     CpuWindow.Split split = cpu.stop(0);
     JsonObject statements = db.statementCosts(topStatements);
     long postgresMicros = Math.round(split.postgresCores() * split.seconds() * 1e6 / count);
+    long backgroundMicros = Math.round(split.postgresBackgroundCores() * split.seconds() * 1e6 / count);
     long jvmMicros = Math.round(split.jvmCores() * split.seconds() * 1e6 / count);
-    BenchDatabase.printStatements(heading + ": PostgreSQL CPU " + postgresMicros + " us, this JVM " + jvmMicros + " us per " + unit,
-        statements, unit, count);
+    BenchDatabase.printStatements(heading + ": PostgreSQL CPU " + postgresMicros + " us (its background processes "
+        + backgroundMicros + " us), this JVM " + jvmMicros + " us per " + unit, statements, unit, count);
     String perUnit = Character.toUpperCase(unit.charAt(0)) + unit.substring(1);
     return new JsonObject().put("postgresCpuMicrosPer" + perUnit, postgresMicros).put("jvmCpuMicrosPer" + perUnit, jvmMicros)
         .put("cpu", split.toJson()).put("postgresStatements", statements);
