@@ -1,7 +1,5 @@
 package ordertimeout.store;
 
-import io.vertx.core.json.JsonArray;
-import io.vertx.core.json.JsonObject;
 import ordertimeout.support.Await;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
@@ -9,10 +7,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -76,27 +70,12 @@ class RetentionReadsTest {
     long giveUpAt = System.nanoTime() + Duration.ofSeconds(60).toNanos();
     do {
       Await.sleep(500); // autovacuum's next nap carries the summaries out
-      passes.forEach((pass, statement) -> buffers.put(pass, buffersOf(statement.replace("$2", "1000"))));
+      passes.forEach((pass, statement) -> buffers.put(pass, Sql.buffersTouched(statement.replace("$2", "1000"))));
     } while (buffers.values().stream().anyMatch(read -> read >= 300) && System.nanoTime() < giveUpAt);
 
     System.out.printf("RetentionReadsTest: buffers a pass read with nothing to delete, behind %,d fresh rows (%d pages "
         + "of events): %s%n", ROWS, pagesOfOneTable, buffers);
     assertThat(pagesOfOneTable).as("the events' pages, against the 300 buffers a pass may read").isGreaterThan(900);
     assertThat(buffers).as("buffers each pass read").allSatisfy((pass, read) -> assertThat(read).isLessThan(300));
-  }
-
-  /** Buffers {@code statement} touches, in a transaction rolled back. */
-  private static long buffersOf(String statement) {
-    try (Connection connection = TestDatabase.jdbc(); Statement s = connection.createStatement()) {
-      connection.setAutoCommit(false);
-      try (ResultSet plan = s.executeQuery("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement)) {
-        plan.next();
-        JsonObject top = new JsonArray(plan.getString(1)).getJsonObject(0).getJsonObject("Plan");
-        connection.rollback();
-        return top.getLong("Shared Hit Blocks") + top.getLong("Shared Read Blocks");
-      }
-    } catch (SQLException e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

@@ -1,5 +1,8 @@
 package ordertimeout.support;
 
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -91,6 +94,20 @@ public final class Sql {
       return rows;
     } catch (SQLException e) {
       throw new IllegalStateException(sql, e);
+    }
+  }
+
+  /** Buffers {@code statement} touches (shared, hit or read), run once in a transaction rolled back. */
+  public static long buffersTouched(String statement) {
+    try (Connection connection = TestDatabase.jdbc()) {
+      connection.setAutoCommit(false);
+      String plan = rows(connection, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement).get(0)
+          .values().iterator().next().toString();
+      connection.rollback();
+      JsonObject top = new JsonArray(plan).getJsonObject(0).getJsonObject("Plan");
+      return top.getLong("Shared Hit Blocks") + top.getLong("Shared Read Blocks");
+    } catch (SQLException e) {
+      throw new IllegalStateException(statement, e);
     }
   }
 
