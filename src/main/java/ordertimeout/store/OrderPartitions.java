@@ -243,6 +243,7 @@ public final class OrderPartitions {
   private Future<Void> createBoth(SqlConnection conn, long from, long to) {
     return conn.query(Sql.createPartition(quoted(name(ORDERS, from)), ORDERS, from, to)).execute()
         .compose(none -> conn.query(Sql.createPartition(quoted(name(ITEMS, from)), ITEMS, from, to)).execute())
+        .compose(none -> conn.query(Sql.SUMMARIZE_ORDER_PARTITIONS_AS_RANGES_FILL).execute())
         .mapEmpty();
   }
 

@@ -1184,6 +1184,9 @@ final class Sql {
     return "ALTER TABLE " + table + " RENAME TO " + archivedName + "; ALTER TABLE " + archivedName + " SET SCHEMA " + schema;
   }
 
+  /** A new partition's index of orders_by_created_time gets autosummarize, which its parent cannot hold (V27). */
+  static final String SUMMARIZE_ORDER_PARTITIONS_AS_RANGES_FILL = "SELECT summarize_order_partitions_as_ranges_fill()";
+
   /** IF NOT EXISTS: two nodes without the job's lock (Redis off or down) create the same partitions ahead. */
   static String createPartition(String partition, String parent, long from, long to) {
     return "CREATE TABLE IF NOT EXISTS " + partition + " PARTITION OF " + parent + " FOR VALUES FROM ("

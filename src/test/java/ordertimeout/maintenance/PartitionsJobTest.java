@@ -98,6 +98,7 @@ class PartitionsJobTest {
     PartitionsVerticle job = new PartitionsVerticle(config(Map.of("OT_RETENTION_PARTITION_DAYS", "1")), TestDatabase.connectOptions(),
         new NodeStats(registry, TestDatabase.SHARDS, Duration.ofSeconds(60)), null, WallClock.SYSTEM, StatusCache.OFF);
     await(vertx.deployVerticle(job));
+    assertThat(withoutAutosummarize()).as("the partitions this test made itself").isNotEmpty();
     OrderPartitions.Result result;
     try (LogCapture logs = LogCapture.start()) {
       result = await(job.maintain());
@@ -135,6 +136,8 @@ class PartitionsJobTest {
     assertThat(Sql.count("SELECT count(*) FROM pg_tables WHERE schemaname = 'orders_archive'")).as("archive: none").isZero();
     assertThat(registry.get(Meters.PARTITIONS_DROPPED).tag("archived", "false").counter().count()).isEqualTo(3);
     assertThat(registry.get(Meters.RETENTION_DELETED).tag("table", "orders").counter().count()).isEqualTo(4);
+    assertThat(withoutAutosummarize()).as("partitions whose index by creation time would not summarize as it fills")
+        .isEmpty();
 
     // the sales of the dropped PAID orders left the database with them
     StockLedger.putIn(SKU, -(3 + 5));
@@ -224,6 +227,14 @@ class PartitionsJobTest {
 
   private static boolean exists(String table) {
     return Sql.count("SELECT count(*) FROM pg_class WHERE oid = to_regclass(?)", table) == 1;
+  }
+
+  /** Partitions' indexes of orders_by_created_time without autosummarize (V27), which the job sets on each it finds. */
+  private static List<Object> withoutAutosummarize() {
+    return Sql.rows("""
+        SELECT h.inhrelid::regclass::text AS index FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+        WHERE h.inhparent = 'orders_by_created_time'::regclass
+          AND NOT coalesce('autosummarize=on' = ANY (c.reloptions), false)""").stream().map(row -> row.get("index")).toList();
   }
 
   private static String createPartition(String table, long from, long to) {
