@@ -77,11 +77,13 @@ public record AppConfig(
 
   /**
    * {@code url} is empty for the embedded PostgreSQL; {@code embeddedFsync} has it flush each commit to disk, off only
-   * where a lost commit does not matter (the tests, the benchmarks). {@code idleInTransactionTimeoutMillis} and
+   * where a lost commit does not matter (the tests, the benchmarks); {@code embeddedSharedBuffersMb} and
+   * {@code embeddedMaxWalSizeMb} are its {@code shared_buffers} and {@code max_wal_size}. {@code idleInTransactionTimeoutMillis} and
    * {@code keepaliveSeconds} hold for every pool's sessions; {@code intake}, {@code deadlines} and {@code background}
    * (reconciliation, retention, the outbox relay) are the waits of those pools.
    */
-  public record Database(String url, String dataDir, boolean embeddedFsync, int poolSize, int shards,
+  public record Database(String url, String dataDir, boolean embeddedFsync, int embeddedSharedBuffersMb,
+                         int embeddedMaxWalSizeMb, int poolSize, int shards,
                          int idleInTransactionTimeoutMillis, int keepaliveSeconds, PoolWaits intake, PoolWaits deadlines,
                          PoolWaits background) {
     public boolean embedded() {
@@ -315,6 +317,8 @@ public record AppConfig(
             source.string("database.url", ""),
             source.string("database.dataDir", "./data"),
             source.bool("database.embeddedFsync", true),
+            source.integer("database.embeddedSharedBuffersMb", 2048, 16, 1_048_576),
+            source.integer("database.embeddedMaxWalSizeMb", 8192, 64, 1_048_576),
             source.integer("database.poolSize", 8, 1, 200),
             source.integer("database.shards", 64, 1, 4096),
             source.integer("database.idleInTransactionTimeoutMillis", 10_000, 100, 3_600_000),

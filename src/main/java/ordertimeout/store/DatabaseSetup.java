@@ -61,7 +61,7 @@ public final class DatabaseSetup implements AutoCloseable {
 
   public static DatabaseSetup prepare(AppConfig.Database config) {
     DatabaseSetup setup = config.embedded()
-        ? startEmbedded(Path.of(config.dataDir()), config.embeddedFsync())
+        ? startEmbedded(Path.of(config.dataDir()), config)
         : external(config.url());
     try {
       setup.migrate();
@@ -81,7 +81,7 @@ public final class DatabaseSetup implements AutoCloseable {
     }
   }
 
-  private static DatabaseSetup startEmbedded(Path dataDir, boolean fsync) {
+  private static DatabaseSetup startEmbedded(Path dataDir, AppConfig.Database config) {
     Path pgData = dataDir.resolve("postgres").toAbsolutePath();
     try {
       Files.createDirectories(pgData);
@@ -91,10 +91,11 @@ public final class DatabaseSetup implements AutoCloseable {
           .setPgBinaryResolver(BUNDLED_BINARIES)
           .setCleanDataDirectory(false)
           .setServerConfig("max_connections", "200")
-          .setServerConfig("shared_buffers", "256MB")
+          .setServerConfig("shared_buffers", config.embeddedSharedBuffersMb() + "MB")
+          .setServerConfig("max_wal_size", config.embeddedMaxWalSizeMb() + "MB")
           .setServerConfig("synchronous_commit", "on")
           // the library starts PostgreSQL with -F (fsync off); a setting given after it wins
-          .setServerConfig("fsync", fsync ? "on" : "off")
+          .setServerConfig("fsync", config.embeddedFsync() ? "on" : "off")
           // loaded, not created: CREATE EXTENSION pg_stat_statements shows what each statement costs (the benchmarks do)
           .setServerConfig("shared_preload_libraries", "pg_stat_statements")
           // pg_stat_activity shows a session's whole statement (the pays' and closes' run past the default 1 KB)

@@ -19,7 +19,10 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /** A fresh embedded PostgreSQL for one benchmark run, under target/bench-db, and JDBC helpers for seeding and checking. */
@@ -62,9 +65,13 @@ final class BenchDatabase implements AutoCloseable {
       throw new UncheckedIOException(e);
     }
     // without fsync unless OT_DATABASE_EMBEDDED_FSYNC=true: every figure in docs/benchmarks.md was measured so
-    String fsync = System.getenv().getOrDefault("OT_DATABASE_EMBEDDED_FSYNC", "false");
-    return new BenchDatabase(DatabaseSetup.prepare(config(Map.of("OT_DATABASE_URL", "", "OT_DATABASE_DATA_DIR", dir.toString(),
-        "OT_DATABASE_POOL_SIZE", "16", "OT_DATABASE_SHARDS", "64", "OT_DATABASE_EMBEDDED_FSYNC", fsync)).database()), dir);
+    Map<String, String> settings = new HashMap<>(Map.of("OT_DATABASE_URL", "", "OT_DATABASE_DATA_DIR", dir.toString(),
+        "OT_DATABASE_POOL_SIZE", "16", "OT_DATABASE_SHARDS", "64", "OT_DATABASE_EMBEDDED_FSYNC", "false"));
+    for (String variable : List.of("OT_DATABASE_EMBEDDED_FSYNC", "OT_DATABASE_EMBEDDED_SHARED_BUFFERS_MB",
+        "OT_DATABASE_EMBEDDED_MAX_WAL_SIZE_MB")) {
+      Optional.ofNullable(System.getenv(variable)).ifPresent(value -> settings.put(variable, value));
+    }
+    return new BenchDatabase(DatabaseSetup.prepare(config(settings).database()), dir);
   }
 
   private static void hold(Path dir) {
