@@ -78,9 +78,10 @@ public record AppConfig(
   /**
    * {@code url} is empty for the embedded PostgreSQL; {@code embeddedFsync} has it flush each commit to disk, off only
    * where a lost commit does not matter (the tests, the benchmarks); {@code embeddedSharedBuffersMb} and
-   * {@code embeddedMaxWalSizeMb} are its {@code shared_buffers} and {@code max_wal_size}. {@code idleInTransactionTimeoutMillis} and
-   * {@code keepaliveSeconds} hold for every pool's sessions; {@code intake}, {@code deadlines} and {@code background}
-   * (reconciliation, retention, the outbox relay) are the waits of those pools.
+   * {@code embeddedMaxWalSizeMb} are its {@code shared_buffers} and {@code max_wal_size}.
+   * {@code idleInTransactionTimeoutMillis} and {@code keepaliveSeconds} hold for every pool's sessions;
+   * {@code intake}, {@code deadlines} and {@code background} (reconciliation, retention, the outbox relay) are the waits
+   * of those pools.
    */
   public record Database(String url, String dataDir, boolean embeddedFsync, int embeddedSharedBuffersMb,
                          int embeddedMaxWalSizeMb, int poolSize, int shards,

@@ -234,7 +234,8 @@ class PartitionsJobTest {
     return Sql.rows("""
         SELECT h.inhrelid::regclass::text AS index FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
         WHERE h.inhparent = 'orders_by_created_time'::regclass
-          AND NOT coalesce('autosummarize=on' = ANY (c.reloptions), false)""").stream().map(row -> row.get("index")).toList();
+          AND NOT coalesce('autosummarize=on' = ANY (c.reloptions), false)""")
+        .stream().map(row -> row.get("index")).toList();
   }
 
   private static String createPartition(String table, long from, long to) {

@@ -58,8 +58,10 @@ class BrinSummariesTest {
         SELECT 'client-a', 'key-' || n, 'hash', 201, '{}', n FROM generate_series(1, ?) AS n""", ROWS);
     withoutAutovacuum.forEach(table -> Sql.executeDdl("ANALYZE " + table)); // as autovacuum's would: no old row
     Map<String, String> passes = new LinkedHashMap<>(); // retention's statements with its default ages, Kafka off
-    passes.put("events delivered", ordertimeout.store.Sql.DELETE_DELIVERED_EVENTS.replace("$1", "24").replace("$3", "false"));
-    passes.put("events expired", ordertimeout.store.Sql.DELETE_EXPIRED_EVENTS.replace("$1", "7").replace("$3", "false"));
+    passes.put("events delivered",
+        ordertimeout.store.Sql.DELETE_DELIVERED_EVENTS.replace("$1", "24").replace("$3", "false"));
+    passes.put("events expired",
+        ordertimeout.store.Sql.DELETE_EXPIRED_EVENTS.replace("$1", "7").replace("$3", "false"));
     passes.put("log lines", ordertimeout.store.Sql.DELETE_OLD_ORDER_LOG.replace("$1", "72"));
     passes.put("idempotency keys", ordertimeout.store.Sql.DELETE_OLD_IDEMPOTENCY_KEYS.replace("$1", "169"));
     passes.replaceAll((pass, statement) -> statement.replace("$2", "1000")); // a batch of retention's default size
@@ -69,14 +71,17 @@ class BrinSummariesTest {
 
     System.out.printf("BrinSummariesTest: buffers a pass read with nothing to delete, behind %,d fresh rows (%d pages "
         + "of events): %s%n", ROWS, pagesOfOneTable, buffers);
-    assertThat(pagesOfOneTable).as("the events' pages, against the buffers a pass may read").isGreaterThan(3 * FEW_BUFFERS);
-    assertThat(buffers).as("buffers each pass read").allSatisfy((pass, read) -> assertThat(read).isLessThan(FEW_BUFFERS));
+    assertThat(pagesOfOneTable).as("the events' pages, against the buffers a pass may read")
+        .isGreaterThan(3 * FEW_BUFFERS);
+    assertThat(buffers).as("buffers each pass read")
+        .allSatisfy((pass, read) -> assertThat(read).isLessThan(FEW_BUFFERS));
   }
 
   @Test
   void aSearchByCreationTimeMatchingNothingReadsAFewPagesBehindAHundredThousandFreshOrders() {
     Sql.execute(ORDERS_FROM, 0, 0);
-    String partition = Sql.rows("SELECT tableoid::regclass::text AS partition FROM orders").get(0).get("partition").toString();
+    String partition = Sql.rows("SELECT tableoid::regclass::text AS partition FROM orders").get(0).get("partition")
+        .toString();
     withoutAutovacuum(partition);
     Sql.execute(ORDERS_FROM, 1, ROWS - 1);
     Sql.executeDdl("ANALYZE " + partition);
@@ -86,10 +91,11 @@ class BrinSummariesTest {
 
     Map<String, Long> buffers = buffersOnceSummarized(Map.of("orders created from an hour ahead", search));
 
-    System.out.printf("BrinSummariesTest: buffers a search by creation time read with nothing to find, behind %,d fresh "
-        + "orders (%d pages of %s): %s%n", ROWS, pages, partition, buffers);
+    System.out.printf("BrinSummariesTest: buffers a search by creation time read with nothing to find, behind %,d "
+        + "fresh orders (%d pages of %s): %s%n", ROWS, pages, partition, buffers);
     assertThat(pages).as("the orders' pages, against the buffers a search may read").isGreaterThan(3 * FEW_BUFFERS);
-    assertThat(buffers).as("buffers the search read").allSatisfy((pass, read) -> assertThat(read).isLessThan(FEW_BUFFERS));
+    assertThat(buffers).as("buffers the search read")
+        .allSatisfy((statement, read) -> assertThat(read).isLessThan(FEW_BUFFERS));
   }
 
   /** Unpaid orders number n to m (the parameters), created a millisecond apart, ids from now's first onwards. */
