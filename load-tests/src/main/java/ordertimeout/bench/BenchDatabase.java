@@ -131,6 +131,20 @@ final class BenchDatabase implements AutoCloseable {
     }
   }
 
+  /** Every column of the first row of {@code sql}, as numbers. */
+  double[] numbers(String sql) {
+    try (Connection c = setup.openJdbc(); Statement s = c.createStatement(); ResultSet r = s.executeQuery(sql)) {
+      r.next();
+      double[] values = new double[r.getMetaData().getColumnCount()];
+      for (int i = 0; i < values.length; i++) {
+        values[i] = r.getDouble(i + 1);
+      }
+      return values;
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+  }
+
   /** The lateness histogram's bucket edges in ms: below 0 (early), [0, 1), [1, 2), ..., [5000, 10000), 10000 and above. */
   static final double[] LATENESS_EDGES_MS = {0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
 

@@ -19,6 +19,10 @@ import java.util.List;
  * CPU seconds per second of the window. Linux only; elsewhere the machine-wide figures read 0.
  */
 final class CpuWindow {
+  /** How PostgreSQL's background processes title themselves, after "postgres: ". */
+  private static final List<String> BACKGROUND_TITLES = List.of("checkpointer", "background writer", "walwriter",
+      "autovacuum", "logical replication", "archiver", "walsummarizer", "io worker", "startup", "walreceiver",
+      "walsender");
   /** This JVM's threads, one folder each. */
   private static final Path OWN_THREADS = Path.of("/proc/self/task");
   private final long startNanos;
@@ -167,10 +171,9 @@ final class CpuWindow {
   }
 
   /** Whether a process title is a background process's ("postgres: checkpointer"), not a session's (its user). */
-  static boolean isBackground(String cmdline) {
+  private static boolean isBackground(String cmdline) {
     String title = cmdline.startsWith("postgres: ") ? cmdline.substring("postgres: ".length()) : cmdline;
-    return List.of("checkpointer", "background writer", "walwriter", "autovacuum", "logical replication", "archiver",
-        "walsummarizer", "io worker", "startup", "walreceiver", "walsender").stream().anyMatch(title::startsWith);
+    return BACKGROUND_TITLES.stream().anyMatch(title::startsWith);
   }
 
   /** {@link #compilerTicks(Path)} of each of these JVMs, summed. */
