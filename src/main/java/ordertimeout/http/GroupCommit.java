@@ -5,6 +5,7 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.pgclient.PgException;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.OrderRejected;
 import ordertimeout.order.OrderRejected.Reason;
 import org.slf4j.Logger;
@@ -42,6 +43,7 @@ final class GroupCommit<R, T> {
   private static final class Waiting<R, T> {
     final R request;
     final Promise<T> answer = Promise.promise();
+    final long submittedNanos = System.nanoTime();
     long timer = -1;
     boolean started;
     boolean refused;
@@ -58,13 +60,15 @@ final class GroupCommit<R, T> {
   private final int maxSize;
   private final int inFlight;
   private final int maxQueued;
+  private final NodeStats.GroupTimers timers;
   private final Queue<Waiting<R, T>> waiting = new ArrayDeque<>();
   /** Of {@link #waiting}, those not refused at their deadline yet. */
   private int queued;
   private int running;
 
-  /** To be made on an event loop: the one it lives on. */
-  GroupCommit(Vertx vertx, int maxSize, int inFlight, int maxQueued, Function<List<R>, Future<List<Future<T>>>> transaction) {
+  /** To be made on an event loop: the one it lives on. {@code timers}: each request's wait, each group's transaction. */
+  GroupCommit(Vertx vertx, int maxSize, int inFlight, int maxQueued, NodeStats.GroupTimers timers,
+              Function<List<R>, Future<List<Future<T>>>> transaction) {
     this.vertx = vertx;
     this.context = vertx.getOrCreateContext();
     this.eventLoop = Thread.currentThread();
@@ -72,6 +76,7 @@ final class GroupCommit<R, T> {
     this.maxSize = maxSize;
     this.inFlight = inFlight;
     this.maxQueued = maxQueued;
+    this.timers = timers;
   }
 
   /**
@@ -133,7 +138,10 @@ final class GroupCommit<R, T> {
         requests.add(next.request);
       }
       running++;
+      long startedNanos = System.nanoTime();
+      group.forEach(member -> timers.waitForGroup().record(startedNanos - member.submittedNanos, TimeUnit.NANOSECONDS));
       runRetryingConflicts(requests, true)
+          .andThen(done -> timers.transaction().record(System.nanoTime() - startedNanos, TimeUnit.NANOSECONDS))
           .onSuccess(results -> {
             for (int i = 0; i < group.size(); i++) {
               Promise<T> answer = group.get(i).answer;

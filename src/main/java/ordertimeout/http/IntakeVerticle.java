@@ -87,7 +87,7 @@ public final class IntakeVerticle extends VerticleBase {
     AppConfig.Intake intake = config.intake();
     GroupCommit<CreateRequest, CreateOutcome> creates = groups.creates(() -> nodeCreateGroups(pool));
     GroupCommit<PayRequest, StateChange> pays = groups.pays(() -> new GroupCommit<>(vertx, intake.groupMaxSize(), intake.groupsInFlight(),
-        intake.maxQueued(), store::pay));
+        intake.maxQueued(), stats.groupTimers("pay"), store::pay));
     Auth auth = new Auth(config.apiKeys());
     AnswerDeadline answers = new AnswerDeadline(config.intake().answerWithinMillis(), stats);
     HttpConnections.Guard guard = connections.guard(vertx, answers);
@@ -132,7 +132,7 @@ public final class IntakeVerticle extends VerticleBase {
         order -> order.withId(newOrderId(), shards));
     AppConfig.Intake intake = config.intake();
     return new GroupCommit<>(vertx, intake.groupMaxSize(), intake.groupsInFlight(), intake.maxQueued(),
-        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients()));
+        stats.groupTimers("create"), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients()));
   }
 
   private static String clientOf(RoutingContext ctx) {

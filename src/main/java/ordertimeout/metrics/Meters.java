@@ -12,6 +12,10 @@ public final class Meters {
   /** Not "orders.created": Prometheus keeps the suffix _created for itself. */
   public static final String ORDERS_CREATED = "ordertimeout.created.orders";
   public static final String ORDER_CREATE = "ordertimeout.order.create";
+  /** A create's or pay's wait at the node's group commit until its group started, by kind (create, pay). */
+  public static final String INTAKE_GROUP_WAIT = "ordertimeout.intake.group.wait";
+  /** A group commit's transaction, from its start until it ended (its retry after a conflict included), by kind. */
+  public static final String INTAKE_GROUP_TRANSACTION = "ordertimeout.intake.group.transaction";
   public static final String IDEMPOTENT_REPLAYS = "ordertimeout.idempotent.replays";
   public static final String RATE_LIMITED = "ordertimeout.rate.limited";
   /** Requests answered 503 without being served, by problem code: overloaded (queue full, deadline) or row_locked. */

@@ -336,6 +336,20 @@ public final class NodeStats {
     }
   }
 
+  /** The timers of one of the node's group commits: each request's wait for its group, each group's transaction. */
+  public record GroupTimers(Timer waitForGroup, Timer transaction) {}
+
+  /** {@code kind}: create or pay. The same timers every call. */
+  public GroupTimers groupTimers(String kind) {
+    return new GroupTimers(
+        Timer.builder(Meters.INTAKE_GROUP_WAIT)
+            .description("Wait of a create or pay at the node's group commit until its group started, by kind")
+            .tag("kind", kind).serviceLevelObjectives(CREATE_BUCKETS).register(registry),
+        Timer.builder(Meters.INTAKE_GROUP_TRANSACTION)
+            .description("Transaction of a create or pay group, from its start until it ended, by kind")
+            .tag("kind", kind).serviceLevelObjectives(CREATE_BUCKETS).register(registry));
+  }
+
   /** From now on, {@link #takeRecentCreates()} counts as slow the creates answered after more than {@code bound}. */
   public void countCreatesSlowerThan(Duration bound) {
     slowCreateNanos = bound.toNanos();

@@ -1,10 +1,13 @@
 package ordertimeout.http;
 
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.Vertx;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.OrderRejected;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -25,7 +28,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * One group commit serves the node's intake instances, each on an event loop of its own (decision 0030): the
  * requests of both wait together while a group runs and share the next group, in the order they were submitted; each
  * answer comes back on the event loop of the instance that submitted the request; a request handed over and still
- * waiting at its deadline is refused there and never joins a group.
+ * waiting at its deadline is refused there and never joins a group. Each request's wait for its group, and each group's
+ * transaction, are timed.
  */
 class NodeGroupCommitTest {
   private static final long NO_DEADLINE = TimeUnit.MINUTES.toNanos(10);
@@ -37,6 +41,9 @@ class NodeGroupCommitTest {
   private final BlockingQueue<Running> running = new LinkedBlockingQueue<>();
   private final AtomicInteger atOnce = new AtomicInteger();
   private final AtomicInteger mostAtOnce = new AtomicInteger();
+  private final MeterRegistry registry = new SimpleMeterRegistry();
+  private final NodeStats.GroupTimers timers =
+      new NodeStats.GroupTimers(registry.timer("wait"), registry.timer("transaction"));
 
   private record Running(Context context, Promise<List<Future<String>>> transaction, List<String> requests) {
     void end() {
@@ -67,7 +74,7 @@ class NodeGroupCommitTest {
     }
 
     GroupCommit<String, String> makeGroupCommit() throws Exception {
-      return onLoop(() -> new GroupCommit<>(vertx, 256, 1, 1024, requests -> {
+      return onLoop(() -> new GroupCommit<>(vertx, 256, 1, 1024, timers, requests -> {
         started.add(requests);
         mostAtOnce.accumulateAndGet(atOnce.incrementAndGet(), Math::max);
         Promise<List<Future<String>>> transaction = Promise.promise();
@@ -119,6 +126,7 @@ class NodeGroupCommitTest {
     a.onLoop(() -> "b's hand-overs, queued on a's loop before this, have run");
     assertThat(started).as("no second group while one runs").containsExactly(List.of("b0"));
 
+    Thread.sleep(100);
     first.end();
     next().end();
 
@@ -127,6 +135,10 @@ class NodeGroupCommitTest {
     assertThat(answers).extracting(answer -> answer.get(10, TimeUnit.SECONDS))
         .as("each answer on its own instance's event loop")
         .containsExactly("b0 done", "b1 done", "b2 done", "a0 done", "a1 done", "b3 done");
+    assertThat(timers.waitForGroup().count()).as("every request's wait").isEqualTo(6);
+    assertThat(timers.waitForGroup().max(TimeUnit.MILLISECONDS)).as("the second group's wait for the first").isGreaterThanOrEqualTo(100);
+    assertThat(timers.transaction().count()).as("each group's transaction").isEqualTo(2);
+    assertThat(timers.transaction().max(TimeUnit.MILLISECONDS)).as("the first group ran 100 ms").isGreaterThanOrEqualTo(100);
   }
 
   @Test

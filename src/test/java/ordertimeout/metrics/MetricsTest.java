@@ -81,7 +81,7 @@ class MetricsTest extends ServiceTestBase {
   }
 
   @Test
-  void createsReplaysRateLimitsAndCancelsAreCounted() {
+  void createsReplaysRateLimitsCancelsAndGroupWaitsAreCounted() {
     api.setStock("SKU-1", 1000);
     Prometheus before = scrape();
     String key = UUID.randomUUID().toString();
@@ -113,6 +113,12 @@ class MetricsTest extends ServiceTestBase {
     assertThat(delta(before, after, "ordertimeout_order_create_seconds_count", "status", "429")).isEqualTo(1);
     assertThat(Metrics.sum(after, "ordertimeout_order_create_seconds_bucket", "status", "201", "le", "+Inf"))
         .isEqualTo(Metrics.sum(after, "ordertimeout_order_create_seconds_count", "status", "201"));
+    assertThat(delta(before, after, "ordertimeout_intake_group_wait_seconds_count", "kind", "create"))
+        .as("each create that reached the group commit, its wait for its group").isGreaterThanOrEqualTo(3);
+    assertThat(delta(before, after, "ordertimeout_intake_group_transaction_seconds_count", "kind", "create"))
+        .as("the create groups' transactions").isGreaterThanOrEqualTo(1);
+    assertThat(Metrics.sum(after, "ordertimeout_intake_group_wait_seconds_bucket", "kind", "create", "le", "+Inf"))
+        .isEqualTo(Metrics.sum(after, "ordertimeout_intake_group_wait_seconds_count", "kind", "create"));
     assertThat(api.stats().getLong("idempotentReplays")).isEqualTo((long) Metrics.sum(after, "ordertimeout_idempotent_replays_total"));
   }
 
