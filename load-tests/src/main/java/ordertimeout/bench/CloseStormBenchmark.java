@@ -51,7 +51,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * open-model creates of their own SKUs, 60% of them paid and each read once, their latency from when each was due. The
  * warm-up of that load runs while the service reloads and waits for the deadline; its measured schedule starts at the
  * deadline and lasts the drain's expected length. The run also reports this JVM's heap: after the reload (after a full
- * collection: the wheel holding every deadline) and its peak during the drain.
+ * collection: the wheel holding every deadline) and its peak during the drain. Over the drain it samples what the
+ * service's PostgreSQL sessions are doing ({@link WaitSampler}) and counts the live creates' and pays' slow waits and
+ * transactions at the node's group commits ({@link GroupCommitTimes}).
  *
  * <p>Before the measured runs a smaller storm ({@code -Dstorm.warmUpOrders}, 50,000; 0 for none) goes through the service
  * once, not measured: a service that has never closed an order compiles its close path during the first storm it meets
@@ -234,8 +236,11 @@ public final class CloseStormBenchmark {
     System.gc(); // before the deadline: what stays is mostly the wheel with every deadline in it
     long heapAfterReload = memory.getHeapMemoryUsage().getUsed();
     int liveSeconds = (int) Math.max(5, Math.round(ceilingDrainSeconds));
+    WaitSampler sampler = WaitSampler.start(db);
     CompletableFuture<OpenLoad.Result> live = startLiveLoad(port, deadline, liveSeconds);
     sleepUntil(deadline);
+    sampler.restart();
+    GroupCommitTimes groupCommits = GroupCommitTimes.start(service.stats());
     PostgresCosts costs = PostgresCosts.start(db);
     long heapPeak = 0;
     long stopAt = System.currentTimeMillis() + 10 * 60_000;
@@ -247,9 +252,14 @@ public final class CloseStormBenchmark {
       Thread.sleep(100);
     }
     JsonObject cost = costs.stop("close-storm " + name, "close", orders, TOP_STATEMENTS);
+    JsonObject waits = sampler.stop(TOP_STATEMENTS);
+    WaitSampler.print("close-storm " + name, waits);
+    JsonObject groupCommitTimes = groupCommits.stop();
+    GroupCommitTimes.print("close-storm " + name, groupCommitTimes);
     OpenLoad.Result liveResult = live == null ? null : live.get(liveSeconds + 180L, TimeUnit.SECONDS);
     service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
     JsonObject result = report(name, deadline).put("reloadMillis", reloadMillis).put("cost", cost)
+        .put("postgresSessions", waits).put("groupCommits", groupCommitTimes)
         .put("heap", new JsonObject().put("afterReloadMb", heapAfterReload >> 20).put("peakDuringDrainMb", heapPeak >> 20)
             .put("maxMb", memory.getHeapMemoryUsage().getMax() >> 20));
     if (liveResult != null) {

@@ -382,7 +382,7 @@ public final class SteadyStateBenchmark {
 
   private static JsonObject stopQuietly(WaitSampler sampler) {
     try {
-      return sampler.stop();
+      return sampler.stop(8);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return new JsonObject();

@@ -82,15 +82,18 @@ final class WaitSampler {
     byStatement.clear();
   }
 
-  /** Ends the window: per state, the sessions in it on average (a sample counts each session once). */
-  JsonObject stop() throws InterruptedException {
+  /**
+   * Ends the window: per state, the sessions in it on average (a sample counts each session once), and so for the
+   * {@code topStatements} statements sampled most.
+   */
+  JsonObject stop(int topStatements) throws InterruptedException {
     running = false;
     thread.join(5000);
     synchronized (this) {
       JsonArray statements = new JsonArray();
       byStatement.entrySet().stream()
           .sorted(Comparator.comparingLong((Map.Entry<String, Map<String, Long>> e) -> total(e.getValue())).reversed())
-          .limit(8)
+          .limit(topStatements)
           .forEach(e -> statements.add(
               new JsonObject().put("statement", e.getKey()).put("sessions", sessions(e.getValue()))));
       return new JsonObject().put("samples", samples).put("intervalMillis", INTERVAL_MILLIS)
