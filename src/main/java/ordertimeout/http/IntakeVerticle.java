@@ -132,7 +132,8 @@ public final class IntakeVerticle extends VerticleBase {
         order -> order.withId(newOrderId(), shards));
     AppConfig.Intake intake = config.intake();
     return new GroupCommit<>(vertx, intake.groupMaxSize(), intake.groupsInFlight(), intake.maxQueued(),
-        stats.groupTimers("create"), requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients()));
+        stats.groupTimers("create"),
+        requests -> orderCreates.create(requests, config.orders().maxUnpaidPerUser(), config.clients()));
   }
 
   private static String clientOf(RoutingContext ctx) {

@@ -136,9 +136,11 @@ class NodeGroupCommitTest {
         .as("each answer on its own instance's event loop")
         .containsExactly("b0 done", "b1 done", "b2 done", "a0 done", "a1 done", "b3 done");
     assertThat(timers.waitForGroup().count()).as("every request's wait").isEqualTo(6);
-    assertThat(timers.waitForGroup().max(TimeUnit.MILLISECONDS)).as("the second group's wait for the first").isGreaterThanOrEqualTo(100);
+    assertThat(timers.waitForGroup().max(TimeUnit.MILLISECONDS)).as("the second group's wait for the first")
+        .isGreaterThanOrEqualTo(100);
     assertThat(timers.transaction().count()).as("each group's transaction").isEqualTo(2);
-    assertThat(timers.transaction().max(TimeUnit.MILLISECONDS)).as("the first group ran 100 ms").isGreaterThanOrEqualTo(100);
+    assertThat(timers.transaction().max(TimeUnit.MILLISECONDS)).as("the first group ran 100 ms")
+        .isGreaterThanOrEqualTo(100);
   }
 
   @Test

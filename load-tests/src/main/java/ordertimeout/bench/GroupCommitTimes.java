@@ -52,10 +52,11 @@ final class GroupCommitTimes {
     for (String kind : KINDS) {
       JsonObject wait = window.getJsonObject(kind).getJsonObject("wait");
       JsonObject transaction = window.getJsonObject(kind).getJsonObject("transaction");
-      System.out.printf("%s: %ss at the group commit: %d waited for their group, over 20/50/100 ms %d/%d/%d; %d groups' "
-              + "transactions, over 20/50/100 ms %d/%d/%d%n", label, kind, wait.getLong("count"), wait.getLong("over20ms"),
-          wait.getLong("over50ms"), wait.getLong("over100ms"), transaction.getLong("count"),
-          transaction.getLong("over20ms"), transaction.getLong("over50ms"), transaction.getLong("over100ms"));
+      System.out.printf("%s: %ss at the group commit: %d waited for their group, over 20/50/100 ms %d/%d/%d; "
+              + "%d groups' transactions, over 20/50/100 ms %d/%d/%d%n", label, kind,
+          wait.getLong("count"), wait.getLong("over20ms"), wait.getLong("over50ms"), wait.getLong("over100ms"),
+          transaction.getLong("count"), transaction.getLong("over20ms"), transaction.getLong("over50ms"),
+          transaction.getLong("over100ms"));
     }
   }
 
@@ -63,7 +64,8 @@ final class GroupCommitTimes {
     JsonObject byKind = new JsonObject();
     for (String kind : KINDS) {
       NodeStats.GroupTimers timers = stats.groupTimers(kind);
-      byKind.put(kind, new JsonObject().put("wait", counts(timers.waitForGroup())).put("transaction", counts(timers.transaction())));
+      byKind.put(kind, new JsonObject().put("wait", counts(timers.waitForGroup()))
+          .put("transaction", counts(timers.transaction())));
     }
     return byKind;
   }
