@@ -61,7 +61,7 @@ public final class DatabaseSetup implements AutoCloseable {
 
   public static DatabaseSetup prepare(AppConfig.Database config) {
     DatabaseSetup setup = config.embedded()
-        ? startEmbedded(Path.of(config.dataDir()), config)
+        ? startEmbedded(config)
         : external(config.url());
     try {
       setup.migrate();
@@ -81,8 +81,8 @@ public final class DatabaseSetup implements AutoCloseable {
     }
   }
 
-  private static DatabaseSetup startEmbedded(Path dataDir, AppConfig.Database config) {
-    Path pgData = dataDir.resolve("postgres").toAbsolutePath();
+  private static DatabaseSetup startEmbedded(AppConfig.Database config) {
+    Path pgData = Path.of(config.dataDir()).resolve("postgres").toAbsolutePath();
     try {
       Files.createDirectories(pgData);
       log.info("starting the embedded PostgreSQL with its data in {}", pgData);
