@@ -26,7 +26,7 @@ run() {
   # $3: system properties for the benchmark, split into words
   mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class="ordertimeout.bench.$1" ${2:+-Dexec.args="$2"} ${3:-} \
       2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' | tee -a "$log" \
-    | grep -aE '(wheel|reload|close-storm|steady-state|intake|operator): '
+    | grep -aE '(wheel|reload|close-storm|steady-state|intake|mix-wrk|operator): '
   local status=${PIPESTATUS[0]}
   set -e
   if [ "$status" -ne 0 ]; then
@@ -49,12 +49,14 @@ run SteadyStateBenchmark "450 60"
 run SteadyStateBenchmark "100 30" "-Dsteady.readsPerOrder=0 -Dsteady.readsPerSecond=20000 -Dsteady.warmupSeconds=75 \
   -Dsteady.marksLeadSeconds=10 -Dsteady.warmupRate=300"
 run IntakeBenchmark
+# issue 14's first goal under wrk: the mix's creates against creates alone, side by side in one run
+run MixBenchmark
 # 1,000,000 orders here to keep the run short; the 10,000,000 figures come from its own command (docs/benchmarks.md)
 run OperatorBenchmark "1000000 20"
 
 echo
 echo "Summary:"
-grep -aE '^(wheel|reload|close-storm|steady-state|intake|operator): ' "$log" || true
+grep -aE '^(wheel|reload|close-storm|steady-state|intake|mix-wrk|operator): ' "$log" || true
 # every result in load-tests/results, those of benchmarks not run here (WebhookBenchmark...) included
 if mvn -q -B -Dstyle.color=never -Pbench exec:java -Dmain.class=ordertimeout.bench.BenchReport 2>&1 \
     | sed -u 's/\x1b\[[0-9;]*m//g' | tee -a "$log" | grep -a '^report: '; then

@@ -16,8 +16,6 @@ import ordertimeout.order.OrderItem;
 import ordertimeout.store.OrderCreates;
 import ordertimeout.store.Pools;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -27,8 +25,6 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Intake: creates with fresh idempotency keys over HTTP, for a realistic SKU spread (1-3 items over
@@ -61,10 +57,6 @@ public final class IntakeBenchmark {
    * run-all.sh stays within 15 minutes.
    */
   private static final double[] GATLING_SHARES_OF_WRK = {0.30};
-  private static final Pattern WRK_RATE = Pattern.compile("Requests/sec:\\s+([0-9.]+)");
-  private static final Pattern WRK_P99 = Pattern.compile("99%\\s+([0-9.]+)(us|ms|s)");
-  private static final Pattern WRK_NON_2XX = Pattern.compile("Non-2xx or 3xx responses: (\\d+)");
-  private static final Pattern WRK_SOCKET_ERRORS = Pattern.compile("Socket errors: connect (\\d+), read (\\d+), write (\\d+), timeout (\\d+)");
 
   private final int wrkSeconds;
   private final int gatlingSeconds;
@@ -223,39 +215,8 @@ public final class IntakeBenchmark {
   }
 
   private JsonObject wrk(String baseUrl, int skus, int connections, int seconds) throws Exception {
-    ProcessBuilder builder = new ProcessBuilder("wrk", "-t2", "-c" + connections, "-d" + seconds + "s", "--latency",
-        "-s", "load-tests/wrk/create-order.lua", baseUrl).redirectErrorStream(true);
-    builder.environment().put("WRK_SKUS", Integer.toString(skus));
-    Process process = builder.start();
-    StringBuilder output = new StringBuilder();
-    try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream()))) {
-      reader.lines().forEach(line -> output.append(line).append('\n'));
-    }
-    process.waitFor();
-    String text = output.toString();
-    Matcher rate = WRK_RATE.matcher(text);
-    Matcher p99 = WRK_P99.matcher(text);
-    if (!rate.find() || !p99.find()) {
-      throw new IllegalStateException("cannot read wrk's output:\n" + text);
-    }
-    double p99Ms = Double.parseDouble(p99.group(1)) * switch (p99.group(2)) {
-      case "us" -> 0.001;
-      case "s" -> 1000;
-      default -> 1;
-    };
-    long errors = 0;
-    Matcher non2xx = WRK_NON_2XX.matcher(text);
-    if (non2xx.find()) {
-      errors += Long.parseLong(non2xx.group(1));
-    }
-    Matcher socket = WRK_SOCKET_ERRORS.matcher(text);
-    if (socket.find()) {
-      for (int g = 1; g <= 4; g++) {
-        errors += Long.parseLong(socket.group(g));
-      }
-    }
-    return new JsonObject().put("connections", connections).put("perSecond", Results.round(Double.parseDouble(rate.group(1))))
-        .put("p99Ms", Results.round(p99Ms)).put("errors", errors);
+    return Wrk.run(baseUrl, "create-order.lua", connections, seconds, Map.of("WRK_SKUS", Integer.toString(skus)))
+        .toJson().put("connections", connections);
   }
 
   private void checkStock() {
