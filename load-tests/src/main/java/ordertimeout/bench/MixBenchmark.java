@@ -19,14 +19,16 @@ import java.util.regex.Pattern;
  * ({@code create-order.lua}, with the default deadline, so nothing closes) for a warm-up and then the measured window,
  * then the mix ({@code order-mix.lua}) in one wrk run of its warm-up and window, so that the pays and reads its warm-up
  * planned come due in the window; 64 connections each. For each window: creates a second, wrk's p99 over all its
- * requests, and the CPU per create of this JVM (the service), PostgreSQL and the rest of the machine (wrk, and any
- * neighbour). Then, once the mix's deadlines have passed: every order of the mix ended (paid or closed), none
+ * requests, the CPU per create of this JVM (the service), PostgreSQL and the rest of the machine (wrk, and any
+ * neighbour), the creates' and pays' waits for their group commit and its transactions ({@link GroupCommitTimes}), and
+ * where PostgreSQL's sessions were ({@link WaitSampler}; {@code -Dmix.topStatements}, 8, of its statements). Then, once the mix's deadlines have passed: every order of the mix ended (paid or closed), none
  * closed early, none ended twice, the stock adds up, and no answer of the mix was other than 2xx or a late pay's 409;
  * the lateness of its closes. wrk is a closed loop: its rates are what the machine gives with wrk on it, its latencies
  * hide stalls (the open-model {@link SteadyStateBenchmark} measures those).
  */
 public final class MixBenchmark {
   private static final int CONNECTIONS = 64;
+  private static final int TOP_STATEMENTS = Integer.getInteger("mix.topStatements", 8);
   private static final Pattern MIX_COUNTS =
       Pattern.compile("mix: creates (\\d+) pays (\\d+) reads (\\d+) refused (\\d+) unexpected (\\d+)");
 
@@ -59,19 +61,27 @@ public final class MixBenchmark {
       Wrk.run(url, "create-order.lua", CONNECTIONS, seconds, skus);
       // statistics of tables with orders in them, as autovacuum leaves them a minute or so later (IntakeBenchmark)
       db.executeScript("ANALYZE");
+      WaitSampler sessions = WaitSampler.start(db);
       CpuWindow window = CpuWindow.start(db.postgresDataDir());
+      GroupCommitTimes groups = GroupCommitTimes.start(service.stats());
       Wrk.Run alone = Wrk.run(url, "create-order.lua", CONNECTIONS, seconds, skus);
-      createsAlone = measured(alone, window.stop(0), Math.round(alone.perSecond() * seconds), seconds);
+      createsAlone = measured(alone, window.stop(0), Math.round(alone.perSecond() * seconds), seconds)
+          .put("groupCommits", groups.stop()).put("postgresSessions", sessions.stop(TOP_STATEMENTS));
 
       // One wrk for the mix's warm-up and window: the pays and reads its warm-up planned come due in the window.
       mixFrom = db.number("SELECT extract(epoch FROM clock_timestamp())");
       long countFrom = System.currentTimeMillis() / 1000 + 1 + seconds;
       CompletableFuture<Wrk.Run> mixing = CompletableFuture.supplyAsync(() -> wrk(url, "order-mix.lua", seconds * 2 + 1,
           Map.of("WRK_SKUS", "1000", "WRK_COUNT_FROM", Long.toString(countFrom))));
+      sessions = WaitSampler.start(db);
       Thread.sleep(countFrom * 1000 - System.currentTimeMillis());
       window = CpuWindow.start(db.postgresDataDir());
+      groups = GroupCommitTimes.start(service.stats());
+      sessions.restart();
       Wrk.Run mixed = mixing.get(seconds * 3L, TimeUnit.SECONDS);
       CpuWindow.Split mixCpu = window.stop(0);
+      JsonObject mixGroups = groups.stop();
+      JsonObject mixSessions = sessions.stop(TOP_STATEMENTS);
       Matcher counts = MIX_COUNTS.matcher(mixed.output());
       if (!counts.find()) {
         throw new IllegalStateException("order-mix.lua printed no counts:\n" + mixed.output());
@@ -81,16 +91,20 @@ public final class MixBenchmark {
           .put("paysPerSecond", Results.round(Long.parseLong(counts.group(2)) / mixCpu.seconds()))
           .put("readsPerSecond", Results.round(Long.parseLong(counts.group(3)) / mixCpu.seconds()))
           .put("refused", Long.parseLong(counts.group(4)))
-          .put("unexpected", Long.parseLong(counts.group(5)));
-      // the mix's last deadlines are 15 s after its last creates; its closes come within a tick or the sweep's pass
+          .put("unexpected", Long.parseLong(counts.group(5)))
+          .put("groupCommits", mixGroups).put("postgresSessions", mixSessions);
+      // The mix's last deadlines are 15 s after its last creates; every order past its deadline must then be closed
+      // or paid within a tick or a pass of the sweep. (Creates alone left orders due in 30 minutes, some created
+      // after mixFrom: answered after wrk had stopped.)
+      Thread.sleep(16_000);
       long waitUntil = System.currentTimeMillis() + 60_000;
-      while (unpaidOfTheMix(db, mixFrom) > 0 && System.currentTimeMillis() < waitUntil) {
+      while (unpaidPastTheirDeadline(db) > 0 && System.currentTimeMillis() < waitUntil) {
         Thread.sleep(500);
       }
     } finally {
       service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
     }
-    long leftUnpaid = unpaidOfTheMix(db, mixFrom);
+    long leftUnpaid = unpaidPastTheirDeadline(db);
     long early = (long) db.number("SELECT count(*) FROM orders WHERE closed_at < close_at");
     long endedTwice = db.endedMoreThanOnce();
     long wrongStock = db.stockInvariantViolations();
@@ -104,7 +118,7 @@ public final class MixBenchmark {
         .put("createsAlone", createsAlone).put("mix", mix).put("mixCreatesShareOfCreatesAlone", Results.round(share))
         .put("mixLatenessP99Ms", Results.round(latenessP99)).put("mixLatenessMaxMs", Results.round(latenessMax))
         .put("mixClosedOnTimeout", (long) db.number("SELECT count(*) FROM orders WHERE " + closesOfTheMix, mixFrom))
-        .put("mixLeftUnpaid", leftUnpaid).put("closedEarly", early).put("endedMoreThanOnce", endedTwice)
+        .put("leftUnpaidPastDeadline", leftUnpaid).put("closedEarly", early).put("endedMoreThanOnce", endedTwice)
         .put("stockInvariantBroken", wrongStock);
     Results.write("mix-wrk", result);
     System.out.printf("mix-wrk: wrk at %d connections, %d s each after %d s of warm-up: creates alone %.0f/s "
@@ -112,7 +126,7 @@ public final class MixBenchmark {
             + "and the rest %.0f µs); the mix %.0f creates/s + %.0f pays/s + %.0f reads/s (p99 of all, its warm-up's "
             + "too, %.1f ms; per create %.0f µs, %.2f cores, %.0f µs, %.0f µs; %d answered 409, %d unexpected "
             + "answers): its creates at %.0f%% of creates alone; its closes' lateness p99 %.1f ms, max %.1f ms; "
-            + "left unpaid %d, closed early %d, ended twice %d, stock %s%n",
+            + "left unpaid past their deadline %d, closed early %d, ended twice %d, stock %s%n",
         CONNECTIONS, seconds, seconds, createsAlone.getDouble("createsPerSecond"), createsAlone.getDouble("p99Ms"),
         createsAlone.getDouble("serviceMicrosPerCreate"), compilerCores(createsAlone),
         createsAlone.getDouble("postgresMicrosPerCreate"), createsAlone.getDouble("otherMicrosPerCreate"),
@@ -121,6 +135,10 @@ public final class MixBenchmark {
         mix.getDouble("postgresMicrosPerCreate"), mix.getDouble("otherMicrosPerCreate"), mix.getLong("refused"),
         mix.getLong("unexpected"), 100 * share, latenessP99, latenessMax, leftUnpaid, early, endedTwice,
         wrongStock == 0 ? "consistent" : "BROKEN");
+    for (String window : new String[] {"createsAlone", "mix"}) {
+      GroupCommitTimes.print("mix-wrk, " + window, result.getJsonObject(window).getJsonObject("groupCommits"));
+      WaitSampler.print("mix-wrk, " + window, result.getJsonObject(window).getJsonObject("postgresSessions"));
+    }
     boolean holds = leftUnpaid == 0 && early == 0 && endedTwice == 0 && wrongStock == 0
         && mix.getLong("unexpected") == 0 && mix.getLong("socketErrors") == 0 && createsAlone.getLong("errors") == 0;
     if (!holds) {
@@ -158,8 +176,7 @@ public final class MixBenchmark {
     return window.getJsonObject("cpu").getDouble("jitCompilerCores");
   }
 
-  private static long unpaidOfTheMix(BenchDatabase db, double mixFrom) {
-    return (long) db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID' AND created_at >= to_timestamp(?)",
-        mixFrom);
+  private static long unpaidPastTheirDeadline(BenchDatabase db) {
+    return (long) db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID' AND close_at < clock_timestamp()");
   }
 }
