@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark once, one after another (about 20 minutes on 2 cores), and prints their summary
+# Runs every benchmark once, one after another (about 22 minutes on 2 cores), and prints their summary
 # lines at the end. Figures go to load-tests/results/*.json; then BenchReport draws them all into
 # load-tests/results/report.html (also when a benchmark failed; open it from the file, it fetches nothing).
 # Needs wrk (installed from Debian's packages when missing). Run from the repository root: bash load-tests/run-all.sh
