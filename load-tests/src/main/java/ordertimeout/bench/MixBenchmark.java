@@ -58,12 +58,13 @@ public final class MixBenchmark {
     JsonObject mix;
     double mixFrom;
     try {
+      WaitSampler sessions = WaitSampler.start(db); // its connection opened before the window (WaitSampler#restart)
       Wrk.run(url, "create-order.lua", CONNECTIONS, seconds, skus);
       // statistics of tables with orders in them, as autovacuum leaves them a minute or so later (IntakeBenchmark)
       db.executeScript("ANALYZE");
-      WaitSampler sessions = WaitSampler.start(db);
       CpuWindow window = CpuWindow.start(db.postgresDataDir());
       GroupCommitTimes groups = GroupCommitTimes.start(service.stats());
+      sessions.restart();
       Wrk.Run alone = Wrk.run(url, "create-order.lua", CONNECTIONS, seconds, skus);
       createsAlone = measured(alone, window.stop(0), Math.round(alone.perSecond() * seconds), seconds)
           .put("groupCommits", groups.stop()).put("postgresSessions", sessions.stop(TOP_STATEMENTS));
