@@ -2,10 +2,18 @@
 -- pay of 60% of them 1-3 s after their create was answered (before the deadline), and one status read of each order
 -- 1-15 s after it (before or after its pay or its close). Whatever is due is sent first; creates fill the rest, so the
 -- shares hold at whatever rate the service gives: for each create 0.6 pays and one read, the unpaid 40% closed by the
--- service on their deadline. WRK_KEY is the user API key. done() prints what was sent of each, and the pays answered
--- 409 (after their order's close), from WRK_COUNT_FROM (a time in seconds since the epoch; 0: from the start), so that
--- a warm-up in the same run leaves the pays and reads it planned to the counted seconds, as a steady shop does; and
--- the answers of the whole run that were neither 2xx nor 409.
+-- service on their deadline. WRK_KEY is the user API key. done() prints what was sent of each, and the answers 409 (a
+-- pay after its order's close; a create here gets none: fresh keys, stock enough), from WRK_COUNT_FROM (a time in
+-- seconds since the epoch; 0: from the start), so that a warm-up in the same run leaves the pays and reads it planned
+-- to the counted seconds, as a steady shop does; and the answers of the whole run that were neither 2xx nor 409.
+local ffi = require("ffi")
+ffi.cdef [[
+  typedef struct { long tv_sec; long tv_nsec; } mix_timespec;
+  int clock_gettime(int clock, mix_timespec *now);
+]]
+local CLOCK_MONOTONIC = 1
+local SLOT_MILLIS = 10 -- pays and reads are due by slots of this many milliseconds
+
 local skus = tonumber(os.getenv("WRK_SKUS") or "1000")
 local key = os.getenv("WRK_KEY") or "dev-user-key"
 local count_from = tonumber(os.getenv("WRK_COUNT_FROM") or "0")
@@ -15,8 +23,14 @@ local threads = {}
 creates, pays, reads, refused, unexpected = 0, 0, 0, 0, 0
 local sent = 0
 local prefix
-local due = {} -- second (os.time) -> the pays and reads due then, as {pay = bool, id = string}
-local cursor -- the earliest second that may still hold something due
+local due = {} -- slot -> the pays and reads due in it, as {pay = bool, id = string}
+local cursor -- the earliest slot that may still hold something due
+local timespec = ffi.new("mix_timespec")
+
+local function now_slot()
+  ffi.C.clock_gettime(CLOCK_MONOTONIC, timespec)
+  return math.floor((tonumber(timespec.tv_sec) * 1000 + tonumber(timespec.tv_nsec) / 1e6) / SLOT_MILLIS)
+end
 
 function setup(thread)
   table.insert(threads, thread)
@@ -24,17 +38,17 @@ function setup(thread)
 end
 
 function init(args)
-  prefix = "mix-" .. tostring(thread_id) .. "-" .. tostring(os.time()) .. "-" .. tostring(math.random(1000000))
   math.randomseed(os.time() + thread_id)
-  cursor = os.time()
+  prefix = "mix-" .. tostring(thread_id) .. "-" .. tostring(os.time()) .. "-" .. tostring(math.random(1000000))
+  cursor = now_slot()
 end
 
 local function headers()
   return { ["Authorization"] = "Bearer " .. key }
 end
 
-local function schedule(seconds, entry)
-  local at = os.time() + seconds
+local function schedule(after_millis, entry)
+  local at = now_slot() + math.ceil(after_millis / SLOT_MILLIS)
   due[at] = due[at] or {}
   table.insert(due[at], entry)
 end
@@ -63,7 +77,7 @@ local function create()
 end
 
 function request()
-  local now = os.time()
+  local now = now_slot()
   while cursor <= now do
     local list = due[cursor]
     if list and #list > 0 then
@@ -81,7 +95,7 @@ function request()
   return create()
 end
 
-function response(status, headers, body)
+function response(status, answer_headers, body)
   if status == 201 then
     local id = body:match('"id":"(%d+)"')
     if id == nil then
@@ -89,9 +103,9 @@ function response(status, headers, body)
       return
     end
     if math.random(100) <= 60 then
-      schedule(math.random(3), { pay = true, id = id })
+      schedule(1000 + math.random(2000), { pay = true, id = id })
     end
-    schedule(math.random(15), { pay = false, id = id })
+    schedule(1000 + math.random(14000), { pay = false, id = id })
   elseif status == 409 then
     refused = refused + (counted() and 1 or 0)
   elseif status ~= 200 then

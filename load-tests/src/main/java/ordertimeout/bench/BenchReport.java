@@ -33,15 +33,15 @@ import java.util.stream.Stream;
  */
 public final class BenchReport {
   /** The benchmarks in the order run-all.sh runs them, then the others; any other file comes after, by name. */
-  private static final List<String> ORDER = List.of("wheel", "reload", "close-storm", "steady-state", "intake", "mix-wrk",
-      "operator", "webhook", "redis-expiry", "items-foreign-key");
+  private static final List<String> ORDER = List.of("wheel", "reload", "close-storm", "steady-state", "intake",
+      "mix-wrk", "operator", "webhook", "redis-expiry", "items-foreign-key");
   /** Header keys, shown apart; subtrees not walked for figures (statement texts, settings, targets, series). */
   private static final Set<String> HEADER = Set.of("benchmark", "date", "machine", "commit");
   private static final Set<String> NOT_FIGURES = Set.of("postgresStatements", "config", "filter", "targets", "firstPagePlan",
       "measures", "how", "data", "jmh", "query", "firstRunNote", "createErrorsByKind", "payErrorsByKind");
   /** Numeric keys that are rates (per second), charted as bars per variant. */
-  private static final Set<String> RATE_KEYS = Set.of("perSecond", "closesPerSecond", "createsPerSecond", "opsPerSecond",
-      "heldPerSecond", "meanPerSecond", "medianWith", "medianWithout");
+  private static final Set<String> RATE_KEYS = Set.of("perSecond", "closesPerSecond", "createsPerSecond",
+      "opsPerSecond", "heldPerSecond", "meanPerSecond", "medianWith", "medianWithout");
   /** Numeric keys that are durations in ms, charted as bars per variant. */
   private static final Set<String> DURATION_KEYS = Set.of("medianMillis", "medianMillisPerInvocation", "firstRunMillis");
   private static final Pattern PERCENTILE = Pattern.compile("^(.*?)(P50|P99|P999|Max|p50|p99|p999|max)(Ms|Millis)$");

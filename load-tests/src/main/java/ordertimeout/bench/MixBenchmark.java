@@ -21,9 +21,10 @@ import java.util.regex.Pattern;
  * planned come due in the window; 64 connections each. For each window: creates a second, wrk's p99 over all its
  * requests, the CPU per create of this JVM (the service), PostgreSQL and the rest of the machine (wrk, and any
  * neighbour), the creates' and pays' waits for their group commit and its transactions ({@link GroupCommitTimes}), and
- * where PostgreSQL's sessions were ({@link WaitSampler}; {@code -Dmix.topStatements}, 8, of its statements). Then, once the mix's deadlines have passed: every order of the mix ended (paid or closed), none
- * closed early, none ended twice, the stock adds up, and no answer of the mix was other than 2xx or a late pay's 409;
- * the lateness of its closes. wrk is a closed loop: its rates are what the machine gives with wrk on it, its latencies
+ * where PostgreSQL's sessions were ({@link WaitSampler}; {@code -Dmix.topStatements}, 8, of its statements). Then,
+ * once the mix's deadlines have passed: no order left unpaid past its deadline, none closed early, none ended twice,
+ * the stock adds up, no answer of the creates' warm-up other than 2xx and none of the mix other than 2xx or 409 (a pay
+ * after its order's close, counted); the lateness of the mix's closes. * wrk is a closed loop: its rates are what the machine gives with wrk on it, its latencies
  * hide stalls (the open-model {@link SteadyStateBenchmark} measures those).
  */
 public final class MixBenchmark {
@@ -59,7 +60,7 @@ public final class MixBenchmark {
     double mixFrom;
     try {
       WaitSampler sessions = WaitSampler.start(db); // its connection opened before the window (WaitSampler#restart)
-      Wrk.run(url, "create-order.lua", CONNECTIONS, seconds, skus);
+      Wrk.Run warmUp = Wrk.run(url, "create-order.lua", CONNECTIONS, seconds, skus);
       // statistics of tables with orders in them, as autovacuum leaves them a minute or so later (IntakeBenchmark)
       db.executeScript("ANALYZE");
       CpuWindow window = CpuWindow.start(db.postgresDataDir());
@@ -67,6 +68,7 @@ public final class MixBenchmark {
       sessions.restart();
       Wrk.Run alone = Wrk.run(url, "create-order.lua", CONNECTIONS, seconds, skus);
       createsAlone = measured(alone, window.stop(0), Math.round(alone.perSecond() * seconds), seconds)
+          .put("warmUpErrors", warmUp.errors())
           .put("groupCommits", groups.stop()).put("postgresSessions", sessions.stop(TOP_STATEMENTS));
 
       // One wrk for the mix's warm-up and window: the pays and reads its warm-up planned come due in the window.
@@ -75,7 +77,7 @@ public final class MixBenchmark {
       CompletableFuture<Wrk.Run> mixing = CompletableFuture.supplyAsync(() -> wrk(url, "order-mix.lua", seconds * 2 + 1,
           Map.of("WRK_SKUS", "1000", "WRK_COUNT_FROM", Long.toString(countFrom))));
       sessions = WaitSampler.start(db);
-      Thread.sleep(countFrom * 1000 - System.currentTimeMillis());
+      Thread.sleep(Math.max(0, countFrom * 1000 - System.currentTimeMillis()));
       window = CpuWindow.start(db.postgresDataDir());
       groups = GroupCommitTimes.start(service.stats());
       sessions.restart();
@@ -94,6 +96,8 @@ public final class MixBenchmark {
           .put("refused", Long.parseLong(counts.group(4)))
           .put("unexpected", Long.parseLong(counts.group(5)))
           .put("groupCommits", mixGroups).put("postgresSessions", mixSessions);
+      // wrk's own rate: every kind of request, over the mix's warm-up too; not the window's creates
+      mix.put("allRequestsPerSecondWholeRun", mix.remove("perSecond"));
       // The mix's last deadlines are 15 s after its last creates; every order past its deadline must then be closed
       // or paid within a tick or a pass of the sweep. (Creates alone left orders due in 30 minutes, some created
       // after mixFrom: answered after wrk had stopped.)
@@ -141,7 +145,8 @@ public final class MixBenchmark {
       WaitSampler.print("mix-wrk, " + window, result.getJsonObject(window).getJsonObject("postgresSessions"));
     }
     boolean holds = leftUnpaid == 0 && early == 0 && endedTwice == 0 && wrongStock == 0
-        && mix.getLong("unexpected") == 0 && mix.getLong("socketErrors") == 0 && createsAlone.getLong("errors") == 0;
+        && mix.getLong("unexpected") == 0 && mix.getLong("socketErrors") == 0 && createsAlone.getLong("errors") == 0
+        && createsAlone.getLong("warmUpErrors") == 0;
     if (!holds) {
       System.out.println("mix-wrk: FAILED: see load-tests/results/mix-wrk.json");
     }
