@@ -3,6 +3,8 @@
 -- WRK_SKUS=1 sends every order for one unit of SKU-FLASH (flash sale). WRK_KEY is the user API key.
 local skus = tonumber(os.getenv("WRK_SKUS") or "1000")
 local key = os.getenv("WRK_KEY") or "dev-user-key"
+-- the script's own folder, whatever the working directory wrk was started from
+local order_items = dofile((debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "") .. "order-items.lua")
 local thread_counter = 0
 local counter = 0
 local prefix
@@ -22,13 +24,7 @@ local function body()
   if skus == 1 then
     return '{"userId":"' .. user .. '","items":[{"sku":"SKU-FLASH","qty":1}]}'
   end
-  local n = math.random(3)
-  local first = math.random(skus) - 1
-  local items = {}
-  for i = 1, n do
-    items[i] = '{"sku":"SKU-' .. ((first + (i - 1) * 131) % skus) .. '","qty":' .. math.random(3) .. '}'
-  end
-  return '{"userId":"' .. user .. '","items":[' .. table.concat(items, ",") .. ']}'
+  return '{"userId":"' .. user .. '","items":' .. order_items(skus) .. '}'
 end
 
 function request()

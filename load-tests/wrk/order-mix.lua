@@ -14,6 +14,8 @@ ffi.cdef [[
 local CLOCK_MONOTONIC = 1
 local SLOT_MILLIS = 10 -- pays and reads are due by slots of this many milliseconds
 
+-- the script's own folder, whatever the working directory wrk was started from
+local order_items = dofile((debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "") .. "order-items.lua")
 local skus = tonumber(os.getenv("WRK_SKUS") or "1000")
 local key = os.getenv("WRK_KEY") or "dev-user-key"
 local count_from = tonumber(os.getenv("WRK_COUNT_FROM") or "0")
@@ -62,14 +64,8 @@ local function create()
   if counted() then
     creates = creates + 1
   end
-  local n = math.random(3)
-  local first = math.random(skus) - 1
-  local items = {}
-  for i = 1, n do
-    items[i] = '{"sku":"SKU-' .. ((first + (i - 1) * 131) % skus) .. '","qty":' .. math.random(3) .. '}'
-  end
   local body = '{"userId":"u-' .. math.random(100000) .. '","timeoutSeconds":' .. (4 + math.random(11))
-      .. ',"items":[' .. table.concat(items, ",") .. ']}'
+      .. ',"items":' .. order_items(skus) .. '}'
   local h = headers()
   h["Content-Type"] = "application/json"
   h["Idempotency-Key"] = prefix .. "-" .. sent
