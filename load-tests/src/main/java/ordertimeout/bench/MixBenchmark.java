@@ -24,8 +24,9 @@ import java.util.regex.Pattern;
  * where PostgreSQL's sessions were ({@link WaitSampler}; {@code -Dmix.topStatements}, 8, of its statements). Then,
  * once the mix's deadlines have passed: no order left unpaid past its deadline, none closed early, none ended twice,
  * the stock adds up, no answer of the creates' warm-up other than 2xx and none of the mix other than 2xx or 409 (a pay
- * after its order's close, counted); the lateness of the mix's closes. * wrk is a closed loop: its rates are what the machine gives with wrk on it, its latencies
- * hide stalls (the open-model {@link SteadyStateBenchmark} measures those).
+ * after its order's close, counted); the lateness of the mix's closes. wrk is a closed loop: its rates are what the
+ * machine gives with wrk on it, its latencies hide stalls (the open-model {@link SteadyStateBenchmark} measures
+ * those).
  */
 public final class MixBenchmark {
   private static final int CONNECTIONS = 64;
