@@ -60,32 +60,26 @@ public final class MixBenchmark {
     JsonObject mix;
     double mixFrom;
     try {
-      WaitSampler sessions = WaitSampler.start(db); // its connection opened before the window (WaitSampler#restart)
+      Window window = new Window(db, service);
       Wrk.Run warmUp = Wrk.run(url, "create-order.lua", CONNECTIONS, seconds, skus);
       // statistics of tables with orders in them, as autovacuum leaves them a minute or so later (IntakeBenchmark)
       db.executeScript("ANALYZE");
-      CpuWindow window = CpuWindow.start(db.postgresDataDir());
-      GroupCommitTimes groups = GroupCommitTimes.start(service.stats());
-      sessions.restart();
+      window.begin();
       Wrk.Run alone = Wrk.run(url, "create-order.lua", CONNECTIONS, seconds, skus);
-      createsAlone = measured(alone, window.stop(0), Math.round(alone.perSecond() * seconds), seconds)
-          .put("warmUpErrors", warmUp.errors())
-          .put("groupCommits", groups.stop()).put("postgresSessions", sessions.stop(TOP_STATEMENTS));
+      CpuWindow.Split aloneCpu = window.stopCpu();
+      createsAlone = measured(alone, aloneCpu, Math.round(alone.perSecond() * seconds), seconds)
+          .put("warmUpErrors", warmUp.errors()).mergeIn(window.end());
 
       // One wrk for the mix's warm-up and window: the pays and reads its warm-up planned come due in the window.
       mixFrom = db.number("SELECT extract(epoch FROM clock_timestamp())");
       long countFrom = System.currentTimeMillis() / 1000 + 1 + seconds;
       CompletableFuture<Wrk.Run> mixing = CompletableFuture.supplyAsync(() -> wrk(url, "order-mix.lua", seconds * 2 + 1,
           Map.of("WRK_SKUS", "1000", "WRK_COUNT_FROM", Long.toString(countFrom))));
-      sessions = WaitSampler.start(db);
+      window = new Window(db, service);
       Thread.sleep(Math.max(0, countFrom * 1000 - System.currentTimeMillis()));
-      window = CpuWindow.start(db.postgresDataDir());
-      groups = GroupCommitTimes.start(service.stats());
-      sessions.restart();
+      window.begin();
       Wrk.Run mixed = mixing.get(seconds * 3L, TimeUnit.SECONDS);
-      CpuWindow.Split mixCpu = window.stop(0);
-      JsonObject mixGroups = groups.stop();
-      JsonObject mixSessions = sessions.stop(TOP_STATEMENTS);
+      CpuWindow.Split mixCpu = window.stopCpu();
       Matcher counts = MIX_COUNTS.matcher(mixed.output());
       if (!counts.find()) {
         throw new IllegalStateException("order-mix.lua printed no counts:\n" + mixed.output());
@@ -96,7 +90,7 @@ public final class MixBenchmark {
           .put("readsPerSecond", Results.round(Long.parseLong(counts.group(3)) / mixCpu.seconds()))
           .put("refused", Long.parseLong(counts.group(4)))
           .put("unexpected", Long.parseLong(counts.group(5)))
-          .put("groupCommits", mixGroups).put("postgresSessions", mixSessions);
+          .mergeIn(window.end());
       // wrk's own rate: every kind of request, over the mix's warm-up too; not the window's creates
       mix.put("allRequestsPerSecondWholeRun", mix.remove("perSecond"));
       // The mix's last deadlines are 15 s after its last creates; every order past its deadline must then be closed
@@ -166,6 +160,40 @@ public final class MixBenchmark {
         .put("postgresMicrosPerCreate", Math.round(cpu.postgresCores() * micros))
         .put("otherMicrosPerCreate", Math.round(cpu.otherCores() * micros))
         .put("cpu", cpu.toJson());
+  }
+
+  /**
+   * A measured window's marks: the CPU split, the group commits' timers and PostgreSQL's sessions. The sampler's
+   * connection is opened when the window is made, before its warm-up (see {@link WaitSampler#restart}).
+   */
+  private static final class Window {
+    private final BenchDatabase db;
+    private final Service service;
+    private final WaitSampler sessions;
+    private CpuWindow cpu;
+    private GroupCommitTimes groups;
+
+    Window(BenchDatabase db, Service service) {
+      this.db = db;
+      this.service = service;
+      this.sessions = WaitSampler.start(db);
+    }
+
+    void begin() {
+      cpu = CpuWindow.start(db.postgresDataDir());
+      groups = GroupCommitTimes.start(service.stats());
+      sessions.restart();
+    }
+
+    /** The CPU split, stopped first, as the load ends. */
+    CpuWindow.Split stopCpu() {
+      return cpu.stop(0);
+    }
+
+    /** After {@link #stopCpu}: {@code groupCommits} and {@code postgresSessions}. */
+    JsonObject end() throws InterruptedException {
+      return new JsonObject().put("groupCommits", groups.stop()).put("postgresSessions", sessions.stop(TOP_STATEMENTS));
+    }
   }
 
   private static Wrk.Run wrk(String url, String script, int seconds, Map<String, String> environment) {
