@@ -22,8 +22,8 @@ import java.util.stream.Collectors;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The status cache of a node alone: a create keeps its order (a replayed one keeps nothing), a repeated read is
- * answered from memory, another client's read of a kept order is still not found, and every write (pay, cancel, admin
+ * The status cache of a node alone: a create keeps its order (a replayed one keeps nothing), and so do a pay and the
+ * wheel's timeout close, as PostgreSQL has it after them; a repeated read is answered from memory, another client's read of a kept order is still not found, and every write (pay, cancel, admin
  * close, extend, payment started, a late pay that reopens, the wheel's timeout close, bulk close and bulk extend) is
  * seen by the very next read, each order having been read (and kept) just before it.
  */
@@ -137,6 +137,49 @@ class StatusCacheTest extends ServiceTestBase {
     assertThat(api.order(id).json().getString("status")).as("reopened and paid").isEqualTo("PAID");
   }
 
+  @Test
+  void aPayKeepsThePaidOrderAsPostgreSqlHasIt() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 600, "SKU-1", 1).getString("id");
+    JsonObject paid = api.pay(id).json();
+    double hits = hits();
+    double misses = misses();
+
+    JsonObject read = api.order(id).json();
+    assertThat(hits()).as("the first read after the pay was a hit").isEqualTo(hits + 1);
+    assertThat(misses()).isEqualTo(misses);
+    assertThat(read).isEqualTo(paid);
+    Map<String, Object> stored = Sql.rows("SELECT status, (extract(epoch FROM paid_at) * 1000000)::bigint AS paid_micros"
+        + " FROM orders WHERE id = ?", Long.parseLong(id)).get(0);
+    assertThat(read.getString("status")).isEqualTo(stored.get("status")).isEqualTo("PAID");
+    assertThat(micros(read, "paidAt")).isEqualTo(stored.get("paid_micros"));
+    assertThat(api.as(SHOP_B).order(id).code()).as("another client's read").isEqualTo("order_not_found");
+  }
+
+  /** The close batch answers only what it changed: the order kept from its create, closed. */
+  @Test
+  void aTimeoutCloseKeepsTheClosedOrderAsPostgreSqlHasIt() {
+    api.setStock("SKU-1", 10);
+    double closes = timeoutCloses();
+    String id = create("u-1", 1, "SKU-1", 1).getString("id");
+    Await.until("the wheel's close batch answered", Duration.ofSeconds(30), () -> timeoutCloses() > closes);
+    double hits = hits();
+    double misses = misses();
+
+    JsonObject read = api.order(id).json();
+    assertThat(hits()).as("the first read after the close was a hit").isEqualTo(hits + 1);
+    assertThat(misses()).isEqualTo(misses);
+    Map<String, Object> stored = Sql.rows("""
+        SELECT status, close_reason, (extract(epoch FROM closed_at) * 1000000)::bigint AS closed_micros,
+               (extract(epoch FROM close_at) * 1000000)::bigint AS close_micros
+        FROM orders WHERE id = ?""", Long.parseLong(id)).get(0);
+    assertThat(read.getString("status")).isEqualTo(stored.get("status")).isEqualTo("CLOSED");
+    assertThat(read.getString("closeReason")).isEqualTo(stored.get("close_reason")).isEqualTo("TIMEOUT");
+    assertThat(micros(read, "closedAt")).isEqualTo(stored.get("closed_micros"));
+    assertThat(micros(read, "closeAt")).isEqualTo(stored.get("close_micros"));
+    assertThat(read.getString("paidAt")).isNull();
+  }
+
   /**
    * The late pay is a transaction of its own after the pay group's: reads while it waits for the stock row must not
    * keep the closed order it is about to reopen.
@@ -201,5 +244,13 @@ class StatusCacheTest extends ServiceTestBase {
 
   private double hits() {
     return new Prometheus(api.get("/metrics", null).body()).sum(READS, "result", "hit");
+  }
+
+  private double misses() {
+    return new Prometheus(api.get("/metrics", null).body()).sum(READS, "result", "miss");
+  }
+
+  private double timeoutCloses() {
+    return new Prometheus(api.get("/metrics", null).body()).sum("ordertimeout_closes_total", "reason", "TIMEOUT");
   }
 }

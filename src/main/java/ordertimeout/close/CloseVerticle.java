@@ -74,7 +74,7 @@ public final class CloseVerticle extends VerticleBase {
   private long checks;
   private boolean stopped;
 
-  /** {@code statusCache}: forgets the orders of each close batch. */
+  /** {@code statusCache}: keeps the orders of each close batch closed, or forgets them. */
   public CloseVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, StatusCache statusCache) {
     this.config = config;
     this.connectOptions = connectOptions;

@@ -56,6 +56,12 @@ public record Order(
         instant(json, "closedAt"), instant(json, "holdUntil"));
   }
 
+  /** This order as a close at {@code at} for {@code reason} leaves it: only its status, reason and close time change. */
+  public Order closed(CloseReason reason, Instant at) {
+    return new Order(id, userId, category, OrderStatus.CLOSED, reason, items, createdAt, closeAt, remindAt, paidAt, at,
+        holdUntil);
+  }
+
   /** When its close is due: its deadline, or the end of the hold of a started payment if that is later. */
   public Instant dueAt() {
     return holdUntil != null && holdUntil.isAfter(closeAt) ? holdUntil : closeAt;

@@ -31,7 +31,7 @@ public final class DeadlineStore {
     this(pool, clock, StatusCache.OFF);
   }
 
-  /** For the close verticle: {@code statusCache} forgets the orders of each close batch. */
+  /** For the close verticle: {@code statusCache} keeps the orders of each close batch closed, or forgets them. */
   public DeadlineStore(Pool pool, WallClock clock, StatusCache statusCache) {
     this.pool = pool;
     this.clock = clock;
@@ -46,10 +46,13 @@ public final class DeadlineStore {
    */
   public record ClosedBatch(long[] closedIds, long[] latenessMillis, long[] heldLatenessMillis, Deadlines notYetDue) {}
 
-  /** One transaction: the compare-and-set close of every due unpaid order among {@code ids}, stock, log, events. */
+  /**
+   * One transaction: the compare-and-set close of every due unpaid order among {@code ids}, stock, log, events. A
+   * closed order the status cache kept when the batch began is kept closed (the statement answers only what it changed).
+   */
   public Future<ClosedBatch> closeDue(long[] ids) {
     Long[] boxed = box(ids);
-    return statusCache.writing(boxed, () -> pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_DUE)
+    return statusCache.writing(boxed, committed -> pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_DUE)
         .execute(Tuple.of(boxed, CloseReason.TIMEOUT.name()))
         .compose(closed -> {
           int count = closed.size();
@@ -59,10 +62,16 @@ public final class DeadlineStore {
           int i = 0;
           int held = 0;
           for (Row row : closed) {
-            closedIds[i + held] = row.getLong("id");
+            long id = row.getLong("id");
+            closedIds[i + held] = id;
             long closeAt = millis(row.getOffsetDateTime("close_at"));
             OffsetDateTime holdUntil = row.getOffsetDateTime("hold_until");
-            long closedAt = millis(row.getOffsetDateTime("closed_at"));
+            OffsetDateTime closedTime = row.getOffsetDateTime("closed_at");
+            long closedAt = millis(closedTime);
+            StatusCache.Entry unpaid = committed.before(id);
+            if (unpaid != null) {
+              committed.add(unpaid.client(), unpaid.order().closed(CloseReason.TIMEOUT, closedTime.toInstant()));
+            }
             if (holdUntil != null && millis(holdUntil) > closeAt) {
               heldLateness[held++] = closedAt - millis(holdUntil);
             } else {

@@ -120,11 +120,13 @@ public final class OrderStore {
    * timeout: on a hot SKU the single pays queue for its row behind one another, and a queue over the lock wait is not a
    * held row; after that, or at once when an idle transaction holds the row ({@link #stockRowHeld}), a held row answers
    * {@code row_locked} rather than wait on past the answer deadline. A pay that finds its order closed
-   * is a late payment ({@link #latePay}), each in a transaction of its own.
+   * is a late payment ({@link #latePay}), each in a transaction of its own. The orders the group answered are kept in
+   * the status cache as its transaction left them, for the buyer's next read.
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
     Long[] ids = requests.stream().map(PayRequest::id).toArray(Long[]::new);
-    return writeTransaction(ids, conn -> new PayGroup(conn, ids, requests).run())
+    return statusCache.writing(ids, committed ->
+            pool.withTransaction(conn -> new PayGroup(conn, ids, requests, committed).run()))
         .map(results -> {
           for (int i = 0; i < results.size(); i++) {
             if (results.get(i) == null) results.set(i, payOne(requests.get(i)));
@@ -311,13 +313,15 @@ public final class OrderStore {
     private final SqlConnection conn;
     private final Long[] ids;
     private final List<PayRequest> requests;
+    private final StatusCache.Committed committed;
     private final Set<Long> paid = new HashSet<>();
 
-    /** {@code ids}: the requests' orders, in their order. */
-    PayGroup(SqlConnection conn, Long[] ids, List<PayRequest> requests) {
+    /** {@code ids}: the requests' orders, in their order; {@code committed}: takes the orders as the group leaves them. */
+    PayGroup(SqlConnection conn, Long[] ids, List<PayRequest> requests, StatusCache.Committed committed) {
       this.conn = conn;
       this.ids = ids;
       this.requests = requests;
+      this.committed = committed;
     }
 
     Future<List<Future<StateChange>>> run() {
@@ -349,9 +353,12 @@ public final class OrderStore {
         }
         Order order = toOrder(row);
         boolean changedHere = paid.remove(request.id());
-        results.add(changedHere || order.status() != OrderStatus.UNPAID
-            ? Future.succeededFuture(new StateChange(order, changedHere))
-            : null); // due, or held by another transaction: paid on its own
+        if (changedHere || order.status() != OrderStatus.UNPAID) {
+          committed.add(row.getString("client"), order);
+          results.add(Future.succeededFuture(new StateChange(order, changedHere)));
+        } else {
+          results.add(null); // due, or held by another transaction: paid on its own
+        }
       }
       return results;
     }

@@ -10,9 +10,12 @@ import ordertimeout.metrics.Meters;
 import ordertimeout.order.Order;
 
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -21,9 +24,11 @@ import java.util.function.Supplier;
  * {@link #writing} (or {@link #begin} and {@link #end} around its commit), which marks its orders before the
  * transaction starts and forgets them after it ended, committed or not. A marked order is read from PostgreSQL and not
  * kept; and a read that went to PostgreSQL keeps its answer only if no write of that order ended meanwhile (a ticket
- * taken before the read: a counter per stripe of ids that each {@link #end} moves). Only right on a node alone: another
- * node's writes would not reach this cache, so with Kafka on it is {@link #OFF}. An order is kept at most
- * {@link #KEPT_FOR}, so that a row an operator edited by hand in PostgreSQL is answered as edited within a minute.
+ * taken before the read: a counter per stripe of ids that each {@link #end} moves). A pay group and a close batch keep
+ * their orders as they committed them by the same rule, their tickets taken when they began ({@link Committed}). Only
+ * right on a node alone: another node's writes would not reach this cache, so with Kafka on it is {@link #OFF}. An
+ * order is kept at most {@link #KEPT_FOR}, so that a row an operator edited by hand in PostgreSQL is answered as edited
+ * within a minute.
  */
 public final class StatusCache {
   /** Keeps nothing; its marks and forgets cost nothing. */
@@ -44,6 +49,10 @@ public final class StatusCache {
     Entry(String client, Order order) {
       this.client = client;
       this.order = order;
+    }
+
+    String client() {
+      return client;
     }
 
     public boolean visibleTo(String reader) {
@@ -111,28 +120,84 @@ public final class StatusCache {
 
   /** Runs {@code write}, one transaction that may change {@code ids}, between {@link #begin} and {@link #end}. */
   <T> Future<T> writing(Long[] ids, Supplier<Future<T>> write) {
+    return writing(ids, committed -> write.get());
+  }
+
+  /**
+   * {@link #writing(Long[], Supplier)} for a write that knows the orders it leaves behind: {@code write} hands them to
+   * its {@link Committed}, and once it committed each is kept, unless another write of that order ended since this
+   * one began (one still under way hides it until it ends). A failed write keeps nothing.
+   */
+  <T> Future<T> writing(Long[] ids, Function<Committed, Future<T>> write) {
     if (entries == null) {
-      return write.get();
+      return write.apply(Committed.NONE);
     }
-    begin(ids);
+    Committed committed = begin(ids);
     Future<T> written;
     try {
-      written = write.get();
+      written = write.apply(committed);
     } catch (RuntimeException e) {
       end(ids);
       throw e;
     }
-    return written.andThen(done -> end(ids));
+    return written.andThen(done -> {
+      if (done.succeeded()) {
+        end(ids, committed);
+      } else {
+        end(ids);
+      }
+    });
   }
 
-  /** Before a transaction that may change {@code ids} can commit: until {@link #end}, they are read from PostgreSQL. */
-  void begin(Long[] ids) {
+  /**
+   * The orders one write leaves behind, as its transaction committed them, to be kept when it ends; and the orders of
+   * the write as they were kept when it began, for a write whose statement answers only the fields it changed.
+   */
+  public static final class Committed {
+    static final Committed NONE = new Committed(new long[0], Map.of());
+
+    private final long[] tickets;
+    private final Map<Long, Entry> before;
+    private final Map<Long, Entry> after = new HashMap<>();
+
+    private Committed(long[] tickets, Map<Long, Entry> before) {
+      this.tickets = tickets;
+      this.before = before;
+    }
+
+    /** {@code order} as this write committed it, {@code client}'s. */
+    void add(String client, Order order) {
+      if (this != NONE) {
+        after.put(order.id(), new Entry(client, order));
+      }
+    }
+
+    /** Order {@code id} as kept when this write began; null when it was not (or another write of it was under way). */
+    Entry before(long id) {
+      return before.get(id);
+    }
+  }
+
+  /**
+   * Before a transaction that may change {@code ids} can commit: until {@link #end}, they are read from PostgreSQL.
+   * Each order's ticket is taken before the look at its entry, as a read takes it before its query; the entry of an
+   * order another write has marked may be older than that write's commit, and is not looked at.
+   */
+  Committed begin(Long[] ids) {
     if (entries == null) {
-      return;
+      return Committed.NONE;
     }
-    for (Long id : ids) {
-      writing.merge(id, 1, Integer::sum);
+    long[] tickets = new long[ids.length];
+    Map<Long, Entry> before = new HashMap<>();
+    for (int i = 0; i < ids.length; i++) {
+      tickets[i] = writesEnded.get(stripe(ids[i]));
+      Entry kept = writing.containsKey(ids[i]) ? null : entries.getIfPresent(ids[i]);
+      if (kept != null) {
+        before.put(ids[i], kept);
+      }
+      writing.merge(ids[i], 1, Integer::sum);
     }
+    return new Committed(tickets, before);
   }
 
   /** After that transaction ended: forgets {@code ids}, and a read of them under way keeps nothing. */
@@ -143,6 +208,32 @@ public final class StatusCache {
     for (Long id : ids) {
       writesEnded.incrementAndGet(stripe(id));
       entries.invalidate(id);
+      writing.computeIfPresent(id, (key, count) -> count == 1 ? null : count - 1);
+    }
+  }
+
+  /**
+   * After a committed transaction: {@link #end(Long[])}, but each order {@code committed} holds is kept as it left
+   * it, if no other write of that order ended since this one began: each stripe of ids moved only by this write's own
+   * ends (checked atomically with the insert, as a read's keep is). A write of the order still under way hides the
+   * entry from {@link #get} until its own end, which forgets or replaces it.
+   */
+  void end(Long[] ids, Committed committed) {
+    if (entries == null) {
+      return;
+    }
+    Map<Integer, Integer> ownEnds = new HashMap<>();
+    for (Long id : ids) {
+      writesEnded.incrementAndGet(stripe(id));
+      ownEnds.merge(stripe(id), 1, Integer::sum);
+    }
+    for (int i = 0; i < ids.length; i++) {
+      int stripe = stripe(ids[i]);
+      long unmoved = committed.tickets[i] + ownEnds.get(stripe);
+      Entry fresh = committed.after.get(ids[i]);
+      entries.asMap().compute(ids[i], (key, old) -> fresh != null && writesEnded.get(stripe) == unmoved ? fresh : null);
+    }
+    for (Long id : ids) {
       writing.computeIfPresent(id, (key, count) -> count == 1 ? null : count - 1);
     }
   }

@@ -18,11 +18,12 @@ import java.util.concurrent.atomic.AtomicReference;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The status cache's rules, without a database: a read that went to PostgreSQL keeps nothing when a write of its order
- * ended meanwhile or is under way, nor does a create under another id than its ticket's; a failed write forgets too;
- * and no read ever returns an order older than what was committed when the read began, though the write that
- * committed it has not ended yet (an event of it may already be out): threads racing on a few orders, each order's
- * "database" a version number.
+ * The status cache's rules, without a database: a read that went to PostgreSQL, and a write that hands over the orders
+ * it committed, keep nothing when another write of that order ended meanwhile or is under way; nor does a create under
+ * another id than its ticket's; a failed write forgets too; and no read ever returns an order older than what was
+ * committed when the read began, though the write that committed it has not ended yet (an event of it may already be
+ * out): threads racing on a few orders, each order's "database" a version number, half of the writes handing over
+ * what they committed.
  */
 class StatusCacheRacesTest {
   private static final String CLIENT = "shop-a";
@@ -51,6 +52,64 @@ class StatusCacheRacesTest {
     assertThat(cache.get(1)).as("a read that began before the write ended").isNull();
     cache.keep(1, cache.ticket(1), CLIENT, order(1, 2));
     assertThat(cache.get(1)).isNotNull();
+  }
+
+  @Test
+  void aWriteKeepsTheOrdersItCommittedOnlyWhenNoOtherWriteOfThemEndedOrRunsMeanwhile() {
+    StatusCache cache = new StatusCache(100);
+    Long[] one = {1L};
+    assertThat(committing(cache, one, order(1, 1), () -> { }).succeeded()).isTrue();
+    assertThat(cache.get(1).order().createdAt()).as("kept as committed").isEqualTo(Instant.ofEpochSecond(1));
+
+    committing(cache, one, order(1, 2), () -> {
+      cache.begin(one);
+      cache.end(one);
+    });
+    assertThat(cache.get(1)).as("another write of it ended meanwhile").isNull();
+
+    cache.begin(one);
+    committing(cache, one, order(1, 3), () -> { });
+    assertThat(cache.get(1)).as("another write of it is under way").isNull();
+    cache.end(one);
+    assertThat(cache.get(1)).as("once that write ended").isNull();
+
+    committing(cache, new Long[] {1L, 2L}, order(1, 4), () -> cache.end(new Long[] {3L}));
+    assertThat(cache.get(1)).as("only a write of another order ended meanwhile").isNotNull();
+    assertThat(cache.get(2)).as("what the write did not hand over").isNull();
+
+    Future<Void> failed = cache.writing(one, committed -> {
+      committed.add(CLIENT, order(1, 5));
+      return Future.failedFuture("the commit's outcome is unknown");
+    });
+    assertThat(failed.failed()).isTrue();
+    assertThat(cache.get(1)).as("after a failed write").isNull();
+  }
+
+  /** A write that did not end keeps nothing when a later write of the same order ended first. */
+  @Test
+  void aWriteThatEndsAfterALaterWriteOfItsOrderKeepsNothing() {
+    StatusCache cache = new StatusCache(100);
+    Long[] one = {1L};
+    StatusCache.Committed earlier = cache.begin(one);
+    earlier.add(CLIENT, order(1, 1));
+    StatusCache.Committed later = cache.begin(one);
+    later.add(CLIENT, order(1, 2));
+    cache.end(one, later);
+    assertThat(cache.get(1)).as("the earlier write still runs").isNull();
+    cache.end(one, earlier);
+    assertThat(cache.get(1)).isNull();
+  }
+
+  @Test
+  void aWriteSeesTheOrdersAsKeptWhenItBegan() {
+    StatusCache cache = new StatusCache(100);
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 0));
+    StatusCache.Committed write = cache.begin(new Long[] {1L, 2L});
+    assertThat(write.before(1).order()).isEqualTo(order(1, 0));
+    assertThat(write.before(1).client()).isEqualTo(CLIENT);
+    assertThat(write.before(2)).as("not kept").isNull();
+    StatusCache.Committed second = cache.begin(new Long[] {1L});
+    assertThat(second.before(1)).as("while another write of it runs").isNull();
   }
 
   /** Its upkeep runs on the writing thread (an event loop), not handed to a pool thread that each write would wake. */
@@ -120,9 +179,16 @@ class StatusCacheRacesTest {
         while (System.nanoTime() < until) {
           int id = random.nextInt(orders);
           Long[] ids = {(long) id};
-          cache.begin(ids);
-          database.incrementAndGet(id); // the commit
-          cache.end(ids);
+          if (random.nextBoolean()) {
+            cache.begin(ids);
+            database.incrementAndGet(id); // the commit
+            cache.end(ids);
+          } else {
+            cache.writing(ids, committed -> {
+              committed.add(CLIENT, order(id, database.incrementAndGet(id)));
+              return Future.succeededFuture();
+            });
+          }
         }
       }));
     }
@@ -154,6 +220,15 @@ class StatusCacheRacesTest {
 
     assertThat(stale.get()).as("a stale read (of %d reads, %d hits)", reads.get(), hits.get()).isNull();
     assertThat(hits.get()).as("the cache answered some of the %d reads", reads.get()).isPositive();
+  }
+
+  /** A write of {@code ids} that commits {@code order} while {@code meanwhile} runs. */
+  private static Future<Void> committing(StatusCache cache, Long[] ids, Order order, Runnable meanwhile) {
+    return cache.writing(ids, committed -> {
+      meanwhile.run();
+      committed.add(CLIENT, order);
+      return Future.succeededFuture();
+    });
   }
 
   /** An order whose creation second stands for its version. */
