@@ -3,6 +3,7 @@ package ordertimeout.bench;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.Service;
 import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.Meters;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -125,7 +126,7 @@ public final class MixBenchmark {
             + "(p99 %.1f ms; CPU per create: service %.0f µs, its JIT compilers %.2f cores, PostgreSQL %.0f µs, wrk "
             + "and the rest %.0f µs); the mix %.0f creates/s + %.0f pays/s + %.0f reads/s (p99 of all, its warm-up's "
             + "too, %.1f ms; per create %.0f µs, %.2f cores, %.0f µs, %.0f µs; %d answered 409, %d unexpected "
-            + "answers): its creates at %.0f%% of creates alone; its closes' lateness p99 %.1f ms, max %.1f ms; "
+            + "answers; reads from the status cache %.0f%%): its creates at %.0f%% of creates alone; its closes' lateness p99 %.1f ms, max %.1f ms; "
             + "left unpaid past their deadline %d, closed early %d, ended twice %d, stock %s%n",
         CONNECTIONS, seconds, seconds, createsAlone.getDouble("createsPerSecond"), createsAlone.getDouble("p99Ms"),
         createsAlone.getDouble("serviceMicrosPerCreate"), compilerCores(createsAlone),
@@ -133,7 +134,8 @@ public final class MixBenchmark {
         mix.getDouble("createsPerSecond"), mix.getDouble("paysPerSecond"), mix.getDouble("readsPerSecond"),
         mix.getDouble("p99Ms"), mix.getDouble("serviceMicrosPerCreate"), compilerCores(mix),
         mix.getDouble("postgresMicrosPerCreate"), mix.getDouble("otherMicrosPerCreate"), mix.getLong("refused"),
-        mix.getLong("unexpected"), 100 * share, latenessP99, latenessMax, leftUnpaid, early, endedTwice,
+        mix.getLong("unexpected"), 100.0 * mix.getLong("statusCacheHits")
+            / Math.max(1, mix.getLong("statusCacheHits") + mix.getLong("statusCacheMisses")), 100 * share, latenessP99, latenessMax, leftUnpaid, early, endedTwice,
         wrongStock == 0 ? "consistent" : "BROKEN");
     for (String window : new String[] {"createsAlone", "mix"}) {
       GroupCommitTimes.print("mix-wrk, " + window, result.getJsonObject(window).getJsonObject("groupCommits"));
@@ -163,8 +165,9 @@ public final class MixBenchmark {
   }
 
   /**
-   * A measured window's marks: the CPU split, the group commits' timers and PostgreSQL's sessions. The sampler's
-   * connection is opened when the window is made, before its warm-up (see {@link WaitSampler#restart}).
+   * A measured window's marks: the CPU split, the group commits' timers, PostgreSQL's sessions and the status cache's
+   * hits and misses. The sampler's connection is opened when the window is made, before its warm-up (see
+   * {@link WaitSampler#restart}).
    */
   private static final class Window {
     private final BenchDatabase db;
@@ -172,6 +175,8 @@ public final class MixBenchmark {
     private final WaitSampler sessions;
     private CpuWindow cpu;
     private GroupCommitTimes groups;
+    private double cacheHits;
+    private double cacheMisses;
 
     Window(BenchDatabase db, Service service) {
       this.db = db;
@@ -183,6 +188,8 @@ public final class MixBenchmark {
       cpu = CpuWindow.start(db.postgresDataDir());
       groups = GroupCommitTimes.start(service.stats());
       sessions.restart();
+      cacheHits = statusCacheReads("hit");
+      cacheMisses = statusCacheReads("miss");
     }
 
     /** The CPU split, stopped first, as the load ends. */
@@ -192,7 +199,14 @@ public final class MixBenchmark {
 
     /** After {@link #stopCpu}: {@code groupCommits} and {@code postgresSessions}. */
     JsonObject end() throws InterruptedException {
-      return new JsonObject().put("groupCommits", groups.stop()).put("postgresSessions", sessions.stop(TOP_STATEMENTS));
+      return new JsonObject().put("groupCommits", groups.stop()).put("postgresSessions", sessions.stop(TOP_STATEMENTS))
+          .put("statusCacheHits", Math.round(statusCacheReads("hit") - cacheHits))
+          .put("statusCacheMisses", Math.round(statusCacheReads("miss") - cacheMisses));
+    }
+
+    /** The status cache's reads so far, of {@code result} hit or miss. */
+    private double statusCacheReads(String result) {
+      return service.registry().get(Meters.STATUS_CACHE_READS).tag("result", result).functionCounter().count();
     }
   }
 
