@@ -313,7 +313,7 @@ public record AppConfig(
             source.integer("intake.requestDeadlineMillis", 5000, 10, 600_000),
             source.integer("intake.lockedSkuMillis", 3000, 0, 600_000),
             source.integer("intake.answerWithinMillis", 10_000, 100, 3_600_000),
-            source.integer("intake.statusCacheEntries", 100_000, 0, 10_000_000)),
+            source.integer("intake.statusCacheEntries", 200_000, 0, 10_000_000)),
         new Database(
             source.string("database.url", ""),
             source.string("database.dataDir", "./data"),

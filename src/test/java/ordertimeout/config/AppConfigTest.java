@@ -50,7 +50,7 @@ class AppConfigTest {
     assertThat(config.database().deadlines()).isEqualTo(new AppConfig.PoolWaits(10_000, 30_000, AppConfig.PoolWaits.UNBOUNDED));
     assertThat(config.database().background()).isEqualTo(new AppConfig.PoolWaits(10_000, 300_000, AppConfig.PoolWaits.UNBOUNDED));
     assertThat(config.database().idleInTransactionTimeoutMillis()).isEqualTo(10_000);
-    assertThat(config.intake()).isEqualTo(new AppConfig.Intake(256, 1, 1024, 5000, 3000, 10_000, 100_000));
+    assertThat(config.intake()).isEqualTo(new AppConfig.Intake(256, 1, 1024, 5000, 3000, 10_000, 200_000));
     assertThat(config.health().databaseTimeoutMillis()).isEqualTo(1000);
 
     assertThat(load(Map.of("OT_DATABASE_INTAKE_LOCK_TIMEOUT_MILLIS", "250")).database().intake().lockTimeoutMillis()).isEqualTo(250);
