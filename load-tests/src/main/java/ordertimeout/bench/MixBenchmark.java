@@ -22,7 +22,9 @@ import java.util.regex.Pattern;
  * planned come due in the window; 64 connections each. For each window: creates a second, wrk's p99 over all its
  * requests, the CPU per create of this JVM (the service), PostgreSQL and the rest of the machine (wrk, and any
  * neighbour), the creates' and pays' waits for their group commit and its transactions ({@link GroupCommitTimes}), and
- * where PostgreSQL's sessions were ({@link WaitSampler}; {@code -Dmix.topStatements}, 8, of its statements). Then,
+ * where PostgreSQL's sessions were ({@link WaitSampler}; {@code -Dmix.topStatements}, 8, of its statements); with
+ * {@code -Dmix.statementCosts=N}, the mix window's N statements that took PostgreSQL longest (pg_stat_statements, the
+ * statements in functions and triggers apart too). Then,
  * once the mix's deadlines have passed: no order left unpaid past its deadline, none closed early, none ended twice,
  * the stock adds up, no answer of the creates' warm-up other than 2xx and none of the mix other than 2xx or 409 (a pay
  * after its order's close, counted); the lateness of the mix's closes. wrk is a closed loop: its rates are what the
@@ -32,6 +34,7 @@ import java.util.regex.Pattern;
 public final class MixBenchmark {
   private static final int CONNECTIONS = 64;
   private static final int TOP_STATEMENTS = Integer.getInteger("mix.topStatements", 8);
+  private static final int STATEMENT_COSTS = Integer.getInteger("mix.statementCosts", 0);
   private static final Pattern MIX_COUNTS =
       Pattern.compile("mix: creates (\\d+) pays (\\d+) reads (\\d+) refused (\\d+) unexpected (\\d+)");
 
@@ -77,10 +80,17 @@ public final class MixBenchmark {
       CompletableFuture<Wrk.Run> mixing = CompletableFuture.supplyAsync(() -> wrk(url, "order-mix.lua", seconds * 2 + 1,
           Map.of("WRK_SKUS", "1000", "WRK_COUNT_FROM", Long.toString(countFrom))));
       window = new Window(db, service);
+      if (STATEMENT_COSTS > 0) {
+        db.prepareStatementCounts();
+      }
       Thread.sleep(Math.max(0, countFrom * 1000 - System.currentTimeMillis()));
       window.begin();
+      if (STATEMENT_COSTS > 0) {
+        db.resetStatementCounts();
+      }
       Wrk.Run mixed = mixing.get(seconds * 3L, TimeUnit.SECONDS);
       CpuWindow.Split mixCpu = window.stopCpu();
+      JsonObject statements = STATEMENT_COSTS > 0 ? db.statementCosts(STATEMENT_COSTS) : null;
       Matcher counts = MIX_COUNTS.matcher(mixed.output());
       if (!counts.find()) {
         throw new IllegalStateException("order-mix.lua printed no counts:\n" + mixed.output());
@@ -92,6 +102,9 @@ public final class MixBenchmark {
           .put("refused", Long.parseLong(counts.group(4)))
           .put("unexpected", Long.parseLong(counts.group(5)))
           .mergeIn(window.end());
+      if (statements != null) {
+        mix.put("statements", statements);
+      }
       // wrk's own rate: every kind of request, over the mix's warm-up too; not the window's creates
       mix.put("allRequestsPerSecondWholeRun", mix.remove("perSecond"));
       // The mix's last deadlines are 15 s after its last creates; every order past its deadline must then be closed
@@ -140,6 +153,10 @@ public final class MixBenchmark {
     for (String window : new String[] {"createsAlone", "mix"}) {
       GroupCommitTimes.print("mix-wrk, " + window, result.getJsonObject(window).getJsonObject("groupCommits"));
       WaitSampler.print("mix-wrk, " + window, result.getJsonObject(window).getJsonObject("postgresSessions"));
+    }
+    if (mix.containsKey("statements")) {
+      BenchDatabase.printStatements("mix-wrk, mix", mix.getJsonObject("statements"), "create of the mix",
+          Math.round(mix.getDouble("createsPerSecond") * mix.getJsonObject("cpu").getDouble("seconds")));
     }
     boolean holds = leftUnpaid == 0 && early == 0 && endedTwice == 0 && wrongStock == 0
         && mix.getLong("unexpected") == 0 && mix.getLong("socketErrors") == 0 && createsAlone.getLong("errors") == 0
