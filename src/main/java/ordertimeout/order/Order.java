@@ -56,7 +56,7 @@ public record Order(
         instant(json, "closedAt"), instant(json, "holdUntil"));
   }
 
-  /** This order as a close at {@code at} for {@code reason} leaves it: only its status, reason and close time change. */
+  /** This order as a close at {@code at} for {@code reason} leaves it: its status, reason and close time change. */
   public Order closed(CloseReason reason, Instant at) {
     return new Order(id, userId, category, OrderStatus.CLOSED, reason, items, createdAt, closeAt, remindAt, paidAt, at,
         holdUntil);

@@ -48,11 +48,12 @@ public final class DeadlineStore {
 
   /**
    * One transaction: the compare-and-set close of every due unpaid order among {@code ids}, stock, log, events. A
-   * closed order the status cache kept when the batch began is kept closed (the statement answers only what it changed).
+   * closed order the status cache kept when the batch began is kept closed (the statement answers only what it
+   * changed).
    */
   public Future<ClosedBatch> closeDue(long[] ids) {
     Long[] boxed = box(ids);
-    return statusCache.writing(boxed, committed -> pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_DUE)
+    return statusCache.writing(boxed, write -> pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_DUE)
         .execute(Tuple.of(boxed, CloseReason.TIMEOUT.name()))
         .compose(closed -> {
           int count = closed.size();
@@ -66,11 +67,11 @@ public final class DeadlineStore {
             closedIds[i + held] = id;
             long closeAt = millis(row.getOffsetDateTime("close_at"));
             OffsetDateTime holdUntil = row.getOffsetDateTime("hold_until");
-            OffsetDateTime closedTime = row.getOffsetDateTime("closed_at");
-            long closedAt = millis(closedTime);
-            StatusCache.Entry unpaid = committed.before(id);
-            if (unpaid != null) {
-              committed.add(unpaid.client(), unpaid.order().closed(CloseReason.TIMEOUT, closedTime.toInstant()));
+            OffsetDateTime closedStamp = row.getOffsetDateTime("closed_at");
+            long closedAt = millis(closedStamp);
+            StatusCache.Entry kept = write.before(id);
+            if (kept != null) {
+              write.committed(kept.changedTo(kept.order().closed(CloseReason.TIMEOUT, closedStamp.toInstant())));
             }
             if (holdUntil != null && millis(holdUntil) > closeAt) {
               heldLateness[held++] = closedAt - millis(holdUntil);

@@ -125,8 +125,8 @@ public final class OrderStore {
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
     Long[] ids = requests.stream().map(PayRequest::id).toArray(Long[]::new);
-    return statusCache.writing(ids, committed ->
-            pool.withTransaction(conn -> new PayGroup(conn, ids, requests, committed).run()))
+    return statusCache.writing(ids, write ->
+            pool.withTransaction(conn -> new PayGroup(conn, ids, requests, write).run()))
         .map(results -> {
           for (int i = 0; i < results.size(); i++) {
             if (results.get(i) == null) results.set(i, payOne(requests.get(i)));
@@ -313,15 +313,15 @@ public final class OrderStore {
     private final SqlConnection conn;
     private final Long[] ids;
     private final List<PayRequest> requests;
-    private final StatusCache.Committed committed;
+    private final StatusCache.Write write;
     private final Set<Long> paid = new HashSet<>();
 
-    /** {@code ids}: the requests' orders, in their order; {@code committed}: takes the orders as the group leaves them. */
-    PayGroup(SqlConnection conn, Long[] ids, List<PayRequest> requests, StatusCache.Committed committed) {
+    /** {@code ids}: the requests' orders, in their order; {@code write}: takes the orders as the group leaves them. */
+    PayGroup(SqlConnection conn, Long[] ids, List<PayRequest> requests, StatusCache.Write write) {
       this.conn = conn;
       this.ids = ids;
       this.requests = requests;
-      this.committed = committed;
+      this.write = write;
     }
 
     Future<List<Future<StateChange>>> run() {
@@ -354,7 +354,7 @@ public final class OrderStore {
         Order order = toOrder(row);
         boolean changedHere = paid.remove(request.id());
         if (changedHere || order.status() != OrderStatus.UNPAID) {
-          committed.add(row.getString("client"), order);
+          write.committed(row.getString("client"), order);
           results.add(Future.succeededFuture(new StateChange(order, changedHere)));
         } else {
           results.add(null); // due, or held by another transaction: paid on its own

@@ -25,34 +25,45 @@ import java.util.function.Supplier;
  * transaction starts and forgets them after it ended, committed or not. A marked order is read from PostgreSQL and not
  * kept; and a read that went to PostgreSQL keeps its answer only if no write of that order ended meanwhile (a ticket
  * taken before the read: a counter per stripe of ids that each {@link #end} moves). A pay group and a close batch keep
- * their orders as they committed them by the same rule, their tickets taken when they began ({@link Committed}). Only
+ * their orders as they committed them by the same rule, their tickets taken when they began ({@link Write}). Only
  * right on a node alone: another node's writes would not reach this cache, so with Kafka on it is {@link #OFF}. An
- * order is kept at most {@link #KEPT_FOR}, so that a row an operator edited by hand in PostgreSQL is answered as edited
- * within a minute.
+ * order is answered at most {@link #KEPT_FOR} after it was read, so that a row an operator edited by hand in PostgreSQL
+ * is answered as edited within a minute.
  */
 public final class StatusCache {
+  private static final Duration KEPT_FOR = Duration.ofSeconds(60);
+
   /** Keeps nothing; its marks and forgets cost nothing. */
   public static final StatusCache OFF = new StatusCache(0);
 
-  private static final Duration KEPT_FOR = Duration.ofSeconds(60);
   private static final int STRIPES = 4096;
 
   /**
-   * An order as read, with the client it belongs to (a read by another client answers not found), and its JSON once a
-   * read asked for it.
+   * An order as read, with the client it belongs to (a read by another client answers not found), when it was read
+   * from PostgreSQL (or committed), and its JSON once a read asked for it.
    */
   public static final class Entry {
     private final String client;
     private final Order order;
+    private final long readAtNanos;
     private String json;
 
     Entry(String client, Order order) {
-      this.client = client;
-      this.order = order;
+      this(client, order, System.nanoTime());
     }
 
-    String client() {
-      return client;
+    private Entry(String client, Order order, long readAtNanos) {
+      this.client = client;
+      this.order = order;
+      this.readAtNanos = readAtNanos;
+    }
+
+    /**
+     * This entry's order after a write that knows only the fields it changed: the rest are as old as this entry, so
+     * the new one is too ({@link #get} answers none older than {@link #KEPT_FOR}).
+     */
+    Entry changedTo(Order changed) {
+      return new Entry(client, changed, readAtNanos);
     }
 
     public boolean visibleTo(String reader) {
@@ -78,6 +89,7 @@ public final class StatusCache {
   }
 
   private final Cache<Long, Entry> entries;
+  private final long keptForNanos;
   /** Orders whose write transaction is under way: how many. */
   private final ConcurrentHashMap<Long, Integer> writing = new ConcurrentHashMap<>();
   /** Per stripe of ids, how many writes ended: a read's ticket. */
@@ -87,9 +99,14 @@ public final class StatusCache {
 
   /** {@code maxEntries} 0: {@link #OFF}. */
   public StatusCache(int maxEntries) {
+    this(maxEntries, KEPT_FOR);
+  }
+
+  StatusCache(int maxEntries, Duration keptFor) {
+    keptForNanos = keptFor.toNanos();
     // Its upkeep (eviction, expiry) runs on the thread that wrote, an event loop, a few entries at a time: handed to
     // the common pool, as by default, every write woke a pool thread, about 9% of the JVM's CPU under creates.
-    entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).expireAfterWrite(KEPT_FOR)
+    entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).expireAfterWrite(keptFor)
         .executor(Runnable::run).build();
   }
 
@@ -99,6 +116,9 @@ public final class StatusCache {
       return null;
     }
     Entry entry = writing.containsKey(id) ? null : entries.getIfPresent(id);
+    if (entry != null && System.nanoTime() - entry.readAtNanos > keptForNanos) {
+      entry = null; // built on an older entry by a write that changed a few fields
+    }
     (entry == null ? misses : hits).increment();
     return entry;
   }
@@ -120,29 +140,41 @@ public final class StatusCache {
 
   /** Runs {@code write}, one transaction that may change {@code ids}, between {@link #begin} and {@link #end}. */
   <T> Future<T> writing(Long[] ids, Supplier<Future<T>> write) {
-    return writing(ids, committed -> write.get());
+    if (entries == null) {
+      return write.get();
+    }
+    begin(ids);
+    Future<T> written;
+    try {
+      written = write.get();
+    } catch (RuntimeException e) {
+      end(ids);
+      throw e;
+    }
+    return written.andThen(done -> end(ids));
   }
 
   /**
    * {@link #writing(Long[], Supplier)} for a write that knows the orders it leaves behind: {@code write} hands them to
-   * its {@link Committed}, and once it committed each is kept, unless another write of that order ended since this
-   * one began (one still under way hides it until it ends). A failed write keeps nothing.
+   * its {@link Write}, and once it committed each is kept, unless a write of another order of the same stripe of ids
+   * (so also of that order) ended since this one began; one still under way hides it until it ends. A failed write
+   * keeps nothing.
    */
-  <T> Future<T> writing(Long[] ids, Function<Committed, Future<T>> write) {
+  <T> Future<T> writing(Long[] ids, Function<Write, Future<T>> write) {
     if (entries == null) {
-      return write.apply(Committed.NONE);
+      return write.apply(Write.NONE);
     }
-    Committed committed = begin(ids);
+    Write begun = beginWrite(ids);
     Future<T> written;
     try {
-      written = write.apply(committed);
+      written = write.apply(begun);
     } catch (RuntimeException e) {
       end(ids);
       throw e;
     }
     return written.andThen(done -> {
       if (done.succeeded()) {
-        end(ids, committed);
+        end(ids, begun);
       } else {
         end(ids);
       }
@@ -150,25 +182,26 @@ public final class StatusCache {
   }
 
   /**
-   * The orders one write leaves behind, as its transaction committed them, to be kept when it ends; and the orders of
-   * the write as they were kept when it began, for a write whose statement answers only the fields it changed.
+   * One write under way: each of its orders' ticket, taken when it began, and entry as kept then (for a write whose
+   * statement answers only the fields it changed), and the orders as its transaction committed them, to be kept when
+   * it ends.
    */
-  public static final class Committed {
-    static final Committed NONE = new Committed(new long[0], Map.of());
+  public static final class Write {
+    static final Write NONE = new Write();
 
-    private final long[] tickets;
-    private final Map<Long, Entry> before;
-    private final Map<Long, Entry> after = new HashMap<>();
-
-    private Committed(long[] tickets, Map<Long, Entry> before) {
-      this.tickets = tickets;
-      this.before = before;
-    }
+    private final Map<Long, Long> tickets = new HashMap<>();
+    private final Map<Long, Entry> before = new HashMap<>();
+    private final Map<Long, Entry> committed = new HashMap<>();
 
     /** {@code order} as this write committed it, {@code client}'s. */
-    void add(String client, Order order) {
+    void committed(String client, Order order) {
+      committed(new Entry(client, order));
+    }
+
+    /** An order this write committed, as {@code entry} holds it. */
+    void committed(Entry entry) {
       if (this != NONE) {
-        after.put(order.id(), new Entry(client, order));
+        committed.put(entry.order().id(), entry);
       }
     }
 
@@ -180,24 +213,34 @@ public final class StatusCache {
 
   /**
    * Before a transaction that may change {@code ids} can commit: until {@link #end}, they are read from PostgreSQL.
-   * Each order's ticket is taken before the look at its entry, as a read takes it before its query; the entry of an
-   * order another write has marked may be older than that write's commit, and is not looked at.
    */
-  Committed begin(Long[] ids) {
+  void begin(Long[] ids) {
     if (entries == null) {
-      return Committed.NONE;
+      return;
     }
-    long[] tickets = new long[ids.length];
-    Map<Long, Entry> before = new HashMap<>();
-    for (int i = 0; i < ids.length; i++) {
-      tickets[i] = writesEnded.get(stripe(ids[i]));
-      Entry kept = writing.containsKey(ids[i]) ? null : entries.getIfPresent(ids[i]);
-      if (kept != null) {
-        before.put(ids[i], kept);
+    for (Long id : ids) {
+      writing.merge(id, 1, Integer::sum);
+    }
+  }
+
+  /**
+   * {@link #begin}, and each order's ticket and entry as kept, for {@link #end(Long[], Write)}. The ticket is taken
+   * before the look at the entry, as a read takes it before its query, and once for an order listed twice; the entry
+   * of an order another write has marked may be older than that write's commit, and is not looked at.
+   */
+  Write beginWrite(Long[] ids) {
+    Write write = new Write();
+    for (Long id : ids) {
+      if (!write.tickets.containsKey(id)) {
+        write.tickets.put(id, writesEnded.get(stripe(id)));
+        Entry kept = writing.containsKey(id) ? null : entries.getIfPresent(id);
+        if (kept != null) {
+          write.before.put(id, kept);
+        }
       }
-      writing.merge(ids[i], 1, Integer::sum);
+      writing.merge(id, 1, Integer::sum);
     }
-    return new Committed(tickets, before);
+    return write;
   }
 
   /** After that transaction ended: forgets {@code ids}, and a read of them under way keeps nothing. */
@@ -213,26 +256,23 @@ public final class StatusCache {
   }
 
   /**
-   * After a committed transaction: {@link #end(Long[])}, but each order {@code committed} holds is kept as it left
-   * it, if no other write of that order ended since this one began: each stripe of ids moved only by this write's own
-   * ends (checked atomically with the insert, as a read's keep is). A write of the order still under way hides the
-   * entry from {@link #get} until its own end, which forgets or replaces it.
+   * After a committed transaction: {@link #end(Long[])}, but each order {@code write} committed is kept as it left
+   * it, if the stripe of ids of that order moved only by this write's own ends since its ticket (checked atomically
+   * with the insert, as a read's keep is). A write of the order still under way hides the entry from {@link #get}
+   * until its own end, which forgets or replaces it.
    */
-  void end(Long[] ids, Committed committed) {
-    if (entries == null) {
-      return;
-    }
+  void end(Long[] ids, Write write) {
     Map<Integer, Integer> ownEnds = new HashMap<>();
     for (Long id : ids) {
       writesEnded.incrementAndGet(stripe(id));
       ownEnds.merge(stripe(id), 1, Integer::sum);
     }
-    for (int i = 0; i < ids.length; i++) {
-      int stripe = stripe(ids[i]);
-      long unmoved = committed.tickets[i] + ownEnds.get(stripe);
-      Entry fresh = committed.after.get(ids[i]);
-      entries.asMap().compute(ids[i], (key, old) -> fresh != null && writesEnded.get(stripe) == unmoved ? fresh : null);
-    }
+    write.tickets.forEach((id, ticket) -> {
+      int stripe = stripe(id);
+      long unmoved = ticket + ownEnds.get(stripe);
+      Entry fresh = write.committed.get(id);
+      entries.asMap().compute(id, (key, old) -> fresh != null && writesEnded.get(stripe) == unmoved ? fresh : null);
+    });
     for (Long id : ids) {
       writing.computeIfPresent(id, (key, count) -> count == 1 ? null : count - 1);
     }

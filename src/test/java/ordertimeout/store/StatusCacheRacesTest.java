@@ -11,6 +11,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
@@ -22,8 +23,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * it committed, keep nothing when another write of that order ended meanwhile or is under way; nor does a create under
  * another id than its ticket's; a failed write forgets too; and no read ever returns an order older than what was
  * committed when the read began, though the write that committed it has not ended yet (an event of it may already be
- * out): threads racing on a few orders, each order's "database" a version number, half of the writes handing over
- * what they committed.
+ * out): threads racing on a few orders, each order's "database" a version number, two writes in three handing over
+ * what they committed (one in three built on the entry the write began with, as a close batch does).
  */
 class StatusCacheRacesTest {
   private static final String CLIENT = "shop-a";
@@ -77,8 +78,8 @@ class StatusCacheRacesTest {
     assertThat(cache.get(1)).as("only a write of another order ended meanwhile").isNotNull();
     assertThat(cache.get(2)).as("what the write did not hand over").isNull();
 
-    Future<Void> failed = cache.writing(one, committed -> {
-      committed.add(CLIENT, order(1, 5));
+    Future<Void> failed = cache.writing(one, write -> {
+      write.committed(CLIENT, order(1, 5));
       return Future.failedFuture("the commit's outcome is unknown");
     });
     assertThat(failed.failed()).isTrue();
@@ -90,25 +91,57 @@ class StatusCacheRacesTest {
   void aWriteThatEndsAfterALaterWriteOfItsOrderKeepsNothing() {
     StatusCache cache = new StatusCache(100);
     Long[] one = {1L};
-    StatusCache.Committed earlier = cache.begin(one);
-    earlier.add(CLIENT, order(1, 1));
-    StatusCache.Committed later = cache.begin(one);
-    later.add(CLIENT, order(1, 2));
+    StatusCache.Write earlier = cache.beginWrite(one);
+    earlier.committed(CLIENT, order(1, 1));
+    StatusCache.Write later = cache.beginWrite(one);
+    later.committed(CLIENT, order(1, 2));
     cache.end(one, later);
     assertThat(cache.get(1)).as("the earlier write still runs").isNull();
     cache.end(one, earlier);
     assertThat(cache.get(1)).isNull();
   }
 
+  /** A write listing an order twice counts both its ends as its own. */
+  @Test
+  void aWriteOfAnOrderListedTwiceKeepsIt() {
+    StatusCache cache = new StatusCache(100);
+    Long[] twice = {1L, 1L};
+    committing(cache, twice, order(1, 1), () -> { });
+    assertThat(cache.get(1)).isNotNull();
+    committing(cache, twice, order(1, 2), () -> cache.end(new Long[] {1L}));
+    assertThat(cache.get(1)).as("another write of it ended meanwhile").isNull();
+  }
+
+  /**
+   * An order a write built from an entry, changing a few fields, is as old as that entry: answered no longer than an
+   * entry read then, though the cache's own expiry counts from the write.
+   */
+  @Test
+  void anOrderBuiltOnAKeptEntryIsAnsweredNoLongerThanThatEntry() throws InterruptedException {
+    StatusCache cache = new StatusCache(100, Duration.ofSeconds(3));
+    long start = System.nanoTime();
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 0));
+    Thread.sleep(2_000);
+    cache.writing(new Long[] {1L}, write -> {
+      StatusCache.Entry kept = write.before(1);
+      write.committed(kept.changedTo(order(1, 1)));
+      return Future.succeededFuture();
+    });
+    cache.keep(2, cache.ticket(2), CLIENT, order(2, 0));
+    Thread.sleep(Math.max(0, TimeUnit.NANOSECONDS.toMillis(start + 3_300_000_000L - System.nanoTime())));
+    assertThat(cache.get(2)).as("read 2 s after the first, still kept").isNotNull();
+    assertThat(cache.get(1)).as("built on an entry read 3.3 s ago").isNull();
+  }
+
   @Test
   void aWriteSeesTheOrdersAsKeptWhenItBegan() {
     StatusCache cache = new StatusCache(100);
     cache.keep(1, cache.ticket(1), CLIENT, order(1, 0));
-    StatusCache.Committed write = cache.begin(new Long[] {1L, 2L});
+    StatusCache.Write write = cache.beginWrite(new Long[] {1L, 2L});
     assertThat(write.before(1).order()).isEqualTo(order(1, 0));
-    assertThat(write.before(1).client()).isEqualTo(CLIENT);
+    assertThat(write.before(1).visibleTo("shop-b")).as("kept as its client's").isFalse();
     assertThat(write.before(2)).as("not kept").isNull();
-    StatusCache.Committed second = cache.begin(new Long[] {1L});
+    StatusCache.Write second = cache.beginWrite(new Long[] {1L});
     assertThat(second.before(1)).as("while another write of it runs").isNull();
   }
 
@@ -179,13 +212,22 @@ class StatusCacheRacesTest {
         while (System.nanoTime() < until) {
           int id = random.nextInt(orders);
           Long[] ids = {(long) id};
-          if (random.nextBoolean()) {
-            cache.begin(ids);
-            database.incrementAndGet(id); // the commit
-            cache.end(ids);
-          } else {
-            cache.writing(ids, committed -> {
-              committed.add(CLIENT, order(id, database.incrementAndGet(id)));
+          switch (random.nextInt(3)) {
+            case 0 -> {
+              cache.begin(ids);
+              database.incrementAndGet(id); // the commit
+              cache.end(ids);
+            }
+            case 1 -> cache.writing(ids, write -> { // keeps what it committed, as a pay group
+              write.committed(CLIENT, order(id, database.incrementAndGet(id)));
+              return Future.succeededFuture();
+            });
+            default -> cache.writing(ids, write -> { // keeps the entry it began with, changed, as a close batch
+              StatusCache.Entry kept = write.before(id);
+              database.incrementAndGet(id);
+              if (kept != null) {
+                write.committed(kept.changedTo(order(id, kept.order().createdAt().getEpochSecond() + 1)));
+              }
               return Future.succeededFuture();
             });
           }
@@ -224,9 +266,9 @@ class StatusCacheRacesTest {
 
   /** A write of {@code ids} that commits {@code order} while {@code meanwhile} runs. */
   private static Future<Void> committing(StatusCache cache, Long[] ids, Order order, Runnable meanwhile) {
-    return cache.writing(ids, committed -> {
+    return cache.writing(ids, write -> {
       meanwhile.run();
-      committed.add(CLIENT, order);
+      write.committed(CLIENT, order);
       return Future.succeededFuture();
     });
   }
