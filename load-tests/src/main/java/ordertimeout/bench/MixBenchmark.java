@@ -139,8 +139,9 @@ public final class MixBenchmark {
             + "(p99 %.1f ms; CPU per create: service %.0f µs, its JIT compilers %.2f cores, PostgreSQL %.0f µs, wrk "
             + "and the rest %.0f µs); the mix %.0f creates/s + %.0f pays/s + %.0f reads/s (p99 of all, its warm-up's "
             + "too, %.1f ms; per create %.0f µs, %.2f cores, %.0f µs, %.0f µs; %d answered 409, %d unexpected "
-            + "answers; reads from the status cache %.0f%%): its creates at %.0f%% of creates alone; its closes' lateness p99 %.1f ms, max %.1f ms; "
-            + "left unpaid past their deadline %d, closed early %d, ended twice %d, stock %s%n",
+            + "answers; reads from the status cache %.0f%%): its creates at %.0f%% of creates alone; its closes' "
+            + "lateness p99 %.1f ms, max %.1f ms; left unpaid past their deadline %d, closed early %d, ended twice %d, "
+            + "stock %s%n",
         CONNECTIONS, seconds, seconds, createsAlone.getDouble("createsPerSecond"), createsAlone.getDouble("p99Ms"),
         createsAlone.getDouble("serviceMicrosPerCreate"), compilerCores(createsAlone),
         createsAlone.getDouble("postgresMicrosPerCreate"), createsAlone.getDouble("otherMicrosPerCreate"),
@@ -148,8 +149,8 @@ public final class MixBenchmark {
         mix.getDouble("p99Ms"), mix.getDouble("serviceMicrosPerCreate"), compilerCores(mix),
         mix.getDouble("postgresMicrosPerCreate"), mix.getDouble("otherMicrosPerCreate"), mix.getLong("refused"),
         mix.getLong("unexpected"), 100.0 * mix.getLong("statusCacheHits")
-            / Math.max(1, mix.getLong("statusCacheHits") + mix.getLong("statusCacheMisses")), 100 * share, latenessP99, latenessMax, leftUnpaid, early, endedTwice,
-        wrongStock == 0 ? "consistent" : "BROKEN");
+            / Math.max(1, mix.getLong("statusCacheHits") + mix.getLong("statusCacheMisses")), 100 * share, latenessP99,
+        latenessMax, leftUnpaid, early, endedTwice, wrongStock == 0 ? "consistent" : "BROKEN");
     for (String window : new String[] {"createsAlone", "mix"}) {
       GroupCommitTimes.print("mix-wrk, " + window, result.getJsonObject(window).getJsonObject("groupCommits"));
       WaitSampler.print("mix-wrk, " + window, result.getJsonObject(window).getJsonObject("postgresSessions"));
