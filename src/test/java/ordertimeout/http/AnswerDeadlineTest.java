@@ -89,7 +89,7 @@ class AnswerDeadlineTest {
   /**
    * With the status cache on (the default on a node alone), an order the node created or read lately is still
    * answered while the database is silent: the node is the only writer, and no write of that order can commit
-   * meanwhile. One it does not keep (paid since it was created: the pay forgot it) answers as above.
+   * meanwhile. One it does not keep (cancelled since it was created: the cancel forgot it) answers as above.
    */
   @Test
   void aKeptOrderIsStillAnsweredWhileTheDatabaseIsSilent() throws Exception {
@@ -99,7 +99,7 @@ class AnswerDeadlineTest {
       List<String> orders = api.createOrders(2, 3600, SKU);
       String kept = orders.get(0);
       String notKept = orders.get(1);
-      assertThat(api.pay(notKept).status()).isEqualTo(200);
+      assertThat(api.cancel(notKept).status()).isEqualTo(200);
       JsonObject before = api.order(kept).json();
 
       proxy.blackhole();
