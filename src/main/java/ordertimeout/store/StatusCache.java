@@ -144,14 +144,7 @@ public final class StatusCache {
       return write.get();
     }
     begin(ids);
-    Future<T> written;
-    try {
-      written = write.get();
-    } catch (RuntimeException e) {
-      end(ids);
-      throw e;
-    }
-    return written.andThen(done -> end(ids));
+    return thenEnd(ids, null, write);
   }
 
   /**
@@ -165,15 +158,23 @@ public final class StatusCache {
       return write.apply(Write.NONE);
     }
     Write begun = beginWrite(ids);
+    return thenEnd(ids, begun, () -> write.apply(begun));
+  }
+
+  /**
+   * Runs {@code write}, whose orders are marked, and ends it however it ends (also when it throws): keeping what
+   * {@code begun} holds once it committed, forgetting its orders otherwise or when {@code begun} is null.
+   */
+  private <T> Future<T> thenEnd(Long[] ids, Write begun, Supplier<Future<T>> write) {
     Future<T> written;
     try {
-      written = write.apply(begun);
+      written = write.get();
     } catch (RuntimeException e) {
       end(ids);
       throw e;
     }
     return written.andThen(done -> {
-      if (done.succeeded()) {
+      if (done.succeeded() && begun != null) {
         end(ids, begun);
       } else {
         end(ids);

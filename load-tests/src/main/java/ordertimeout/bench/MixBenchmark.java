@@ -215,7 +215,7 @@ public final class MixBenchmark {
       return cpu.stop(0);
     }
 
-    /** After {@link #stopCpu}: {@code groupCommits} and {@code postgresSessions}. */
+    /** After {@link #stopCpu}: {@code groupCommits}, {@code postgresSessions} and the status cache's reads. */
     JsonObject end() throws InterruptedException {
       return new JsonObject().put("groupCommits", groups.stop()).put("postgresSessions", sessions.stop(TOP_STATEMENTS))
           .put("statusCacheHits", Math.round(statusCacheReads("hit") - cacheHits))
