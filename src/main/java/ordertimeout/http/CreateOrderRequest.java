@@ -6,7 +6,6 @@ import ordertimeout.order.OrderItem;
 import ordertimeout.order.TimeoutPolicy;
 
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
@@ -39,7 +38,7 @@ record CreateOrderRequest(String userId, String category, List<OrderItem> items,
     return HexFormat.of().formatHex(Digests.sha256(canonical.toString()));
   }
 
-  /** Sorted by SKU; integers may arrive as 2.0, which JSON Schema's {@code integer} takes. */
+  /** Sorted by SKU ({@link OrderItem#BY_SKU}); integers may arrive as 2.0, which JSON Schema's {@code integer} takes. */
   private static List<OrderItem> items(JsonObject json) {
     List<OrderItem> items = new ArrayList<>();
     Set<String> skus = new HashSet<>();
@@ -51,7 +50,7 @@ record CreateOrderRequest(String userId, String category, List<OrderItem> items,
       }
       items.add(new OrderItem(sku, ((Number) item.getValue("qty")).intValue()));
     }
-    items.sort(Comparator.comparing(OrderItem::sku));
+    items.sort(OrderItem.BY_SKU);
     return List.copyOf(items);
   }
 }

@@ -19,9 +19,15 @@ final class Sql {
   private static final String ORDER_COLUMNS = "o.id, o.client, o.user_id, o.category, o.status, o.close_reason, "
       + "o.created_at, o.close_at, o.remind_at, o.paid_at, o.closed_at, o.hold_until";
 
-  /** An order's items as {@link OrderStore#toOrder} reads them, by SKU ({@code i}: its order_items rows). */
+  /**
+   * An order's items in the order every statement lists them: by their SKUs' bytes, whatever the database's collation,
+   * which is Java's String order for a SKU (ASCII), as a create sorts them ({@code i}: its order_items rows; V28).
+   */
+  private static final String ITEMS_BY_SKU = "ORDER BY i.sku COLLATE \"C\"";
+
+  /** An order's items as {@link OrderStore#toOrder} reads them ({@code i}: its order_items rows). */
   private static final String ITEMS_AS_ARRAYS =
-      "array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys";
+      "array_agg(i.sku %1$s) AS skus, array_agg(i.qty %1$s) AS qtys".formatted(ITEMS_BY_SKU);
 
   /** Orders by id ({@code $1}) of any client; the caller checks who may see them. */
   static final String SELECT_ORDERS = """
@@ -186,7 +192,7 @@ final class Sql {
    * once instead ({@link #ITEMS_OF_ORDERS_1}).
    */
   private static final String ITEMS_JSON_OF_ORDER_1 = "(SELECT jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', "
-      + "i.qty) ORDER BY i.sku) FROM order_items i WHERE i.order_id = o.id AND i.order_id = $1)";
+      + "i.qty) " + ITEMS_BY_SKU + ") FROM order_items i WHERE i.order_id = o.id AND i.order_id = $1)";
 
   /**
    * The items of the orders {@code $1}, a row per order: {@code json} as an event's payload writes them,
@@ -199,8 +205,8 @@ final class Sql {
    */
   private static final String ITEMS_OF_ORDERS_1 = """
       items AS (
-        SELECT i.order_id, jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) ORDER BY i.sku) AS json, %s
-        FROM order_items i WHERE i.order_id = ANY($1) GROUP BY i.order_id)""".formatted(ITEMS_AS_ARRAYS);
+        SELECT i.order_id, jsonb_agg(jsonb_build_object('sku', i.sku, 'qty', i.qty) %s) AS json, %s
+        FROM order_items i WHERE i.order_id = ANY($1) GROUP BY i.order_id)""".formatted(ITEMS_BY_SKU, ITEMS_AS_ARRAYS);
 
   // ---- pay and close
 
@@ -628,11 +634,10 @@ final class Sql {
     return """
         WITH page AS (SELECT o.id FROM orders o WHERE %s ORDER BY o.id DESC LIMIT $%d)
         SELECT o.id, o.client, o.user_id, o.category, o.status, o.close_reason, o.created_at, o.close_at, o.remind_at,
-               o.paid_at, o.closed_at, o.hold_until,
-               array_agg(i.sku ORDER BY i.sku) AS skus, array_agg(i.qty ORDER BY i.sku) AS qtys
+               o.paid_at, o.closed_at, o.hold_until, %s
         FROM page JOIN orders o ON o.id = page.id JOIN order_items i ON i.order_id = o.id
         GROUP BY o.id
-        ORDER BY o.id DESC""".formatted(where, limitParameter);
+        ORDER BY o.id DESC""".formatted(where, limitParameter, ITEMS_AS_ARRAYS);
   }
 
   /** How many orders match {@code where}, how many of them are unpaid, and the newest (-1 when none): a bulk job's total and its bound. */

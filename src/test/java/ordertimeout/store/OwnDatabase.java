@@ -19,8 +19,13 @@ final class OwnDatabase implements AutoCloseable {
   private final String url;
 
   OwnDatabase(String prefix) {
+    this(prefix, "");
+  }
+
+  /** {@code options}: CREATE DATABASE's own, after its name (such as a locale). */
+  OwnDatabase(String prefix, String options) {
     name = prefix + "_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-    Sql.execute("CREATE DATABASE " + name);
+    Sql.execute("CREATE DATABASE " + name + " " + options);
     DatabaseSetup setup = TestDatabase.get();
     String own = setup.connectOptions().getDatabase();
     url = setup.jdbcUrl().replace("/" + own + "?", "/" + name + "?");

@@ -16,7 +16,6 @@ import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -94,7 +93,7 @@ class PayGroupTest extends ServiceTestBase {
       // answered from the pay itself when the group paid all its orders: the items too, by SKU
       assertThat(results.get(i).result().order().items()).as("the items of order %d in its answer", order)
           .containsExactlyElementsOf(Stream.of(new OrderItem("S-" + order % 7, 1 + order % 3),
-              new OrderItem("S-" + (order + 3) % 7, 2)).sorted(Comparator.comparing(OrderItem::sku)).toList());
+              new OrderItem("S-" + (order + 3) % 7, 2)).sorted(OrderItem.BY_SKU).toList());
     }
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'PAID'")).isEqualTo(orders);
     assertThat(Sql.count("SELECT coalesce(sum(reserved), 0) FROM stock")).isZero();
