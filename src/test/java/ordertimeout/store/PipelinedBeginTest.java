@@ -85,6 +85,23 @@ class PipelinedBeginTest {
         })))));
   }
 
+  /**
+   * A statement whose answer the work does not wait for (a create group's plan setting, {@code
+   * Sql.PLAN_ONCE_PER_SESSION}) still fails the transaction when it fails: the commit fails and nothing stays.
+   */
+  @Test
+  void aStatementNotWaitedForThatFailsFailsTheCommitAndTakesEverythingBack(VertxTestContext test) {
+    pool.withTransaction(conn -> {
+          conn.query("INSERT INTO pipelined_begin_probe VALUES (1)").execute();
+          conn.query("INSERT INTO pipelined_begin_probe VALUES (1 / 0)").execute();
+          return Future.succeededFuture("the work's own answer");
+        })
+        .onComplete(test.failing(failure -> probeRows().onComplete(test.succeeding(rows -> test.verify(() -> {
+          assertThat(rows).as("rows left by the transaction whose last statement failed").isZero();
+          test.completeNow();
+        })))));
+  }
+
   @Test
   void aTransactionThatWorkedCommits(VertxTestContext test) {
     pool.withTransaction(conn -> conn.query("INSERT INTO pipelined_begin_probe VALUES (1), (2)").execute())
