@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # What one call of each group statement costs PostgreSQL with nothing else running: create_orders, pay_orders and
-# close_due_orders at several group sizes, the orders of 2 items each. Starts the runnable jar (build it first: mvn -B
-# -DskipTests package) on port 8080 with an embedded PostgreSQL of its own under target/ (fsync off), stocks
-# SKU-0..SKU-999 and creates orders with 10 s of wrk, then calls each function CALLS times per size (after 10 calls
-# not counted), each call in a subtransaction rolled back, so every call finds the same rows. Prints the time a call
-# and an order, and the statements inside (the function's one statement, its triggers) from pg_stat_statements. A
-# call's time is PostgreSQL's work alone: no round trip, no commit, no other session. A close's orders are made due
-# in its subtransaction first, not counted, but that UPDATE fires the status trigger too: its line there shows twice
-# the calls, its time the mean of both. Usage, from the repository root: bash load-tests/group-costs.sh [CALLS]
+# close_due_orders at several group sizes (the creates' orders of 2 items, the pays' and closes' wrk's unpaid orders
+# of 1-3). Starts the runnable jar (build it first: mvn -B -DskipTests package) on port 8080 with an embedded
+# PostgreSQL of its own under target/ (fsync off), stocks SKU-0..SKU-999 and creates orders with 10 s of wrk, then
+# calls each function CALLS times per size (after 10 calls not counted), each call in a subtransaction rolled back, so
+# every call finds the same rows. Prints the time a call and an order, and the statements inside (the function's one
+# statement, its triggers) from pg_stat_statements. A call's time is PostgreSQL's work alone: no round trip, no
+# commit, no other session. A close's orders are made due in its subtransaction first, not counted, but that UPDATE
+# fires the status trigger too: its line there shows twice the calls, its time the mean of both. Nothing is
+# committed, so a pay's or close's stripe rows (inventory_paid, inventory_released) are always inserted, where in a
+# running service they are mostly updated.
+# Usage, from the repository root: bash load-tests/group-costs.sh [CALLS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source load-tests/node.sh
@@ -22,7 +25,7 @@ echo "group-costs: $(node_sql -t -A -c "SELECT count(*) FROM orders WHERE status
 
 # cost FUNCTION ORDERS SETUP CALL: SETUP (PL/pgSQL, not timed) sets ids (and what CALL needs), CALL is timed.
 cost() {
-  node_sql -q <<SQL
+  node_sql -q -v ON_ERROR_STOP=1 <<SQL
 SET client_min_messages = notice;
 SET pg_stat_statements.track = 'all';
 SELECT pg_stat_statements_reset() \gset

@@ -38,7 +38,7 @@ record CreateOrderRequest(String userId, String category, List<OrderItem> items,
     return HexFormat.of().formatHex(Digests.sha256(canonical.toString()));
   }
 
-  /** Sorted by SKU ({@link OrderItem#BY_SKU}); integers may arrive as 2.0, which JSON Schema's {@code integer} takes. */
+  /** Sorted by {@link OrderItem#BY_SKU}; integers may arrive as 2.0, which JSON Schema's {@code integer} takes. */
   private static List<OrderItem> items(JsonObject json) {
     List<OrderItem> items = new ArrayList<>();
     Set<String> skus = new HashSet<>();

@@ -12,7 +12,10 @@ package ordertimeout.store;
 final class Sql {
   private Sql() {}
 
-  /** One order ({@code $1}) with its items, if of client {@code $2} (null: any client); planned once per session (V13). */
+  /**
+   * One order ({@code $1}) with its items, if of client {@code $2} (null: any client); planned once per session (V13,
+   * V28).
+   */
   static final String SELECT_ORDER = "SELECT * FROM order_view($1, $2)";
 
   /** An order's columns as {@link OrderStore#toOrder} reads them, its items aside ({@code o}: the order's row). */
@@ -186,7 +189,7 @@ final class Sql {
   }
 
   /**
-   * The items of order {@code o.id} as a JSON array, by SKU (order_items' primary key), in a statement of the one order
+   * The items of order {@code o.id} as a JSON array, by SKU ({@link #ITEMS_BY_SKU}), in a statement of the one order
    * {@code $1}: the id given again keeps only its partition of order_items in the plan, which the correlation alone
    * does not (statements are planned on every call, decision 0007). Statements of an array of ids read their items
    * once instead ({@link #ITEMS_OF_ORDERS_1}).

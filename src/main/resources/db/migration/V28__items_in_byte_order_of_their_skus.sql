@@ -1,6 +1,6 @@
 -- An order's items in the order of their SKUs' bytes (COLLATE "C"), wherever PostgreSQL lists them: the reads, the
--- pay and close groups' answers and every event's payload. They were in the database's collation, while the service
--- sorts a create's items by Java's String order, which is byte order for a SKU (ASCII: the API's Identifier). Under a
+-- pay group's answer and every event's payload. They were in the database's collation, while the service sorts a
+-- create's items by Java's String order, which is byte order for a SKU (ASCII: the API's Identifier). Under a
 -- collation such as en-US the two differ (Java puts "B" before "a" and "A-1" before "a_2", en-US the other way
 -- round), so an order answered from the status cache listed its items in another order than the same order read from
 -- PostgreSQL or its events. ItemOrderTest runs these on a database whose default collation is ICU's en-US.

@@ -25,7 +25,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * ICU's en-US, every statement that lists items (the read, the reads by ids and by page, the pay group's answer) and
  * every event's payload (of a create, the pay group, the close batch, a single pay, a cancel) list them so. Without
  * it, an order answered from the status cache as its create kept it listed its items in another order than the same
- * order read from PostgreSQL (V28).
+ * order read from PostgreSQL (V28). The other statements that write an event (reminders, deadline moves, late pays)
+ * list items through the same {@code Sql} constants as the single pay and the cancel.
  */
 class ItemOrderTest {
   private static final List<String> SKUS = List.of("a", "B", "A-1", "a_2", "b.1");
@@ -44,7 +45,9 @@ class ItemOrderTest {
 
   @AfterAll
   static void dropDatabase() {
-    database.close();
+    if (database != null) {
+      database.close();
+    }
   }
 
   @Test
@@ -66,8 +69,7 @@ class ItemOrderTest {
           + "600, 600, 600], array_fill(NULL::int, ARRAY[6]), " + items + ", " + skus + ", array_fill(1, ARRAY["
           + ids.length * SKUS.size() + "]))");
 
-      // each statement's own run (the writes) must succeed; the order of what they list is checked softly, so that a
-      // failure names every statement that lists items in another order
+      // checked softly, so that a failure names every statement that lists items in another order
       SoftAssertions softly = new SoftAssertions();
       softly.assertThat(strings(rows(c, Sql.SELECT_ORDER.replace("$1", ids[0] + "").replace("$2", "NULL"))
           .get(0).get("skus"))).as("order_view").isEqualTo(SORTED);
@@ -77,15 +79,16 @@ class ItemOrderTest {
           .as("a page of the search").isEqualTo(SORTED);
       softly.assertThat(strings(rows(c, Sql.PAY_ORDERS.replace("$1", array(ids[1], "bigint"))
           .replace("$2", "ARRAY[NULL]::text[]")).get(0).get("skus"))).as("the pay group's answer").isEqualTo(SORTED);
-      assertThat(rows(c, Sql.CLOSE_DUE.replace("$1", array(ids[2], "bigint")).replace("$2", "'TIMEOUT'")))
-          .hasSize(1);
-      assertThat(rows(c, Sql.PAY.replace("$1", ids[3] + "").replace("$2", "NULL::text"))).hasSize(1);
-      assertThat(rows(c, Sql.CLOSE_ON_REQUEST.replace("$1", array(ids[4], "bigint"))
-          .replace("$2", "'USER_CANCELLED'").replace("$3", "NULL"))).hasSize(1);
+      softly.assertThat(rows(c, Sql.CLOSE_DUE.replace("$1", array(ids[2], "bigint")).replace("$2", "'TIMEOUT'")))
+          .as("the close batch").hasSize(1);
+      softly.assertThat(rows(c, Sql.PAY.replace("$1", ids[3] + "").replace("$2", "NULL::text")))
+          .as("the single pay").hasSize(1);
+      softly.assertThat(rows(c, Sql.CLOSE_ON_REQUEST.replace("$1", array(ids[4], "bigint"))
+          .replace("$2", "'USER_CANCELLED'").replace("$3", "NULL"))).as("the cancel").hasSize(1);
 
       List<Map<String, Object>> events =
           rows(c, "SELECT type, order_id, payload::text AS p FROM outbox ORDER BY event_id");
-      assertThat(events).extracting(event -> event.get("type")).as("6 creates, 2 pays, 2 closes").containsOnly(
+      softly.assertThat(events).extracting(event -> event.get("type")).as("6 creates, 2 pays, 2 closes").containsOnly(
           "ORDER_CREATED", "ORDER_PAID", "ORDER_CLOSED").hasSize(10);
       events.forEach(event -> softly.assertThat(new JsonObject((String) event.get("p")).getJsonArray("items").stream()
           .map(item -> ((JsonObject) item).getString("sku")).toList())

@@ -8,6 +8,7 @@ import io.vertx.junit5.VertxTestContext;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.TransactionRollbackException;
 import ordertimeout.config.AppConfig;
 import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
@@ -97,6 +98,7 @@ class PipelinedBeginTest {
           return Future.succeededFuture("the work's own answer");
         })
         .onComplete(test.failing(failure -> probeRows().onComplete(test.succeeding(rows -> test.verify(() -> {
+          assertThat(failure).as("the commit's failure").isInstanceOf(TransactionRollbackException.class);
           assertThat(rows).as("rows left by the transaction whose last statement failed").isZero();
           test.completeNow();
         })))));

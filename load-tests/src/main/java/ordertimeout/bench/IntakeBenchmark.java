@@ -206,7 +206,7 @@ public final class IntakeBenchmark {
     for (int i = 0; i < items.length; i++) {
       items[i] = new OrderItem("SKU-" + (first + i * 131) % skus, 1 + random.nextInt(3));
     }
-    Arrays.sort(items, java.util.Comparator.comparing(OrderItem::sku));
+    Arrays.sort(items, OrderItem.BY_SKU);
     return List.of(items);
   }
 
