@@ -7,12 +7,16 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 import java.util.stream.Stream;
@@ -101,6 +105,31 @@ class ItemOrderTest {
   /** {@code sql}'s rows ({@link Sql}'s statements with their parameters written in; the test helper of that name). */
   private static List<Map<String, Object>> rows(Connection c, String sql, Object... params) {
     return ordertimeout.support.Sql.rows(c, sql, params);
+  }
+
+  /**
+   * No aggregate anywhere sorts by a SKU in the database's collation: not in a function of the migrated schema, not in
+   * a statement of {@link Sql}. A function copied from a migration before V28 would bring that back.
+   */
+  @Test
+  void noFunctionOrStatementSortsItemsInTheDatabasesCollation() throws SQLException, IllegalAccessException {
+    Pattern byCollation = Pattern.compile("ORDER BY \\w+\\.sku\\)");
+    try (Connection c = database.connect()) {
+      assertThat(rows(c, "SELECT p.proname AS name, p.prosrc AS source FROM pg_proc p "
+          + "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'").stream()
+          .filter(function -> byCollation.matcher((String) function.get("source")).find())
+          .map(function -> function.get("name"))).as("functions").isEmpty();
+    }
+    List<String> statements = new ArrayList<>();
+    for (Field field : Sql.class.getDeclaredFields()) {
+      if (Modifier.isStatic(field.getModifiers()) && field.getType() == String.class) {
+        field.setAccessible(true);
+        if (byCollation.matcher((String) field.get(null)).find()) {
+          statements.add(field.getName());
+        }
+      }
+    }
+    assertThat(statements).as("statements of Sql").isEmpty();
   }
 
   private static String array(long id, String type) {
