@@ -133,10 +133,12 @@ final class ApiDocument {
   /**
    * The document without its responses (but a bare default): the checks need the requests only, and
    * vertx-openapi 5.0 refuses response media types it cannot validate (application/problem+json,
-   * application/yaml; eclipse-vertx/vertx-openapi#107).
+   * application/yaml; eclipse-vertx/vertx-openapi#107). Its patterns end at the value's end, as JSON Schema means
+   * them ({@link #endingAtTheEnd}).
    */
   JsonObject requestsOnly() {
     JsonObject copy = json.copy();
+    endPatternsAtTheEnd(copy);
     JsonObject paths = copy.getJsonObject("paths");
     for (String path : paths.fieldNames()) {
       JsonObject item = paths.getJsonObject(path);
@@ -147,6 +149,30 @@ final class ApiDocument {
       }
     }
     return copy;
+  }
+
+  private static void endPatternsAtTheEnd(Object node) {
+    if (node instanceof JsonObject object) {
+      if (object.getValue("pattern") instanceof String pattern) {
+        object.put("pattern", endingAtTheEnd(pattern));
+      }
+      object.forEach(field -> endPatternsAtTheEnd(field.getValue()));
+    } else if (node instanceof JsonArray array) {
+      array.forEach(ApiDocument::endPatternsAtTheEnd);
+    }
+  }
+
+  /**
+   * A schema's pattern as Java's {@link java.util.regex.Pattern} must be given it to mean what JSON Schema means. A
+   * pattern is an ECMA 262 expression, whose {@code $} matches only at the end of the value; Java's {@code $} also
+   * matches before a line terminator that ends it, and the validators run the patterns through Java's. So
+   * {@code "SKU-1\n"} passed {@code ^[A-Za-z0-9._:@-]{1,64}$}, and an inventory row and an order's user id were
+   * stored with the line feed. A final {@code $} becomes {@code \z}, Java's end of input; the document served keeps
+   * the standard form.
+   */
+  static String endingAtTheEnd(String pattern) {
+    boolean endAnchor = pattern.endsWith("$") && !pattern.endsWith("\\$");
+    return endAnchor ? pattern.substring(0, pattern.length() - 1) + "\\z" : pattern;
   }
 
   /** Follows a {@code $ref} into the document ({@code app:///#/components/...} as vertx-openapi writes them). */
