@@ -109,6 +109,7 @@ final class Problems {
       case DEADLINE_IN_PAST -> send(ctx, 400, "deadline_in_past", rejected.getMessage());
       case DEADLINE_NOT_LATER -> send(ctx, 400, "deadline_not_later", rejected.getMessage());
       case DEADLINE_BEYOND_CEILING -> send(ctx, 400, "deadline_beyond_ceiling", rejected.getMessage());
+      case ORDER_PAST_DEADLINE -> send(ctx, 409, "order_past_deadline", rejected.getMessage());
     }
   }
 

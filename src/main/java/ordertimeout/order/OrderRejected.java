@@ -34,7 +34,9 @@ public final class OrderRejected extends RuntimeException {
     /** A deadline change to before the present deadline: deadlines are only extended. */
     DEADLINE_NOT_LATER,
     /** A deadline change past the ceiling after the order's creation. */
-    DEADLINE_BEYOND_CEILING
+    DEADLINE_BEYOND_CEILING,
+    /** A pay, payment started or deadline change of an unpaid order past its deadline whose close is parked. */
+    ORDER_PAST_DEADLINE
   }
 
   private final Reason reason;

@@ -28,6 +28,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /** Reading, paying and closing orders on request: each one transaction with compare-and-set guards. */
 public final class OrderStore {
@@ -199,17 +200,22 @@ public final class OrderStore {
 
   /**
    * Payment started: the close of the unpaid order waits {@code holdSeconds} past its deadline ({@code holdUntil}),
-   * once per order; a second call changes nothing. An order past its deadline is closed right there as a timeout (the
-   * wheel would do it a moment later); a paid or closed one is answered as it is.
+   * once per order; a second call changes nothing. An order past its deadline (and hold) is closed right there as a
+   * timeout (the wheel would do it a moment later), or refused with {@link Reason#ORDER_PAST_DEADLINE} when its close
+   * is parked; a paid or closed one is answered as it is.
    */
   public Future<StateChange> paymentStarted(long id, String client, int holdSeconds) {
-    return writeTransaction(new Long[] {id}, conn -> conn.preparedQuery(Sql.START_PAYMENT)
-        .execute(Tuple.of(id, client, holdSeconds))
-        .compose(held -> held.size() == 1
-            ? changed(conn, id, client)
-            : selectOrder(conn, id, client).compose(order -> order.status() == OrderStatus.UNPAID && order.holdUntil() == null
-                ? closeIfDue(conn, id, client)
-                : Future.succeededFuture(new StateChange(order, false)))));
+    return writeTransaction(new Long[] {id}, conn -> startPayment(conn, id, client, holdSeconds)
+        .compose(held -> held != null ? Future.succeededFuture(held) : decideLocked(conn, id, client,
+            () -> startPayment(conn, id, client, holdSeconds).compose(again -> again != null
+                ? Future.succeededFuture(again)
+                : selectOrder(conn, id, client).map(order -> new StateChange(order, false))))));
+  }
+
+  /** The hold set, or null when the order is not unpaid before its deadline without a hold. */
+  private static Future<StateChange> startPayment(SqlConnection conn, long id, String client, int holdSeconds) {
+    return conn.preparedQuery(Sql.START_PAYMENT).execute(Tuple.of(id, client, holdSeconds))
+        .compose(held -> held.size() == 1 ? changed(conn, id, client) : Future.succeededFuture(null));
   }
 
   /**
@@ -217,8 +223,8 @@ public final class OrderStore {
    * them is given), by a compare-and-set on the deadline it read with the row locked: never before the database's
    * now ({@link Reason#DEADLINE_IN_PAST}), never earlier than it is ({@link Reason#DEADLINE_NOT_LATER}), never over
    * {@code ceilingSeconds} after the order's creation ({@link Reason#DEADLINE_BEYOND_CEILING}); the same deadline
-   * again changes nothing. An order past its deadline (and hold) is closed right there as a timeout; a paid or
-   * closed one is answered as it is.
+   * again changes nothing. An order past its deadline (and hold) is closed right there as a timeout, or refused with
+   * {@link Reason#ORDER_PAST_DEADLINE} when its close is parked; a paid or closed one is answered as it is.
    */
   public Future<StateChange> extend(long id, String client, Instant closeAt, long extendSeconds, long ceilingSeconds) {
     return writeTransaction(new Long[] {id}, conn -> conn.preparedQuery(Sql.LOCK_ORDER)
@@ -231,7 +237,7 @@ public final class OrderStore {
         return selectOrder(conn, id, client).map(order -> new StateChange(order, false));
       }
       if (row.getBoolean("due")) {
-        return closeIfDue(conn, id, client);
+        return closeDue(conn, id, client);
       }
       OffsetDateTime current = row.getOffsetDateTime("close_at");
       Instant wanted = closeAt != null ? closeAt.truncatedTo(ChronoUnit.MICROS) : current.toInstant().plusSeconds(extendSeconds);
@@ -257,13 +263,38 @@ public final class OrderStore {
     }));
   }
 
-  /** Closes the order as a timeout if it is due by the database clock (stock back); else answers it unchanged. */
-  private static Future<StateChange> closeIfDue(SqlConnection conn, long id, String client) {
+  /**
+   * Decides a single write of an order whose first statement, made to change it only while it is unpaid and not due,
+   * changed nothing: with the order's row locked now, by the transaction's one database clock. Another transaction
+   * may have moved the deadline or started a hold just before, unseen by that statement, so a not-due unpaid order
+   * goes to {@code tryAgain}, whose statement finds it so now; a due one is closed as a timeout ({@link #closeDue});
+   * a paid or closed one is answered as it is.
+   */
+  private static Future<StateChange> decideLocked(SqlConnection conn, long id, String client,
+                                                  Supplier<Future<StateChange>> tryAgain) {
+    return conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
+      if (rows.size() == 0) {
+        return Future.failedFuture(notFound(id));
+      }
+      Row row = rows.iterator().next();
+      if (!OrderStatus.UNPAID.name().equals(row.getString("status"))) {
+        return selectOrder(conn, id, client).map(order -> new StateChange(order, false));
+      }
+      return row.getBoolean("due") ? closeDue(conn, id, client) : tryAgain.get();
+    });
+  }
+
+  /**
+   * Closes as a timeout (stock back) an unpaid order found due with its row locked. Only a parked close ({@link
+   * CloseFailures}) is refused then: {@link Reason#ORDER_PAST_DEADLINE}, since the order is neither payable nor closed.
+   */
+  private static Future<StateChange> closeDue(SqlConnection conn, long id, String client) {
     Long[] ids = {id};
     return conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name()))
         .compose(closed -> closed.size() == 1
             ? changed(conn, id, client)
-            : selectOrder(conn, id, client).map(now -> new StateChange(now, false)));
+            : Future.failedFuture(new OrderRejected(Reason.ORDER_PAST_DEADLINE, "order " + id + " is past its deadline "
+                + "and its close is parked after failed attempts (an operator's retry closes it); it cannot be changed")));
   }
 
   private Future<StateChange> payOne(PayRequest request) {
@@ -297,12 +328,17 @@ public final class OrderStore {
     long id = request.id();
     String client = request.client();
     Long[] ids = {id};
-    return writeTransaction(ids, conn -> conn.preparedQuery(Sql.PAY).execute(Tuple.of(id, client))
-        .compose(paid -> paid.size() == 1
-            ? changed(conn, id, client)
-            : selectOrder(conn, id, client).compose(order -> order.status() != OrderStatus.UNPAID
-                ? Future.succeededFuture(new StateChange(order, false))
-                : closeIfDue(conn, id, client))));
+    return writeTransaction(ids, conn -> payUnpaid(conn, id, client)
+        .compose(paid -> paid != null ? Future.succeededFuture(paid) : decideLocked(conn, id, client,
+            () -> payUnpaid(conn, id, client).compose(again -> again != null ? Future.succeededFuture(again)
+                : Future.failedFuture(new IllegalStateException("order " + id + " is unpaid and not due with its row "
+                    + "locked, and the pay did not take it"))))));
+  }
+
+  /** The order paid, or null when it is not unpaid before its deadline (or hold). */
+  private static Future<StateChange> payUnpaid(SqlConnection conn, long id, String client) {
+    return conn.preparedQuery(Sql.PAY).execute(Tuple.of(id, client))
+        .compose(paid -> paid.size() == 1 ? changed(conn, id, client) : Future.succeededFuture(null));
   }
 
   /**

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -117,6 +118,20 @@ class ParkedOrderTest extends ServiceTestBase {
     Await.until("two more sweep passes", WAIT, () -> Metrics.sum(scrape(), "ordertimeout_sweep_runs_seconds_count") >= runs + 2);
     assertThat(failures(poisoned)).as("not tried while parked").isEqualTo(PARK_AFTER);
     assertThat(statusOf(Long.toString(poisoned))).isEqualTo("UNPAID");
+
+    // Past its deadline and parked, it can be neither paid, nor held for a payment, nor extended: each answers 409
+    // order_past_deadline (not 200 with the order still unpaid) and changes nothing.
+    String id = Long.toString(poisoned);
+    String rowAndWrites = "SELECT o.status, o.close_at, o.hold_until, o.paid_at, "
+        + "(SELECT count(*) FROM order_log l WHERE l.order_id = o.id) AS log_lines, "
+        + "(SELECT count(*) FROM outbox e WHERE e.order_id = o.id) AS events FROM orders o WHERE o.id = ?";
+    Map<String, Object> unchanged = Sql.rows(rowAndWrites, poisoned).get(0);
+    for (Api.Response refused : List.of(api.pay(id), api.paymentStarted(id),
+        api.extend(id, new JsonObject().put("extendSeconds", 600)))) {
+      assertThat(refused.status()).as(refused.body()).isEqualTo(409);
+      assertThat(refused.code()).isEqualTo("order_past_deadline");
+    }
+    assertThat(Sql.rows(rowAndWrites, poisoned).get(0)).as("the order, its log and its events").isEqualTo(unchanged);
 
     // A retry while the cause lasts: still unpaid, counted from zero again, and parked again after as many failures.
     Api.Response stillFailing = api.post("/v1/admin/orders/" + poisoned + "/retry", Api.ADMIN_KEY);
