@@ -92,7 +92,7 @@ public final class OutboxRelayVerticle extends VerticleBase {
   private void relay() {
     int batchSize = config.kafka().relayBatchSize();
     current = producer.partitionsFor(config.kafka().eventsTopic())
-        .compose(partitions -> store.publishOldest(batchSize, this::publish));
+        .compose(partitions -> store.publishOldest(batchSize, config.kafka().deliveryTimeoutMillis(), this::publish));
     current
         .onSuccess(published -> {
           if (backoffMillis > 0) {

@@ -16,6 +16,8 @@ import java.util.function.Function;
 public final class OutboxStore {
   public static final String POOL = "order-timeout-outbox";
   private static final int POOL_SIZE = 2;
+  /** Past the publish's own bound, for the answers in flight and the mark's move after it. */
+  private static final long IDLE_MARGIN_MILLIS = 5_000;
 
   private final Pool pool;
 
@@ -35,9 +37,18 @@ public final class OutboxStore {
    * {@code limit} events past it in feed order, hands them to {@code publish}, and moves the mark past them only when
    * its future succeeds; when it fails, the transaction rolls back and the events wait for the next try. Returns how
    * many were published.
+   *
+   * <p>The transaction sits idle while {@code publish} waits for the broker, up to {@code publishWithinMillis}: longer
+   * than the session's idle-in-transaction timeout may allow (10 s by default, against the producer's 15 s), which
+   * would end the session under a send that succeeds late, let another relay take the mark and send the batch again.
+   * So this transaction's own idle timeout is that wait and a margin.
    */
-  public Future<Integer> publishOldest(int limit, Function<List<OutboxEvent>, Future<Void>> publish) {
-    return pool.withTransaction(connection -> connection.preparedQuery(Sql.LOCK_RELAY_MARK).execute()
+  public Future<Integer> publishOldest(int limit, long publishWithinMillis,
+                                       Function<List<OutboxEvent>, Future<Void>> publish) {
+    long idleMillis = publishWithinMillis + IDLE_MARGIN_MILLIS;
+    return pool.withTransaction(connection -> connection
+        .query("SET LOCAL idle_in_transaction_session_timeout = " + idleMillis).execute()
+        .compose(set -> connection.preparedQuery(Sql.LOCK_RELAY_MARK).execute())
         .compose(mark -> {
           if (mark.size() == 0) {
             return Future.succeededFuture(0);
