@@ -48,6 +48,8 @@ public final class WebhookVerticle extends VerticleBase {
   private final NodeStats stats;
   private final OwnedShards owned;
   private final Map<String, AppConfig.Webhook> webhooks = new HashMap<>();
+  /** The urls of {@link #webhooks}: the due deliveries are read for these only. */
+  private final String[] sinks;
   private final Set<Long> inFlight = new HashSet<>();
   /** Webhooks whose last attempt failed: one WARN when one starts failing, one INFO when it answers again. */
   private final Set<String> failing = new HashSet<>();
@@ -66,6 +68,7 @@ public final class WebhookVerticle extends VerticleBase {
     this.stats = stats;
     this.owned = owned;
     config.events().webhooks().forEach(webhook -> webhooks.put(webhook.url(), webhook));
+    sinks = webhooks.keySet().toArray(String[]::new);
   }
 
   @Override
@@ -106,7 +109,10 @@ public final class WebhookVerticle extends VerticleBase {
     }
   }
 
-  /** Takes as many due deliveries as there is room for; a full take looks again at once. */
+  /**
+   * Takes as many due deliveries as there is room for; a full take looks again at once (the answers to what it sent
+   * poll again). A take of which nothing was sent looks again after the interval, never stops polling.
+   */
   private void poll() {
     int room = config.events().maxInFlight() - inFlight.size();
     int[] shards = owned.list();
@@ -118,7 +124,7 @@ public final class WebhookVerticle extends VerticleBase {
       return;
     }
     polling = true;
-    store.due(shards, inFlight.toArray(Long[]::new), room)
+    store.due(shards, inFlight.toArray(Long[]::new), room, sinks)
         .onComplete(taken -> {
           polling = false;
           if (taken.failed()) {
@@ -127,17 +133,21 @@ public final class WebhookVerticle extends VerticleBase {
             return;
           }
           List<Due> due = stopped ? List.of() : taken.result();
-          due.forEach(this::send);
-          if (due.size() < room) {
+          int sent = 0;
+          for (Due one : due) {
+            sent += send(one) ? 1 : 0;
+          }
+          if (due.size() < room || sent == 0) {
             later(config.events().dispatchIntervalMillis());
           }
         });
   }
 
-  private void send(Due due) {
+  /** Sends {@code due}; false, sending nothing, when its webhook is not configured here. */
+  private boolean send(Due due) {
     AppConfig.Webhook webhook = webhooks.get(due.sink());
     if (webhook == null) {
-      return; // a webhook no longer configured: its deliveries stay pending until retention's maximum age
+      return false; // a webhook no longer configured: its deliveries stay pending until retention's maximum age
     }
     inFlight.add(due.id());
     String id = Long.toString(due.event().id());
@@ -171,6 +181,7 @@ public final class WebhookVerticle extends VerticleBase {
           inFlight.remove(due.id());
           later(0);
         });
+    return true;
   }
 
   private Future<Void> delivered(Due due, AppConfig.Webhook webhook) {

@@ -96,14 +96,17 @@ public final class EventStore {
         });
   }
 
-  /** Deliveries due now of the shards {@code shards}, leaving out {@code inFlight}; a later event of an order waits for the earlier. */
-  public Future<List<Due>> due(int[] shards, Long[] inFlight, int limit) {
+  /**
+   * Deliveries due now of the shards {@code shards} to the webhooks {@code sinks}, leaving out {@code inFlight}; a
+   * later event of an order waits for the earlier.
+   */
+  public Future<List<Due>> due(int[] shards, Long[] inFlight, int limit, String[] sinks) {
     Integer[] boxed = new Integer[shards.length];
     for (int i = 0; i < shards.length; i++) {
       boxed[i] = shards[i];
     }
     return pool.preparedQuery(Sql.DUE_DELIVERIES)
-        .execute(Tuple.of(boxed, inFlight, limit))
+        .execute(Tuple.of(boxed, inFlight, limit, sinks))
         .map(rows -> {
           List<Due> due = new ArrayList<>();
           for (Row row : rows) {

@@ -1062,13 +1062,16 @@ final class Sql {
   static final String VACUUM_DISPATCH_QUEUE = "VACUUM (SKIP_LOCKED, TRUNCATE false) outbox_pending";
 
   /**
-   * Deliveries to send now, of the shards {@code $1}, not among {@code $2} (in flight here), {@code $3} at most; a
-   * delivery waits while an earlier event of its order to the same sink is pending.
+   * Deliveries to send now, of the shards {@code $1}, not among {@code $2} (in flight here), {@code $3} at most, to
+   * the webhooks {@code $4} (those configured here); a delivery waits while an earlier event of its order to the same
+   * sink is pending. A webhook no longer configured keeps its deliveries pending but never takes room in a page: a
+   * page of them would leave nothing to send, and ahead of the others they would hold every other webhook back.
    */
   static final String DUE_DELIVERIES = """
       SELECT d.id, d.event_id, d.sink, d.attempts, o.type, o.order_id, o.created_at, o.payload::text AS payload
       FROM webhook_deliveries d JOIN outbox o ON o.event_id = d.event_id
       WHERE d.status = 'PENDING' AND d.shard = ANY($1::int[]) AND d.next_attempt_at <= now() AND NOT (d.id = ANY($2))
+        AND d.sink = ANY($4::text[])
         AND NOT EXISTS (
           SELECT 1 FROM webhook_deliveries e
           WHERE e.sink = d.sink AND e.order_id = d.order_id AND e.status = 'PENDING' AND e.position < d.position)

@@ -33,7 +33,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Every request's Standard Webhooks signature is checked here with the secret; one order's events arrive one after
  * the other; a failing receiver is retried with backoff for events.retrySeconds (2 s here), then its delivery is
  * listed as failed and the retry route sends it again; retention keeps an undelivered event until the maximum age,
- * then drops it and counts it.
+ * then drops it and counts it; deliveries to a webhook no longer configured stay pending and hold no other back.
  */
 class WebhookTest extends ServiceTestBase {
   private static final String ALL_SECRET = "all-events-secret-0123456789";
@@ -209,6 +209,29 @@ class WebhookTest extends ServiceTestBase {
     Sql.execute("DELETE FROM order_items WHERE order_id = ?", Long.parseLong(id));
     Sql.execute("DELETE FROM order_log WHERE order_id = ?", Long.parseLong(id));
     Sql.execute("DELETE FROM orders WHERE id = ?", Long.parseLong(id));
+  }
+
+  @Test
+  void deliveriesToAWebhookNoLongerConfiguredStayPendingAndHoldNoOtherWebhookBack() {
+    api.setStock("SKU-1", 100);
+    String earlier = create("u-1", 3600, "SKU-1", 1).getString("id");
+    Await.until("the earlier order's create at /all", Duration.ofSeconds(30),
+        () -> ofOrder("/all", earlier).size() == 1);
+    // more than events.maxInFlight (32) due deliveries, ahead of every other, to webhooks this node no longer has
+    Sql.execute("""
+        INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink)
+        SELECT d.event_id, 0, d.order_id, d.shard, ?::text || n FROM webhook_deliveries d, generate_series(1, 40) n
+        WHERE d.order_id = ? AND d.sink = ?""",
+        receiver.url("/removed-"), Long.parseLong(earlier), receiver.url("/all"));
+
+    String id = create("u-1", 3600, "SKU-1", 1).getString("id");
+    assertThat(api.cancel(id).status()).isEqualTo(200);
+    Await.until("the later order's create and close at /all, its close at /closed", Duration.ofSeconds(30),
+        () -> ofOrder("/all", id).size() == 2 && ofOrder("/closed", id).size() == 1);
+    assertThat(ofOrder("/all", id)).extracting(Received::type).containsExactly("ORDER_CREATED", "ORDER_CLOSED");
+    assertThat(Sql.count("SELECT count(*) FROM webhook_deliveries WHERE sink LIKE ? AND status = 'PENDING'"
+        + " AND attempts = 0", receiver.url("/removed-%"))).as("the removed webhooks' deliveries, never tried")
+        .isEqualTo(40);
   }
 
   private JsonArray failed() {
