@@ -22,10 +22,11 @@ import java.util.stream.Collectors;
 /**
  * The partitions of orders and order_items (V11): ranges of order ids, which are ranges of time. Each orders partition
  * has an order_items partition of the same range. Creates partitions ahead of the clock, and takes out old partitions
- * whose orders are all finished (PAID or CLOSED): detached and dropped (or moved to the orders_archive schema), which
- * costs the same whatever the rows, then one empty partition covers the range they left, so every id below the newest
- * partition still has a place (a stray old id is stored, not refused) and the partitions below the retention window
- * are only those still holding an unpaid order and one empty filler between them.
+ * whose orders are all finished (PAID or CLOSED): counted, then detached and dropped (or moved to the orders_archive
+ * schema), which holds the lock on orders for the same time whatever the rows, then one empty partition covers the
+ * range they left, so every id below the newest partition still has a place (a stray old id is stored, not refused)
+ * and the partitions below the retention window are only those still holding an unpaid order and one empty filler
+ * between them.
  *
  * <p>Partition names come from the catalog or are made here from dates; identifiers cannot be bound as parameters, so
  * each is quoted ({@link #quoted}).
@@ -192,40 +193,67 @@ public final class OrderPartitions {
   private Future<Result> dropRun(List<Partition> run, Map<String, Partition> itemsByRange, boolean archive) {
     long from = run.get(0).from();
     long to = run.get(run.size() - 1).to();
-    return pool.withTransaction(conn -> {
+    return counted(run, itemsByRange).compose(counts -> pool.withTransaction(conn -> {
       Future<Result> chain = lockTimeout(conn).map(Result.NONE);
-      for (Partition p : run) {
-        Partition items = itemsByRange.get(rangeKey(p));
-        chain = chain.compose(soFar -> takeOut(conn, p, items, archive).map(soFar::plus));
+      for (int i = 0; i < run.size(); i++) {
+        Partition p = run.get(i);
+        Dropped rows = counts.get(i);
+        chain = chain.compose(soFar -> takeOut(conn, p, itemsByRange.get(rangeKey(p)), rows, archive).map(soFar::plus));
       }
       return chain.compose(result -> createBoth(conn, from, to).map(result));
-    });
+    }));
   }
 
   /**
-   * Detaches one partition (and its items' partition): from then on no statement can write to it, so the check that
-   * none of its orders is unpaid, made again here, holds; a failed check rolls the whole run back.
+   * The rows of each partition of the run and of its items' partition, counted before the transaction that detaches
+   * them: a count reads the whole partition, and while the detach's ACCESS EXCLUSIVE lock on orders and order_items
+   * is held, every statement on them waits. An old partition's counts do not change before the detach: nothing
+   * deletes orders or items, pays, late pays and reopens of its finished orders change no count, and only a create of
+   * an id that old (a node's clock far behind) inserts, an UNPAID order, which the check under the lock finds (paid
+   * meanwhile, it would be missing from the figures only; a pair counted empty is checked for any row, see takeOut).
    */
-  private Future<Result> takeOut(SqlConnection conn, Partition orders, Partition items, boolean archive) {
+  private Future<List<Dropped>> counted(List<Partition> run, Map<String, Partition> itemsByRange) {
+    Future<List<Dropped>> chain = Future.succeededFuture(new ArrayList<>());
+    for (Partition p : run) {
+      Partition items = itemsByRange.get(rangeKey(p));
+      String statement = Sql.partitionRows(quoted(p.name()), items == null ? null : quoted(items.name()));
+      chain = chain.compose(counts -> pool.query(statement).execute().map(rows -> {
+        Row row = rows.iterator().next();
+        counts.add(new Dropped(p.name(), row.getLong("orders"), row.getLong("items")));
+        return counts;
+      }));
+    }
+    return chain;
+  }
+
+  /**
+   * Detaches one partition (and its items' partition) counted {@code rows} before: from then on no statement can write
+   * to it, so the check that none of its orders is unpaid, made again here by index, holds; a failed check rolls the
+   * whole run back. Nothing here reads the partition whole: every statement on orders waits until the commit.
+   */
+  private Future<Result> takeOut(SqlConnection conn, Partition orders, Partition items, Dropped rows, boolean archive) {
     String o = quoted(orders.name());
+    String i = items == null ? null : quoted(items.name());
+    boolean empty = rows.orders() == 0 && rows.items() == 0;
     Future<Void> detached = conn.query(Sql.detachPartition(ORDERS, o)).execute().mapEmpty();
     if (items != null) {
-      detached = detached.compose(none -> conn.query(Sql.detachPartition(ITEMS, quoted(items.name()))).execute().mapEmpty());
+      detached = detached.compose(none -> conn.query(Sql.detachPartition(ITEMS, i)).execute().mapEmpty());
     }
     return detached
-        .compose(none -> conn.query(Sql.detachedCounts(o, items == null ? null : quoted(items.name()))).execute())
-        .compose(rows -> {
-          Row row = rows.iterator().next();
-          if (row.getLong("unpaid") > 0) {
+        .compose(none -> conn.query(Sql.detachedChecks(o, i, empty)).execute())
+        .compose(checked -> {
+          Row row = checked.iterator().next();
+          if (row.getBoolean("unpaid")) {
             return Future.failedFuture(new IllegalStateException("partition " + orders.name() + " got an unpaid order"));
           }
-          long orderRows = row.getLong("orders");
-          long itemRows = row.getLong("items");
-          if (orderRows == 0 && itemRows == 0) { // an empty one merged into the run: nothing to keep
+          if (row.getBoolean("written")) { // not dropped as empty: left to the next run, which counts and archives it
+            return Future.failedFuture(
+                new IllegalStateException("partition " + orders.name() + " got rows after its count"));
+          }
+          if (empty) { // an empty one merged into the run: nothing to keep
             return dropOrArchive(conn, orders, items, false).map(Result.NONE);
           }
-          return dropOrArchive(conn, orders, items, archive)
-              .map(new Result(List.of(new Dropped(orders.name(), orderRows, itemRows))));
+          return dropOrArchive(conn, orders, items, archive).map(new Result(List.of(rows)));
         });
   }
 

@@ -1177,10 +1177,25 @@ final class Sql {
         + "EXISTS (SELECT 1 FROM " + partition + ") AS any";
   }
 
-  /** The rows of a detached orders partition and its items' partition (null: none). */
-  static String detachedCounts(String orders, String items) {
-    return "SELECT (SELECT count(*) FROM " + orders + " WHERE status = 'UNPAID') AS unpaid, (SELECT count(*) FROM " + orders
-        + ") AS orders, " + (items == null ? "0::bigint" : "(SELECT count(*) FROM " + items + ")") + " AS items";
+  /**
+   * The rows of an orders partition and its items' partition (null: none): each read whole, so counted before the
+   * transaction that detaches them, never under its lock.
+   */
+  static String partitionRows(String orders, String items) {
+    return "SELECT (SELECT count(*) FROM " + orders + ") AS orders, "
+        + (items == null ? "0::bigint" : "(SELECT count(*) FROM " + items + ")") + " AS items";
+  }
+
+  /**
+   * The checks made again under the detach's lock, each reading an index or next to nothing: whether the detached
+   * orders partition holds an unpaid order (by its partial index of unpaid orders), and, for a pair counted empty
+   * ({@code countedEmpty}), whether it holds any row now (nothing deletes orders or items, so a table counted empty
+   * holds only what was written since).
+   */
+  static String detachedChecks(String orders, String items, boolean countedEmpty) {
+    String written = !countedEmpty ? "false"
+        : "EXISTS (SELECT 1 FROM " + orders + ")" + (items == null ? "" : " OR EXISTS (SELECT 1 FROM " + items + ")");
+    return "SELECT EXISTS (SELECT 1 FROM " + orders + " WHERE status = 'UNPAID') AS unpaid, " + written + " AS written";
   }
 
   static String detachPartition(String parent, String partition) {

@@ -19,6 +19,7 @@ import ordertimeout.store.StatusCache;
 import ordertimeout.support.Invariants;
 import ordertimeout.support.LogCapture;
 import ordertimeout.support.Sql;
+import ordertimeout.support.StatementsUnderLock;
 import ordertimeout.support.StockLedger;
 import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
@@ -32,6 +33,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static java.util.stream.Collectors.joining;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -164,6 +166,55 @@ class PartitionsJobTest {
     assertThat(Sql.count("SELECT count(*) FROM orders")).isZero();
     Sql.execute("DROP SCHEMA orders_archive CASCADE");
     Sql.execute("CREATE SCHEMA orders_archive");
+  }
+
+  /**
+   * The counts of a partition's rows (for the log and the metrics) read it whole, so they run before the detach:
+   * while the detach's ACCESS EXCLUSIVE lock on orders and order_items is held, every statement on orders waits. Every
+   * statement the job sends while some session holds that lock is recorded with its plan: none counts rows, none reads
+   * a partition holding rows sequentially (the unpaid check reads the partial index of unpaid orders), and the counts
+   * still reach the result.
+   */
+  @Test
+  void countsRowsBeforeTheDetachAndReadsNoPartitionWholeUnderItsLock() throws Exception {
+    long from = OrderIds.firstIdAt(day(-40));
+    String items = OrderPartitions.name(OrderPartitions.ITEMS, from);
+    Sql.execute("""
+        INSERT INTO orders (id, shard, client, user_id, category, status, close_reason, created_at, close_at, paid_at,
+                            closed_at)
+        SELECT ? + n * 4096, n % 64, 'client-p', 'user-' || (n % 500), 'physical',
+               (ARRAY['PAID', 'CLOSED'])[n % 2 + 1], CASE WHEN n % 2 = 1 THEN 'ADMIN' END, to_timestamp(? / 1000.0),
+               to_timestamp(? / 1000.0) + interval '30 minutes', CASE WHEN n % 2 = 0 THEN to_timestamp(? / 1000.0) END,
+               CASE WHEN n % 2 = 1 THEN to_timestamp(? / 1000.0) END
+        FROM generate_series(1, 20000) AS n""", from, day(-40), day(-40), day(-40), day(-40));
+    Sql.execute("INSERT INTO order_items (order_id, sku, qty) SELECT ? + n * 4096, 'SKU-' || (n % 100), 1 "
+        + "FROM generate_series(1, 20000) AS n", from);
+    Sql.execute("ANALYZE " + name(-40)); // as autovacuum has analyzed a partition a month old
+    Sql.execute("ANALYZE " + items);
+
+    OrderPartitions.Result result;
+    List<StatementsUnderLock.Sent> sent;
+    try (StatementsUnderLock watch = new StatementsUnderLock()) {
+      result = await(new OrderPartitions(watch.wrap(pool), 5000, StatusCache.OFF).dropFinished(day(-30), false));
+      sent = watch.sent();
+    }
+
+    assertThat(result.partitions()).containsExactly(new OrderPartitions.Dropped(name(-40), 20_000, 20_000));
+    String all = sent.stream().map(s -> (s.underLock() ? "LOCKED " : "       ") + s.sql()).collect(joining("\n"));
+    List<StatementsUnderLock.Sent> underLock = sent.stream().filter(StatementsUnderLock.Sent::underLock).toList();
+    assertThat(underLock).as("the detaches, seen under their lock:\n" + all)
+        .anySatisfy(s -> assertThat(s.sql()).contains("DETACH PARTITION \"" + name(-40) + "\""));
+    assertThat(sent).as("the rows counted before the lock:\n" + all).filteredOn(s -> !s.underLock())
+        .anySatisfy(s -> assertThat(s.sql()).containsIgnoringCase("count(*)").contains(name(-40)));
+    for (StatementsUnderLock.Sent s : underLock) {
+      assertThat(s.sql()).as("sent under the lock:\n" + all).doesNotContainIgnoringCase("count(");
+      if (s.plan() != null) {
+        assertThat(s.plan()).as(s.sql() + "\n" + s.plan())
+            .doesNotContain("Seq Scan on " + name(-40)).doesNotContain("Seq Scan on " + items);
+      }
+    }
+    assertThat(underLock).as("the unpaid check, planned:\n" + all)
+        .anySatisfy(s -> assertThat(s.plan()).contains("Index").contains(name(-40)));
   }
 
   @Test
