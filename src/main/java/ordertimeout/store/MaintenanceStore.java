@@ -116,9 +116,14 @@ public final class MaintenanceStore {
         }));
   }
 
-  /** Sets every client's holdings right (one statement, exact while orders keep changing); the clients repaired. */
+  /**
+   * Sets every client's holdings right (one statement, exact while orders keep changing); the clients repaired. The
+   * statement adds each difference it sees, so two repairs at once (two nodes, an admin's retry) would each add it:
+   * they run one after another in the cluster, and a later one's statement sees what the earlier committed.
+   */
   public Future<List<String>> repairClientHoldings() {
-    return pool.query(Sql.REPAIR_CLIENT_HOLDINGS).execute().map(rows -> {
+    return pool.withTransaction(conn -> conn.query(Sql.LOCK_HOLDINGS_REPAIR).execute()
+        .compose(locked -> conn.query(Sql.REPAIR_CLIENT_HOLDINGS).execute())).map(rows -> {
       List<String> clients = new ArrayList<>();
       rows.forEach(row -> clients.add(row.getString("client")));
       return List.copyOf(clients);

@@ -848,6 +848,13 @@ final class Sql {
       "SELECT client, unpaid, units, expected_unpaid, expected_units, count(*) OVER () AS total FROM differing ORDER BY client LIMIT $1");
 
   /**
+   * One repair of the clients' holdings at a time in the whole cluster, until its transaction ends; the key is
+   * arbitrary but fixed. Taken in an earlier statement, so that {@link #REPAIR_CLIENT_HOLDINGS}'s snapshot comes after
+   * the previous repair's commit.
+   */
+  static final String LOCK_HOLDINGS_REPAIR = "SELECT pg_advisory_xact_lock(6613870258)";
+
+  /**
    * The repair of client_holdings: each differing client's stripe 0 gets the difference added, in client order. It
    * is computed in the statement's one snapshot, and every transaction that commits after it changes the orders and
    * the counts alike, so the counts come out right however many creates, pays and closes run meanwhile.
