@@ -45,12 +45,29 @@ final class EventRoutes {
     AppConfig.ApiKey caller = Auth.caller(ctx);
     String client = caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
     long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
-    page(after, client, limit, deadline).onSuccess(page -> {
+    firstPage(after, client, limit, deadline).onSuccess(page -> {
       JsonArray list = new JsonArray();
       page.forEach(event -> list.add(toJson(event)));
       long next = page.isEmpty() ? after : page.get(page.size() - 1).position();
       OrderRoutes.json(ctx, 200, new JsonObject().put("events", list).put("next", Long.toString(next)));
     }).onFailure(ctx::fail);
+  }
+
+  /**
+   * Like {@link #page}, but a cursor past the last position the feed has given is refused (400 {@code invalid_cursor})
+   * rather than answered with empty pages: its reader, with a cursor of another database or a typo, would skip every
+   * event up to it without knowing.
+   */
+  private Future<List<Event>> firstPage(long after, String client, int limit, long deadlineNanos) {
+    return events.feed(after, client, limit).compose(page -> !page.isEmpty()
+        ? Future.succeededFuture(page)
+        : events.lastPosition().compose(last -> {
+          if (after > last) {
+            return Future.failedFuture(ApiException.badRequest("invalid_cursor", "the cursor " + after
+                + " is past the feed's last position, " + last + ": not a 'next' of this feed"));
+          }
+          return page(after, client, limit, deadlineNanos);
+        }));
   }
 
   /** The page after {@code after}; while it is empty and the deadline has not passed, asked again every {@link #POLL_MILLIS}. */
@@ -109,7 +126,13 @@ final class EventRoutes {
             "webhook delivery " + deliveryId + " is " + before.name().toLowerCase(Locale.ROOT) + "; only a failed one is sent again"));
       } else {
         events.deliveries(null, deliveryId - 1, 1)
-            .onSuccess(found -> OrderRoutes.json(ctx, 200, toJson(found.get(0))))
+            .onSuccess(found -> {
+              if (found.isEmpty() || found.get(0).id() != deliveryId) { // its event deleted by retention meanwhile
+                ctx.fail(new ApiException(404, "delivery_not_found", "no webhook delivery " + deliveryId));
+              } else {
+                OrderRoutes.json(ctx, 200, toJson(found.get(0)));
+              }
+            })
             .onFailure(ctx::fail);
       }
     }).onFailure(ctx::fail);

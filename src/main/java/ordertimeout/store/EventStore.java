@@ -158,6 +158,11 @@ public final class EventStore {
             .map(found -> found.size() == 0 ? null : Status.valueOf(found.iterator().next().getString("status"))));
   }
 
+  /** The last feed position given (0 before the first). */
+  public Future<Long> lastPosition() {
+    return pool.preparedQuery(Sql.LAST_FEED_POSITION).execute().map(rows -> rows.iterator().next().getLong("last_position"));
+  }
+
   /** Up to {@code limit} events after feed position {@code after}, of {@code eventClient} (all when null), in feed order. */
   public Future<List<Event>> feed(long after, String eventClient, int limit) {
     return pool.preparedQuery(eventClient == null ? Sql.FEED_PAGE : Sql.FEED_PAGE_OF_CLIENT)

@@ -1120,6 +1120,8 @@ final class Sql {
 
   static final String DELIVERY_STATUS = "SELECT status FROM webhook_deliveries WHERE id = $1";
 
+  static final String LAST_FEED_POSITION = "SELECT last_position FROM outbox_positions";
+
   /**
    * The feed for admins: events with a position above {@code $1}, {@code $2} at most, in position order (each event
    * looked up by key, as in {@link #EVENTS_AFTER_POSITION}).
