@@ -27,7 +27,9 @@ class PayAcrossADeadlineMoveTest extends ServiceTestBase {
 
   @Override
   protected Map<String, String> overrides() {
-    return Map.of("OT_SWEEP_GRACE_SECONDS", "600"); // nothing but the request under test touches the order
+    // Nothing but the request under test touches the order, and a single pay waits for its row instead of running out
+    // of its lock wait and trying again (a try after the commit would pay without deciding under the lock).
+    return Map.of("OT_SWEEP_GRACE_SECONDS", "600", "OT_DATABASE_INTAKE_LOCK_TIMEOUT_MILLIS", "30000");
   }
 
   @Test
@@ -58,9 +60,10 @@ class PayAcrossADeadlineMoveTest extends ServiceTestBase {
       move.setAutoCommit(false);
       Sql.rows(move, "UPDATE orders SET close_at = now() + interval '600 seconds' WHERE id = ? RETURNING id",
           Long.parseLong(id));
+      long movePid = ((Number) Sql.rows(move, "SELECT pg_backend_pid() AS pid").get(0).get("pid")).longValue();
       CompletableFuture<Api.Response> answer = CompletableFuture.supplyAsync(() -> request.apply(id));
       Await.until("the request waiting for the order's row", WAIT, () -> answer.isDone() || Sql.count(
-          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()") > 0);
+          "SELECT count(*) FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))", movePid) > 0);
       move.commit();
       return answer.get();
     }

@@ -65,7 +65,7 @@ public final class OutboxRelayVerticle extends VerticleBase {
   public Future<?> stop() {
     stopped = true;
     vertx.cancelTimer(timer);
-    long limitMillis = 2L * config.kafka().deliveryTimeoutMillis();
+    long limitMillis = tryWithinMillis();
     return current.transform(ended -> producer.close())
         .timeout(limitMillis, TimeUnit.MILLISECONDS)
         .recover(failure -> {
@@ -73,6 +73,14 @@ public final class OutboxRelayVerticle extends VerticleBase {
               limitMillis, failure.toString());
           return Future.succeededFuture();
         });
+  }
+
+  /**
+   * How long one try may wait for the broker: a send may wait {@code kafka.deliveryTimeoutMillis} for the topic's
+   * metadata (the producer's max.block.ms) and as long again to be delivered.
+   */
+  private long tryWithinMillis() {
+    return 2L * config.kafka().deliveryTimeoutMillis();
   }
 
   private void relayLater(long delayMillis) {
@@ -92,7 +100,7 @@ public final class OutboxRelayVerticle extends VerticleBase {
   private void relay() {
     int batchSize = config.kafka().relayBatchSize();
     current = producer.partitionsFor(config.kafka().eventsTopic())
-        .compose(partitions -> store.publishOldest(batchSize, config.kafka().deliveryTimeoutMillis(), this::publish));
+        .compose(partitions -> store.publishOldest(batchSize, tryWithinMillis(), this::publish));
     current
         .onSuccess(published -> {
           if (backoffMillis > 0) {

@@ -137,7 +137,7 @@ public final class WebhookVerticle extends VerticleBase {
           for (Due one : due) {
             sent += send(one) ? 1 : 0;
           }
-          if (due.size() < room || sent == 0) {
+          if (due.size() < room || sent == 0) { // none sent: only a sink removed since the read, never a stall
             later(config.events().dispatchIntervalMillis());
           }
         });

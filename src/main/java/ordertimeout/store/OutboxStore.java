@@ -39,16 +39,16 @@ public final class OutboxStore {
    * many were published.
    *
    * <p>The transaction sits idle while {@code publish} waits for the broker, up to {@code publishWithinMillis}: longer
-   * than the session's idle-in-transaction timeout may allow (10 s by default, against the producer's 15 s), which
-   * would end the session under a send that succeeds late, let another relay take the mark and send the batch again.
-   * So this transaction's own idle timeout is that wait and a margin.
+   * than the session's idle-in-transaction timeout may allow (10 s by default, against the producer's 15 s to deliver
+   * and as long again to wait for the topic's metadata), which would end the session under a send that succeeds late,
+   * let another relay take the mark and send the batch again. So this transaction's own idle timeout is that wait and
+   * a margin, set with its first statement.
    */
   public Future<Integer> publishOldest(int limit, long publishWithinMillis,
                                        Function<List<OutboxEvent>, Future<Void>> publish) {
     long idleMillis = publishWithinMillis + IDLE_MARGIN_MILLIS;
-    return pool.withTransaction(connection -> connection
-        .query("SET LOCAL idle_in_transaction_session_timeout = " + idleMillis).execute()
-        .compose(set -> connection.preparedQuery(Sql.LOCK_RELAY_MARK).execute())
+    return pool.withTransaction(connection -> connection.preparedQuery(Sql.LOCK_RELAY_MARK)
+        .execute(Tuple.of(Long.toString(idleMillis)))
         .compose(mark -> {
           if (mark.size() == 0) {
             return Future.succeededFuture(0);

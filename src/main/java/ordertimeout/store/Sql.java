@@ -995,7 +995,10 @@ final class Sql {
    * How far the relay has published, locked for this relay's transaction; while another relay holds it, no row: one
    * relay at a time, so events go out in feed order and none is sent by two relays.
    */
-  static final String LOCK_RELAY_MARK = "SELECT last_position FROM outbox_relayed FOR UPDATE SKIP LOCKED";
+  /** The relay's mark, locked (no row while another relay holds it), and the transaction's idle timeout {@code $1}. */
+  static final String LOCK_RELAY_MARK = """
+      SELECT last_position, set_config('idle_in_transaction_session_timeout', $1, true)
+      FROM outbox_relayed FOR UPDATE SKIP LOCKED""";
 
   /**
    * The next events to publish, in feed order (commit order, see {@link #DISPATCH_EVENTS}): only events the dispatcher

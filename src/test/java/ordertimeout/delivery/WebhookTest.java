@@ -234,6 +234,43 @@ class WebhookTest extends ServiceTestBase {
         .isEqualTo(40);
   }
 
+  /**
+   * A retry answers the delivery it sent again, or 404: retention may delete the delivery's event (and with it the
+   * delivery) right after the retry took it, and then the delivery after it is not its answer.
+   */
+  @Test
+  void aRetriedDeliveryWhoseEventRetentionDeletedMeanwhileAnswers404() {
+    api.setStock("SKU-1", 100);
+    String id = create("u-1", 3600, "SKU-1", 1).getString("id");
+    assertThat(api.cancel(id).status()).isEqualTo(200);
+    Await.until("the order's create and close at /all", Duration.ofSeconds(30), () -> ofOrder("/all", id).size() == 2);
+    // The create's delivery failed; the close's comes after it. Both to a webhook no node has, so that nothing sends them.
+    List<Map<String, Object>> events = Sql.rows("SELECT event_id FROM outbox WHERE order_id = ? ORDER BY event_id",
+        Long.parseLong(id));
+    long created = (Long) events.get(0).get("event_id");
+    long closed = (Long) events.get(1).get("event_id");
+    String insert = "INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, status) "
+        + "SELECT event_id, 0, order_id, 0, ?, ? FROM outbox WHERE event_id = ? RETURNING id";
+    long retried = (Long) Sql.rows(insert, receiver.url("/gone"), "FAILED", created).get(0).get("id");
+    Sql.rows(insert, receiver.url("/gone"), "PENDING", closed);
+    Sql.execute("""
+        CREATE FUNCTION retention_meanwhile() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          DELETE FROM outbox WHERE event_id = %d;
+          RETURN NULL;
+        END $$""".formatted(created));
+    Sql.executeDdl("CREATE TRIGGER retention_meanwhile AFTER UPDATE ON webhook_deliveries "
+        + "FOR EACH STATEMENT EXECUTE FUNCTION retention_meanwhile()");
+    try {
+      Api.Response retry = api.post("/v1/admin/webhooks/deliveries/" + retried + "/retry", Api.ADMIN_KEY);
+      assertThat(retry.status()).as(retry.body()).isEqualTo(404);
+      assertThat(retry.code()).isEqualTo("delivery_not_found");
+    } finally {
+      Sql.executeDdl("DROP TRIGGER retention_meanwhile ON webhook_deliveries");
+      Sql.execute("DROP FUNCTION retention_meanwhile()");
+    }
+  }
+
   private JsonArray failed() {
     return api.get("/v1/admin/webhooks/deliveries?status=failed", Api.ADMIN_KEY).json().getJsonArray("deliveries");
   }
