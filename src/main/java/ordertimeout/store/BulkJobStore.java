@@ -13,6 +13,7 @@ import ordertimeout.order.OrderFilter;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -28,7 +29,11 @@ import java.util.Optional;
 public final class BulkJobStore {
   public enum Kind { BULK_CLOSE, BULK_EXTEND }
 
-  /** The job as stored; {@code filter} null for a job by ids ({@code idCount} of them). */
+  /**
+   * The job as stored; {@code filter} null for a job by ids ({@code idCount} of them). A filter's job covers the
+   * matching orders with ids up to {@code upperId} (the newest at submission) created by {@code createdAt} (the
+   * submission's time by the database's clock, that of the transaction that counted them).
+   */
   public record Job(long id, Kind kind, String status, String client, boolean byIds, int idCount, JsonObject filter,
                     Long upperId, Integer extendSeconds, long total, long done, long changed, long skipped, long failed, String owner,
                     int attempts, String error, Instant createdAt, Instant startedAt, Instant updatedAt, Instant finishedAt) {
@@ -97,7 +102,11 @@ public final class BulkJobStore {
     });
   }
 
-  /** A new job (QUEUED): by ids (each once; total the ids given), or by filter (total the orders matching now). */
+  /**
+   * A new job (QUEUED): by ids (each once; total the ids given), or by filter (total the orders matching now). A
+   * filter's count and the job's row are written in one transaction, so the job's {@code created_at} is the time the
+   * count saw the orders by (its {@code now()}).
+   */
   public Future<Job> submit(Kind kind, String client, Long[] ids, OrderFilter filter, Integer extendSeconds) {
     if (ids != null) {
       Long[] sorted = Arrays.stream(ids).distinct().sorted().toArray(Long[]::new);
@@ -198,7 +207,8 @@ public final class BulkJobStore {
     } else {
       OrderSearch.Where where = OrderSearch.where(OrderFilter.fromJson(job.filter()), null);
       int n = where.next();
-      rows = conn.preparedQuery(Sql.nextMatches(where.sql(), n, n + 1, n + 2)).execute(where.tuple(lastId, job.upperId(), size));
+      rows = conn.preparedQuery(Sql.nextMatches(where.sql(), n, n + 1, n + 2, n + 3))
+          .execute(where.tuple(lastId, job.upperId(), job.createdAt().atOffset(ZoneOffset.UTC), size));
     }
     return rows.map(found -> {
       Long[] ids = new Long[found.size()];

@@ -654,11 +654,16 @@ final class Sql {
 
   /**
    * The next batch of a filter's job: matching ids above {@code $%d} (the last batch's end) up to {@code $%d} (the job's
-   * bound), oldest first, {@code $%d} of them.
+   * bound), of orders created by {@code $%d} (the job's submission, by the database's clock), oldest first, {@code $%d}
+   * of them. The id bound alone does not keep out the orders created after the submission: an id carries the clock of
+   * the node that minted it, which may run behind the one that minted the bound (decisions 0017, 0022). The time is a
+   * filter on the rows the id range reads, by whichever index the filter's own conditions use.
    */
-  static String nextMatches(String where, int afterParameter, int upToParameter, int limitParameter) {
-    return "SELECT o.id FROM orders o WHERE %s AND o.id > $%d AND o.id <= $%d ORDER BY o.id LIMIT $%d"
-        .formatted(where, afterParameter, upToParameter, limitParameter);
+  static String nextMatches(String where, int afterParameter, int upToParameter, int createdByParameter,
+                            int limitParameter) {
+    return ("SELECT o.id FROM orders o WHERE %s AND o.id > $%d AND o.id <= $%d AND o.created_at <= $%d"
+        + " ORDER BY o.id LIMIT $%d")
+        .formatted(where, afterParameter, upToParameter, createdByParameter, limitParameter);
   }
 
   /** The next batch of an ids job: its ids above its last batch's end, {@code $2} of them. */
@@ -671,6 +676,10 @@ final class Sql {
       upper_id, extend_seconds, total, done, changed, skipped, failed, last_id, owner, attempts, error, created_at,
       started_at, updated_at, finished_at""";
 
+  /**
+   * A new job; its {@code created_at} (the column's default, {@code now()}) is the database's time of the submission's
+   * transaction, the one that counted a filter's orders: a filter's batches take no order created later.
+   */
   static final String INSERT_JOB = """
       INSERT INTO bulk_jobs (kind, status, client, ids, filter, upper_id, extend_seconds, total)
       VALUES ($1, 'QUEUED', $2, $3, $4, $5, $6, $7)

@@ -2,8 +2,11 @@ package ordertimeout.maintenance;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.clock.WallClock;
+import ordertimeout.order.OrderIds;
 import ordertimeout.support.Api;
 import ordertimeout.support.Await;
+import ordertimeout.support.SeedOrders;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
@@ -117,6 +120,58 @@ class BulkJobTest extends ServiceTestBase {
     assertThat(api.stock("SKU-A").getLong("reserved")).isZero();
     assertThat(api.stock("SKU-A").getLong("available")).isEqualTo(1000 - paid.size());
     assertThat(Sql.count("SELECT count(*) FROM outbox WHERE type = 'ORDER_CLOSED'")).isEqualTo(25);
+  }
+
+  /**
+   * An order id carries the clock of the node that minted it, which may run behind the node that minted the job's
+   * bound (decision 0017): an order created after the submission on such a node has an id below the bound and
+   * matches the filter, and still is not the job's.
+   */
+  @Test
+  void aBulkCloseByFilterLeavesAnOrderCreatedAfterItsSubmissionWhoseIdIsBelowItsBound() throws Exception {
+    api.setStock("SKU-A", 100);
+    api.setStock("SKU-L", 100);
+    String blocker = api.createOrders(1, 600, "SKU-A").get(0);
+    List<String> matched = api.createOrders(3, 600, "SKU-L");
+    long upperId = matched.stream().mapToLong(Long::parseLong).max().orElseThrow();
+
+    JsonObject first;
+    JsonObject job;
+    long late;
+    // the node runs one job at a time: a first job, held by its order's row, keeps the second queued meanwhile
+    try (Connection lock = TestDatabase.jdbc()) {
+      lock.setAutoCommit(false);
+      try (PreparedStatement hold = lock.prepareStatement("SELECT id FROM orders WHERE id = ? FOR UPDATE")) {
+        hold.setLong(1, Long.parseLong(blocker));
+        hold.execute();
+      }
+      first = bulk("bulk-close", new JsonObject().put("ids", new JsonArray().add(blocker)));
+      Await.until("the first job running", JOB_TIME,
+          () -> job(first.getString("id")).getString("status").equals("RUNNING"));
+
+      job = bulk("bulk-close", new JsonObject().put("filter", new JsonObject().put("sku", "SKU-L")));
+      assertThat(job.getLong("total")).isEqualTo(3);
+      assertThat(Sql.count("SELECT upper_id FROM bulk_jobs WHERE id = ?", Long.parseLong(job.getString("id"))))
+          .isEqualTo(upperId);
+      // created now, on a node whose clock is a second behind the one that minted the bound
+      long behind = OrderIds.millisOf(upperId) - 1000 - System.currentTimeMillis();
+      late = new OrderIds(1000, new WallClock(behind)).next();
+      SeedOrders.insert("SKU-L", new long[] {late}, 600_000, 0, null);
+      assertThat(late).isLessThan(upperId);
+      assertThat(Sql.count("SELECT count(*) FROM orders o, bulk_jobs j WHERE o.id = ? AND j.id = ?"
+          + " AND o.created_at > j.created_at", late, Long.parseLong(job.getString("id"))))
+          .as("created after the submission").isEqualTo(1);
+      assertThat(job(job.getString("id")).getString("status")).isEqualTo("QUEUED");
+      lock.rollback();
+    }
+
+    Await.until("both jobs finished", JOB_TIME, () -> job(first.getString("id")).getString("status").equals("SUCCEEDED")
+        && job(job.getString("id")).getString("status").equals("SUCCEEDED"));
+    JsonObject finished = job(job.getString("id"));
+    assertThat(finished.getLong("changed")).isEqualTo(3);
+    assertThat(finished.getLong("done")).isEqualTo(3);
+    assertThat(matched).allSatisfy(order -> assertThat(statusOf(order)).isEqualTo("CLOSED"));
+    assertThat(statusOf(Long.toString(late))).as("the order created after the submission").isEqualTo("UNPAID");
   }
 
   @Test

@@ -87,6 +87,21 @@ class SearchIndexTest {
     assertThat(seqScansOfRows(plan)).as(what + ":\n" + plan).isEmpty();
   }
 
+  /** A bulk job's batch (its filter, the id range after the last batch up to its bound, its submission time) too. */
+  @ParameterizedTest(name = "{0}, a bulk job's batch")
+  @MethodSource("commonFilters")
+  void aBulkJobsBatchIsReadFromIndexesToo(String what, OrderFilter filter) {
+    OrderSearch.Where where = OrderSearch.where(filter, null);
+    int n = where.next();
+    String statement = ordertimeout.store.Sql.nextMatches(where.sql(), n, n + 1, n + 2, n + 3)
+        .replaceAll("\\$\\d+", "?");
+    Object[] values = Stream.concat(where.values().stream(),
+        Stream.of((long) ORDERS / 4, (long) ORDERS, NOW.atOffset(ZoneOffset.UTC), 500)).toArray();
+    String plan = Sql.rows("EXPLAIN " + statement, values).stream()
+        .map(row -> row.values().iterator().next().toString()).collect(Collectors.joining("\n"));
+    assertThat(seqScansOfRows(plan)).as(what + ":\n" + plan).isEmpty();
+  }
+
   /**
    * The partitions of orders and order_items (V11) the plan reads by sequential scan that hold rows. An empty
    * partition (the days ahead) costs nothing to scan, and the planner rightly scans it so.
