@@ -735,14 +735,18 @@ final class Sql {
   /**
    * Bulk-extend's per-order action ({@link DeadlineExtension}): moves the deadline of the orders {@code $1} that are
    * UNPAID and not due yet by {@code $2} seconds, as {@link #MOVE_DEADLINE_IF_UNCHANGED} moves one: the reminder with
-   * it (sent again when its new time is still to come), a log line and an ORDER_DEADLINE_EXTENDED event each.
+   * it (sent again when its new time is still to come), a log line and an ORDER_DEADLINE_EXTENDED event each. Not due
+   * as the single extend decides it ({@link #LOCK_ORDER}): past neither the deadline nor the hold of a started payment;
+   * and, as there, the new deadline must be still to come. Answers each moved order's due time, the later of its new
+   * deadline and its hold, for its timer.
    */
   static final String EXTEND_DEADLINES_BY_SECONDS = """
       WITH moved AS (
         UPDATE orders SET close_at = close_at + $2::int * interval '1 second',
                remind_at = remind_at + $2::int * interval '1 second',
                reminded_at = CASE WHEN remind_at + $2::int * interval '1 second' > now() THEN NULL ELSE reminded_at END
-        WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND close_at > now()
+        WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND greatest(close_at, hold_until) > now()
+          AND close_at + $2::int * interval '1 second' > now()
         RETURNING *, close_at - $2::int * interval '1 second' AS previous_close_at),
       {items},
       logged AS (
@@ -751,7 +755,8 @@ final class Sql {
         INSERT INTO outbox (order_id, client, type, payload, created_at)
         SELECT o.id, o.client, 'ORDER_DEADLINE_EXTENDED', %s || jsonb_build_object('previousCloseAt', {previous}), now()
         FROM moved o LEFT JOIN items it ON it.order_id = o.id)
-      SELECT id, close_at, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_at FROM moved"""
+      SELECT id, greatest(close_at, hold_until) AS due_at, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_at
+      FROM moved"""
       .formatted(eventPayload("o", "it.json")).replace("{items}", ITEMS_OF_ORDERS_1)
       .replace("{previous}", utc("o.previous_close_at"));
 

@@ -1,7 +1,11 @@
 package ordertimeout.maintenance;
 
+import io.vertx.core.Handler;
+import io.vertx.core.eventbus.DeliveryContext;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import ordertimeout.bus.Addresses;
+import ordertimeout.bus.Deadlines;
 import ordertimeout.clock.WallClock;
 import ordertimeout.order.OrderIds;
 import ordertimeout.support.Api;
@@ -20,6 +24,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -214,6 +219,62 @@ class BulkJobTest extends ServiceTestBase {
         .as("each event carries its order's items")
         .allSatisfy(event -> assertThat(new JsonObject((String) event.get("payload")).getJsonArray("items"))
             .isEqualTo(new JsonArray().add(new JsonObject().put("sku", "SKU-E").put("qty", 1))));
+  }
+
+  /**
+   * An order past its deadline but inside the hold of its started payment is not due, for the bulk extend as for the
+   * single one: its deadline moves and its timer goes to its due time, the hold's end while that is later. One whose
+   * deadline, moved, would still be past is skipped, as the single extend refuses it.
+   */
+  @Test
+  void aBulkExtendMovesTheDeadlineOfAnOrderInsideItsPaymentHold() {
+    api.setStock("SKU-H", 10);
+    String held = api.createOrders(1, 2, "SKU-H").get(0);
+    long heldId = Long.parseLong(held);
+    Api.Response started = api.paymentStarted(held);
+    assertThat(started.status()).as(started.body()).isEqualTo(200);
+    Instant closeAt = Instant.parse(started.json().getString("closeAt"));
+    Instant holdUntil = Instant.parse(started.json().getString("holdUntil"));
+    assertThat(holdUntil).as("orders.paymentHoldSeconds (600) past the deadline").isAfter(closeAt.plusSeconds(300));
+    // deadline 400 s ago, hold to come: moved by 300 s, its deadline would still be past
+    long longPast = SeedOrders.idsInShard(0, 1)[0];
+    SeedOrders.insert("SKU-H", new long[] {longPast}, -400_000, 0, null);
+    Sql.execute("UPDATE orders SET hold_until = now() + interval '600 seconds' WHERE id = ?", longPast);
+    Await.until("the order past its deadline by the database clock, inside its hold", JOB_TIME, () -> Sql.count(
+        "SELECT count(*) FROM orders WHERE id = ? AND status = 'UNPAID' AND now() > close_at AND now() < hold_until",
+        heldId) == 1);
+
+    List<Deadlines> moves = new CopyOnWriteArrayList<>();
+    Handler<DeliveryContext<Object>> tap = delivery -> {
+      if (Addresses.TIMER_MOVE.equals(delivery.message().address()) && delivery.body() instanceof Deadlines moved) {
+        moves.add(moved);
+      }
+      delivery.next();
+    };
+    service.vertx().eventBus().addOutboundInterceptor(tap);
+    try {
+      JsonObject job = bulk("bulk-extend", new JsonObject()
+          .put("ids", new JsonArray().add(held).add(Long.toString(longPast))).put("extendSeconds", 300));
+      Await.until("the job finished", JOB_TIME, () -> job(job.getString("id")).getString("status").equals("SUCCEEDED"));
+      JsonObject finished = job(job.getString("id"));
+      assertThat(finished.getLong("changed")).as("the order inside its hold").isEqualTo(1);
+      assertThat(finished.getLong("skipped")).as("the one whose new deadline would be past").isEqualTo(1);
+      Await.until("the job's timer move sent", JOB_TIME, () -> !moves.isEmpty());
+    } finally {
+      service.vertx().eventBus().removeOutboundInterceptor(tap);
+    }
+
+    JsonObject order = api.order(held).json();
+    assertThat(order.getString("status")).isEqualTo("UNPAID");
+    assertThat(Instant.parse(order.getString("closeAt"))).isEqualTo(closeAt.plusSeconds(300));
+    assertThat(Instant.parse(order.getString("holdUntil"))).isEqualTo(holdUntil);
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE type = 'ORDER_DEADLINE_EXTENDED' AND order_id = ?", heldId))
+        .isEqualTo(1);
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ? AND close_at < now()", longPast)).isEqualTo(1);
+    assertThat(moves).hasSize(1);
+    assertThat(moves.get(0).orderIds()).containsExactly(heldId);
+    assertThat(moves.get(0).closeAtMillis()).as("the timer at the due time: the hold's end, after the new deadline")
+        .containsExactly(holdUntil.toEpochMilli());
   }
 
   @Test
