@@ -270,7 +270,8 @@ public record AppConfig(
    * Events out besides Kafka. The dispatcher looks for new events every {@code dispatchIntervalMillis} (at most
    * {@code batchSize} at a time); each webhook delivery gets {@code timeoutMillis} per attempt and is retried with
    * exponential backoff from {@code backoffMinMillis} to {@code backoffMaxMillis} (with jitter) for
-   * {@code retrySeconds} after its first attempt, then marked failed; at most {@code maxInFlight} requests per node.
+   * {@code retrySeconds} after its first attempt, then marked failed; at most {@code maxInFlight} requests per webhook
+   * and node, so that a slow webhook holds back only its own deliveries.
    */
   public record Events(List<Webhook> webhooks, int dispatchIntervalMillis, int batchSize, int timeoutMillis,
                        int retrySeconds, int backoffMinMillis, int backoffMaxMillis, int maxInFlight) {}

@@ -20,6 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -48,9 +49,9 @@ public final class WebhookVerticle extends VerticleBase {
   private final NodeStats stats;
   private final OwnedShards owned;
   private final Map<String, AppConfig.Webhook> webhooks = new HashMap<>();
-  /** The urls of {@link #webhooks}: the due deliveries are read for these only. */
-  private final String[] sinks;
+  /** Requests in flight, by delivery id, and how many of them each webhook (url) has. */
   private final Set<Long> inFlight = new HashSet<>();
+  private final Map<String, Integer> inFlightBySink = new HashMap<>();
   /** Webhooks whose last attempt failed: one WARN when one starts failing, one INFO when it answers again. */
   private final Set<String> failing = new HashSet<>();
   private final Map<Long, Promise<Void>> deliveredMarks = new HashMap<>();
@@ -68,16 +69,16 @@ public final class WebhookVerticle extends VerticleBase {
     this.stats = stats;
     this.owned = owned;
     config.events().webhooks().forEach(webhook -> webhooks.put(webhook.url(), webhook));
-    sinks = webhooks.keySet().toArray(String[]::new);
   }
 
   @Override
   public Future<?> start() {
     AppConfig.Events events = config.events();
     store = EventStore.shared(vertx, connectOptions, config.database().background());
+    // a connection for each request any webhook may have in flight: webhooks on one host share its connections
     client = vertx.createHttpClient(
         new HttpClientOptions().setConnectTimeout(events.timeoutMillis()).setKeepAlive(true),
-        new PoolOptions().setHttp1MaxSize(events.maxInFlight()));
+        new PoolOptions().setHttp1MaxSize(events.maxInFlight() * Math.max(1, webhooks.size())));
     later(0);
     return Future.succeededFuture();
   }
@@ -110,11 +111,21 @@ public final class WebhookVerticle extends VerticleBase {
   }
 
   /**
-   * Takes as many due deliveries as there is room for; a full take looks again at once (the answers to what it sent
-   * poll again). A take of which nothing was sent looks again after the interval, never stops polling.
+   * Takes as many due deliveries as each webhook has room for ({@code events.maxInFlight} each, so that a slow webhook
+   * holds back only its own); a full take looks again at once (the answers to what it sent poll again). A take of
+   * which nothing was sent looks again after the interval, never stops polling.
    */
   private void poll() {
-    int room = config.events().maxInFlight() - inFlight.size();
+    List<String> sinks = new ArrayList<>();
+    List<Integer> rooms = new ArrayList<>();
+    webhooks.keySet().forEach(sink -> {
+      int left = config.events().maxInFlight() - inFlightBySink.getOrDefault(sink, 0);
+      if (left > 0) {
+        sinks.add(sink);
+        rooms.add(left);
+      }
+    });
+    int room = rooms.stream().mapToInt(Integer::intValue).sum();
     int[] shards = owned.list();
     if (stopped || polling || room <= 0) {
       return;
@@ -124,7 +135,7 @@ public final class WebhookVerticle extends VerticleBase {
       return;
     }
     polling = true;
-    store.due(shards, inFlight.toArray(Long[]::new), room, sinks)
+    store.due(shards, inFlight.toArray(Long[]::new), sinks.toArray(String[]::new), rooms.toArray(Integer[]::new))
         .onComplete(taken -> {
           polling = false;
           if (taken.failed()) {
@@ -150,6 +161,7 @@ public final class WebhookVerticle extends VerticleBase {
       return false; // a webhook no longer configured: its deliveries stay pending until retention's maximum age
     }
     inFlight.add(due.id());
+    inFlightBySink.merge(due.sink(), 1, Integer::sum);
     String id = Long.toString(due.event().id());
     long timestamp = Instant.now().getEpochSecond();
     String body = new JsonObject()
@@ -179,6 +191,7 @@ public final class WebhookVerticle extends VerticleBase {
             log.warn("could not write the state of webhook delivery {}: {}; it is tried again", due.id(), written.cause().toString());
           }
           inFlight.remove(due.id());
+          inFlightBySink.merge(due.sink(), -1, Integer::sum);
           later(0);
         });
     return true;

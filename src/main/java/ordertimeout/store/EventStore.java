@@ -97,16 +97,16 @@ public final class EventStore {
   }
 
   /**
-   * Deliveries due now of the shards {@code shards} to the webhooks {@code sinks}, leaving out {@code inFlight}; a
-   * later event of an order waits for the earlier.
+   * Deliveries due now of the shards {@code shards} to the webhooks {@code sinks}, at most {@code rooms[i]} to
+   * {@code sinks[i]}, leaving out {@code inFlight}; a later event of an order waits for the earlier.
    */
-  public Future<List<Due>> due(int[] shards, Long[] inFlight, int limit, String[] sinks) {
+  public Future<List<Due>> due(int[] shards, Long[] inFlight, String[] sinks, Integer[] rooms) {
     Integer[] boxed = new Integer[shards.length];
     for (int i = 0; i < shards.length; i++) {
       boxed[i] = shards[i];
     }
     return pool.preparedQuery(Sql.DUE_DELIVERIES)
-        .execute(Tuple.of(boxed, inFlight, limit, sinks))
+        .execute(Tuple.of(boxed, inFlight, rooms, sinks))
         .map(rows -> {
           List<Due> due = new ArrayList<>();
           for (Row row : rows) {

@@ -1086,20 +1086,24 @@ final class Sql {
   static final String VACUUM_DISPATCH_QUEUE = "VACUUM (SKIP_LOCKED, TRUNCATE false) outbox_pending";
 
   /**
-   * Deliveries to send now, of the shards {@code $1}, not among {@code $2} (in flight here), {@code $3} at most, to
-   * the webhooks {@code $4} (those configured here); a delivery waits while an earlier event of its order to the same
-   * sink is pending. A webhook no longer configured keeps its deliveries pending but never takes room in a page: a
-   * page of them would leave nothing to send, and ahead of the others they would hold every other webhook back.
+   * Deliveries to send now, of the shards {@code $1}, not among {@code $2} (in flight here), to each webhook of
+   * {@code $4} (those configured here) as many as {@code $3} gives it room for, each webhook's oldest first; a delivery
+   * waits while an earlier event of its order to the same sink is pending. Each webhook has its own room, so a slow
+   * one holds back only its own deliveries; and one no longer configured keeps its deliveries pending, taking none.
    */
   static final String DUE_DELIVERIES = """
       SELECT d.id, d.event_id, d.sink, d.attempts, o.type, o.order_id, o.created_at, o.payload::text AS payload
-      FROM webhook_deliveries d JOIN outbox o ON o.event_id = d.event_id
-      WHERE d.status = 'PENDING' AND d.shard = ANY($1::int[]) AND d.next_attempt_at <= now() AND NOT (d.id = ANY($2))
-        AND d.sink = ANY($4::text[])
-        AND NOT EXISTS (
-          SELECT 1 FROM webhook_deliveries e
-          WHERE e.sink = d.sink AND e.order_id = d.order_id AND e.status = 'PENDING' AND e.position < d.position)
-      ORDER BY d.position LIMIT $3""";
+      FROM unnest($4::text[], $3::int[]) AS s (sink, room)
+      CROSS JOIN LATERAL (
+        SELECT d.id, d.event_id, d.sink, d.attempts, d.position FROM webhook_deliveries d
+        WHERE d.sink = s.sink AND d.status = 'PENDING' AND d.shard = ANY($1::int[]) AND d.next_attempt_at <= now()
+          AND NOT (d.id = ANY($2))
+          AND NOT EXISTS (
+            SELECT 1 FROM webhook_deliveries e
+            WHERE e.sink = d.sink AND e.order_id = d.order_id AND e.status = 'PENDING' AND e.position < d.position)
+        ORDER BY d.position LIMIT s.room) d
+      JOIN outbox o ON o.event_id = d.event_id
+      ORDER BY d.position""";
 
   /** The deliveries {@code $1} answered 2xx, in one statement. */
   static final String DELIVERED = """

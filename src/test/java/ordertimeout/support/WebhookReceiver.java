@@ -36,6 +36,7 @@ public final class WebhookReceiver implements AutoCloseable {
   private final List<Received> received = new CopyOnWriteArrayList<>();
   private final Map<String, Integer> statusByPath = new ConcurrentHashMap<>();
   private final Map<String, Long> delayByType = new ConcurrentHashMap<>();
+  private final Map<String, Long> delayByPath = new ConcurrentHashMap<>();
 
   public WebhookReceiver() {
     server = TestService.await(vertx.createHttpServer().requestHandler(request -> request.body().onSuccess(body -> {
@@ -43,7 +44,7 @@ public final class WebhookReceiver implements AutoCloseable {
       String text = body.toString();
       String type = text.isEmpty() ? "" : new JsonObject(text).getString("type", "");
       int status = statusByPath.getOrDefault(request.path(), 204);
-      long delay = delayByType.getOrDefault(type, 0L);
+      long delay = Math.max(delayByType.getOrDefault(type, 0L), delayByPath.getOrDefault(request.path(), 0L));
       Runnable answer = () -> {
         received.add(new Received(request.path(), request.getHeader("webhook-id"), request.getHeader("webhook-timestamp"),
             request.getHeader("webhook-signature"), text, status, at, System.nanoTime()));
@@ -69,6 +70,11 @@ public final class WebhookReceiver implements AutoCloseable {
     delayByType.put(type, millis);
   }
 
+  /** Every request at {@code path} is answered {@code millis} after it arrived. */
+  public void delayPath(String path, long millis) {
+    delayByPath.put(path, millis);
+  }
+
   public List<Received> received(String path) {
     return received.stream().filter(r -> r.path().equals(path)).toList();
   }
@@ -77,6 +83,7 @@ public final class WebhookReceiver implements AutoCloseable {
     received.clear();
     statusByPath.clear();
     delayByType.clear();
+    delayByPath.clear();
   }
 
   @Override
