@@ -160,7 +160,8 @@ public final class EventStore {
 
   /** The last feed position given (0 before the first). */
   public Future<Long> lastPosition() {
-    return pool.preparedQuery(Sql.LAST_FEED_POSITION).execute().map(rows -> rows.iterator().next().getLong("last_position"));
+    return pool.preparedQuery(Sql.LAST_FEED_POSITION).execute()
+        .map(rows -> rows.iterator().next().getLong("last_position"));
   }
 
   /** Up to {@code limit} events after feed position {@code after}, of {@code eventClient} (all when null), in feed order. */

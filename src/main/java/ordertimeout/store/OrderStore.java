@@ -114,7 +114,8 @@ public final class OrderStore {
    * moment, and answers the orders it finds paid or closed. The rest (due, or held by a close or another pay) are
    * then paid each in a transaction of its own, which waits for the row; the returned future completes at the group's
    * commit, before those answers. A due order is closed right there as a timeout (the wheel would do it a moment
-   * later), or refused with {@link Reason#ORDER_PAST_DEADLINE} when its close is parked ({@link #decideLocked}). The group never waits for an order row while it holds others, so it cannot deadlock with a close batch.
+   * later), or refused with {@link Reason#ORDER_PAST_DEADLINE} when its close is parked ({@link #decideLocked}). The
+   * group never waits for an order row while it holds others, so it cannot deadlock with a close batch.
    * A stock row held past the pool's {@code lock_timeout} rolls the group back; then each request is paid on its own,
    * so that only the pays of that stock wait for it. A single pay that runs out of its lock wait is tried again, up to
    * {@link #LOCK_ATTEMPTS} times in all and only until the request's {@code retryUntilNanos}, before it answers the lock
@@ -293,8 +294,9 @@ public final class OrderStore {
     return conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name()))
         .compose(closed -> closed.size() == 1
             ? changed(conn, id, client)
-            : Future.failedFuture(new OrderRejected(Reason.ORDER_PAST_DEADLINE, "order " + id + " is past its deadline "
-                + "and its close is parked after failed attempts (an operator's retry closes it); it cannot be changed")));
+            : Future.failedFuture(new OrderRejected(Reason.ORDER_PAST_DEADLINE, "order " + id
+                + " is past its deadline and its close is parked after failed attempts (an operator's retry closes "
+                + "it); it cannot be changed")));
   }
 
   private Future<StateChange> payOne(PayRequest request) {

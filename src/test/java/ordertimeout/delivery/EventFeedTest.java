@@ -131,7 +131,8 @@ class EventFeedTest extends ServiceTestBase {
     // A cursor past the last position given (another database's, a typo) would skip every event up to it unseen.
     long last = Sql.count("SELECT last_position FROM outbox_positions");
     assertThat(api.get("/v1/events?after=" + (last + 1_000_000), Api.USER_KEY).code()).isEqualTo("invalid_cursor");
-    assertThat(api.get("/v1/events?after=" + last, Api.USER_KEY).status()).as("the last position, a cursor").isEqualTo(200);
+    assertThat(api.get("/v1/events?after=" + last, Api.USER_KEY).status()).as("the last position, a cursor")
+        .isEqualTo(200);
     assertThat(api.get("/v1/events?limit=0", Api.USER_KEY).code()).isEqualTo("invalid_field");
     assertThat(api.get("/v1/events?limit=1001", Api.USER_KEY).code()).isEqualTo("invalid_field");
     assertThat(api.get("/v1/events?wait=31", Api.USER_KEY).code()).isEqualTo("invalid_field");

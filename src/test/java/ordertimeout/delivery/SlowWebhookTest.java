@@ -24,6 +24,8 @@ class SlowWebhookTest extends ServiceTestBase {
   private static final int ORDERS = 12;
   private static final int MAX_IN_FLIGHT = 4;
   private static final long SLOW_ANSWER_MILLIS = 8_000;
+  private static final String SLOW_SECRET = "whsec_c2xvdy13ZWJob29rLXNlY3JldC0zMi1ieXRlcyE=";
+  private static final String FAST_SECRET = "whsec_ZmFzdC13ZWJob29rLXNlY3JldC0zMi1ieXRlcyEh";
 
   private WebhookReceiver receiver;
 
@@ -31,8 +33,8 @@ class SlowWebhookTest extends ServiceTestBase {
   protected Map<String, String> overrides() {
     receiver = new WebhookReceiver();
     return Map.of(
-        "OT_WEBHOOKS", "[{url: '" + receiver.url("/slow") + "', secret: whsec_c2xvdy13ZWJob29rLXNlY3JldC0zMi1ieXRlcyE=},"
-            + " {url: '" + receiver.url("/fast") + "', secret: whsec_ZmFzdC13ZWJob29rLXNlY3JldC0zMi1ieXRlcyEh}]",
+        "OT_WEBHOOKS", "[{url: '" + receiver.url("/slow") + "', secret: " + SLOW_SECRET + "},"
+            + " {url: '" + receiver.url("/fast") + "', secret: " + FAST_SECRET + "}]",
         "OT_EVENTS_MAX_IN_FLIGHT", Integer.toString(MAX_IN_FLIGHT),
         "OT_EVENTS_TIMEOUT_MILLIS", "20000");
   }
