@@ -105,6 +105,37 @@ class PaymentHoldTest extends ServiceTestBase {
     assertThat(api.paymentStarted("123").code()).isEqualTo("order_not_found");
   }
 
+  /**
+   * A hold is once per deadline: an extend to before the hold's end keeps it, one past it ends it, and a payment
+   * started before the new deadline holds that one (without it, the order closed mid-payment at the new deadline).
+   */
+  @Test
+  void anExtendPastTheHoldEndsItAndAPaymentStartedBeforeTheNewDeadlineHoldsAgain() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 60, "SKU-1", 1).getString("id");
+    JsonObject held = api.paymentStarted(id).json();
+    Instant closeAt = Instant.parse(held.getString("closeAt"));
+    Instant holdUntil = Instant.parse(held.getString("holdUntil"));
+    assertThat(holdUntil).isEqualTo(closeAt.plusSeconds(HOLD_SECONDS));
+
+    Api.Response within = api.extend(id,
+        new JsonObject().put("closeAt", closeAt.plusSeconds(HOLD_SECONDS / 2).toString()));
+    assertThat(within.status()).as(within.body()).isEqualTo(200);
+    assertThat(within.json().getString("holdUntil")).as("a hold the new deadline does not pass")
+        .isEqualTo(holdUntil.toString());
+
+    Api.Response past = api.extend(id, new JsonObject().put("extendSeconds", 600));
+    assertThat(past.status()).as(past.body()).isEqualTo(200);
+    assertThat(past.json().getString("holdUntil")).as("a hold the new deadline passes").isNull();
+    Instant newCloseAt = Instant.parse(past.json().getString("closeAt"));
+
+    Api.Response again = api.paymentStarted(id);
+    assertThat(again.status()).as(again.body()).isEqualTo(200);
+    assertThat(Instant.parse(again.json().getString("holdUntil"))).isEqualTo(newCloseAt.plusSeconds(HOLD_SECONDS));
+    assertThat(Sql.count("SELECT count(*) FROM order_log WHERE order_id = ? AND event = 'PAYMENT_STARTED'",
+        Long.parseLong(id))).isEqualTo(2);
+  }
+
   @Test
   void aPayAfterTheCloseAnswersOrderClosedAndWritesOneLatePaymentEvent() {
     api.setStock("SKU-1", 10);

@@ -385,13 +385,15 @@ final class Sql {
 
   /**
    * The compare-and-set of a deadline change: {@code $2} the new deadline, {@code $3} the deadline it replaces. The
-   * reminder moves with the deadline, and is sent again when its new time is still to come. Log line and
+   * reminder moves with the deadline, and is sent again when its new time is still to come. A payment's hold that the
+   * new deadline passes is over: a payment started before the new deadline holds it again. Log line and
    * ORDER_DEADLINE_EXTENDED event (the order's fields and {@code previousCloseAt}).
    */
   static final String MOVE_DEADLINE_IF_UNCHANGED = """
       WITH moved AS (
         UPDATE orders SET close_at = $2, remind_at = remind_at + ($2 - close_at),
-               reminded_at = CASE WHEN remind_at + ($2 - close_at) > now() THEN NULL ELSE reminded_at END
+               reminded_at = CASE WHEN remind_at + ($2 - close_at) > now() THEN NULL ELSE reminded_at END,
+               hold_until = CASE WHEN hold_until > $2 THEN hold_until END
         WHERE id = $1 AND status IS NOT DISTINCT FROM 'UNPAID' AND close_at = $3
         RETURNING *),
       logged AS (
@@ -737,14 +739,15 @@ final class Sql {
    * UNPAID and not due yet by {@code $2} seconds, as {@link #MOVE_DEADLINE_IF_UNCHANGED} moves one: the reminder with
    * it (sent again when its new time is still to come), a log line and an ORDER_DEADLINE_EXTENDED event each. Not due
    * as the single extend decides it ({@link #LOCK_ORDER}): past neither the deadline nor the hold of a started payment;
-   * and, as there, the new deadline must be still to come. Answers each moved order's due time, the later of its new
-   * deadline and its hold, for its timer.
+   * and, as there, the new deadline must be still to come; a hold the new deadline passes is over, as there. Answers
+   * each moved order's due time, the later of its new deadline and its hold, for its timer.
    */
   static final String EXTEND_DEADLINES_BY_SECONDS = """
       WITH moved AS (
         UPDATE orders SET close_at = close_at + $2::int * interval '1 second',
                remind_at = remind_at + $2::int * interval '1 second',
-               reminded_at = CASE WHEN remind_at + $2::int * interval '1 second' > now() THEN NULL ELSE reminded_at END
+               reminded_at = CASE WHEN remind_at + $2::int * interval '1 second' > now() THEN NULL ELSE reminded_at END,
+               hold_until = CASE WHEN hold_until > close_at + $2::int * interval '1 second' THEN hold_until END
         WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND greatest(close_at, hold_until) > now()
           AND close_at + $2::int * interval '1 second' > now()
         RETURNING *, close_at - $2::int * interval '1 second' AS previous_close_at),

@@ -226,6 +226,30 @@ class BulkJobTest extends ServiceTestBase {
    * single one: its deadline moves and its timer goes to its due time, the hold's end while that is later. One whose
    * deadline, moved, would still be past is skipped, as the single extend refuses it.
    */
+  /** As the single extend: a payment's hold that the new deadline passes is over, and a payment started holds again. */
+  @Test
+  void aBulkExtendPastAPaymentsHoldEndsTheHold() {
+    api.setStock("SKU-H", 10);
+    String held = api.createOrders(1, 60, "SKU-H").get(0);
+    Api.Response started = api.paymentStarted(held);
+    assertThat(started.status()).as(started.body()).isEqualTo(200);
+    Instant closeAt = Instant.parse(started.json().getString("closeAt"));
+
+    JsonObject job = bulk("bulk-extend",
+        new JsonObject().put("ids", new JsonArray().add(held)).put("extendSeconds", 3600));
+    Await.until("the job finished", JOB_TIME, () -> job(job.getString("id")).getString("status").equals("SUCCEEDED"));
+    assertThat(job(job.getString("id")).getLong("changed")).isEqualTo(1);
+
+    JsonObject order = api.order(held).json();
+    Instant newCloseAt = Instant.parse(order.getString("closeAt"));
+    assertThat(newCloseAt).isEqualTo(closeAt.plusSeconds(3600));
+    assertThat(order.getString("holdUntil")).as("the hold the new deadline passed").isNull();
+    Api.Response again = api.paymentStarted(held);
+    assertThat(again.status()).as(again.body()).isEqualTo(200);
+    assertThat(Instant.parse(again.json().getString("holdUntil"))).as("held again, past the new deadline")
+        .isAfter(newCloseAt);
+  }
+
   @Test
   void aBulkExtendMovesTheDeadlineOfAnOrderInsideItsPaymentHold() {
     api.setStock("SKU-H", 10);
