@@ -49,9 +49,8 @@ public final class WebhookVerticle extends VerticleBase {
   private final NodeStats stats;
   private final OwnedShards owned;
   private final Map<String, AppConfig.Webhook> webhooks = new HashMap<>();
-  /** Requests in flight, by delivery id, and how many of them each webhook (url) has. */
-  private final Set<Long> inFlight = new HashSet<>();
-  private final Map<String, Integer> inFlightBySink = new HashMap<>();
+  /** Requests in flight: each delivery's id and its webhook's url. */
+  private final Map<Long, String> inFlight = new HashMap<>();
   /** Webhooks whose last attempt failed: one WARN when one starts failing, one INFO when it answers again. */
   private final Set<String> failing = new HashSet<>();
   private final Map<Long, Promise<Void>> deliveredMarks = new HashMap<>();
@@ -112,14 +111,16 @@ public final class WebhookVerticle extends VerticleBase {
 
   /**
    * Takes as many due deliveries as each webhook has room for ({@code events.maxInFlight} each, so that a slow webhook
-   * holds back only its own); a full take looks again at once (the answers to what it sent poll again). A take of
-   * which nothing was sent looks again after the interval, never stops polling.
+   * holds back only its own); a full take looks again at once (the answers to what it sent poll again). Only the
+   * webhooks configured here are read, so whatever is taken is sent.
    */
   private void poll() {
+    Map<String, Integer> bySink = new HashMap<>();
+    inFlight.values().forEach(sink -> bySink.merge(sink, 1, Integer::sum));
     List<String> sinks = new ArrayList<>();
     List<Integer> rooms = new ArrayList<>();
     webhooks.keySet().forEach(sink -> {
-      int left = config.events().maxInFlight() - inFlightBySink.getOrDefault(sink, 0);
+      int left = config.events().maxInFlight() - bySink.getOrDefault(sink, 0);
       if (left > 0) {
         sinks.add(sink);
         rooms.add(left);
@@ -135,7 +136,7 @@ public final class WebhookVerticle extends VerticleBase {
       return;
     }
     polling = true;
-    store.due(shards, inFlight.toArray(Long[]::new), sinks.toArray(String[]::new), rooms.toArray(Integer[]::new))
+    store.due(shards, inFlight.keySet().toArray(Long[]::new), sinks.toArray(String[]::new), rooms.toArray(Integer[]::new))
         .onComplete(taken -> {
           polling = false;
           if (taken.failed()) {
@@ -144,24 +145,16 @@ public final class WebhookVerticle extends VerticleBase {
             return;
           }
           List<Due> due = stopped ? List.of() : taken.result();
-          int sent = 0;
-          for (Due one : due) {
-            sent += send(one) ? 1 : 0;
-          }
-          if (due.size() < room || sent == 0) { // none sent: only a sink removed since the read, never a stall
+          due.forEach(this::send);
+          if (due.size() < room) {
             later(config.events().dispatchIntervalMillis());
           }
         });
   }
 
-  /** Sends {@code due}; false, sending nothing, when its webhook is not configured here. */
-  private boolean send(Due due) {
+  private void send(Due due) {
     AppConfig.Webhook webhook = webhooks.get(due.sink());
-    if (webhook == null) {
-      return false; // a webhook no longer configured: its deliveries stay pending until retention's maximum age
-    }
-    inFlight.add(due.id());
-    inFlightBySink.merge(due.sink(), 1, Integer::sum);
+    inFlight.put(due.id(), due.sink());
     String id = Long.toString(due.event().id());
     long timestamp = Instant.now().getEpochSecond();
     String body = new JsonObject()
@@ -191,10 +184,8 @@ public final class WebhookVerticle extends VerticleBase {
             log.warn("could not write the state of webhook delivery {}: {}; it is tried again", due.id(), written.cause().toString());
           }
           inFlight.remove(due.id());
-          inFlightBySink.merge(due.sink(), -1, Integer::sum);
           later(0);
         });
-    return true;
   }
 
   private Future<Void> delivered(Due due, AppConfig.Webhook webhook) {

@@ -45,7 +45,7 @@ final class EventRoutes {
     AppConfig.ApiKey caller = Auth.caller(ctx);
     String client = caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
     long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
-    firstPage(after, client, limit, deadline).onSuccess(page -> {
+    page(after, client, limit, deadline, true).onSuccess(page -> {
       JsonArray list = new JsonArray();
       page.forEach(event -> list.add(toJson(event)));
       long next = page.isEmpty() ? after : page.get(page.size() - 1).position();
@@ -54,32 +54,30 @@ final class EventRoutes {
   }
 
   /**
-   * Like {@link #page}, but a cursor past the last position the feed has given is refused (400 {@code invalid_cursor})
-   * rather than answered with empty pages: its reader, with a cursor of another database or a typo, would skip every
-   * event up to it without knowing.
+   * The page after {@code after}; while it is empty and the deadline has not passed, asked again every {@link #POLL_MILLIS}.
+   * On the {@code first} look an empty page's cursor is checked: one past the last position the feed has given is
+   * refused (400 {@code invalid_cursor}) rather than answered with empty pages, as its reader (a cursor of another
+   * database, a typo) would skip every event up to it without knowing.
    */
-  private Future<List<Event>> firstPage(long after, String client, int limit, long deadlineNanos) {
-    return events.feed(after, client, limit).compose(page -> !page.isEmpty()
-        ? Future.succeededFuture(page)
-        : events.lastPosition().compose(last -> {
-          if (after > last) {
-            return Future.failedFuture(ApiException.badRequest("invalid_cursor", "the cursor " + after
-                + " is past the feed's last position, " + last + ": not a 'next' of this feed"));
-          }
-          return page(after, client, limit, deadlineNanos);
-        }));
-  }
-
-  /** The page after {@code after}; while it is empty and the deadline has not passed, asked again every {@link #POLL_MILLIS}. */
-  private Future<List<Event>> page(long after, String client, int limit, long deadlineNanos) {
+  private Future<List<Event>> page(long after, String client, int limit, long deadlineNanos, boolean first) {
     return events.feed(after, client, limit).compose(page -> {
-      long leftMillis = (deadlineNanos - System.nanoTime()) / 1_000_000;
-      if (!page.isEmpty() || leftMillis <= 0) {
+      if (!page.isEmpty()) {
         return Future.succeededFuture(page);
       }
-      Promise<List<Event>> later = Promise.promise();
-      vertx.setTimer(Math.min(POLL_MILLIS, leftMillis), id -> page(after, client, limit, deadlineNanos).onComplete(later));
-      return later.future();
+      return (first ? events.lastPosition() : Future.succeededFuture(after)).compose(last -> {
+        if (after > last) {
+          return Future.failedFuture(ApiException.badRequest("invalid_cursor", "the cursor " + after
+              + " is past the feed's last position, " + last + ": not a 'next' of this feed"));
+        }
+        long leftMillis = (deadlineNanos - System.nanoTime()) / 1_000_000;
+        if (leftMillis <= 0) {
+          return Future.succeededFuture(page);
+        }
+        Promise<List<Event>> later = Promise.promise();
+        vertx.setTimer(Math.min(POLL_MILLIS, leftMillis),
+            id -> page(after, client, limit, deadlineNanos, false).onComplete(later));
+        return later.future();
+      });
     });
   }
 
