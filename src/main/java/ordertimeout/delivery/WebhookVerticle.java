@@ -136,7 +136,8 @@ public final class WebhookVerticle extends VerticleBase {
       return;
     }
     polling = true;
-    store.due(shards, inFlight.keySet().toArray(Long[]::new), sinks.toArray(String[]::new), rooms.toArray(Integer[]::new))
+    Long[] sent = inFlight.keySet().toArray(Long[]::new);
+    store.due(shards, sent, sinks.toArray(String[]::new), rooms.toArray(Integer[]::new))
         .onComplete(taken -> {
           polling = false;
           if (taken.failed()) {

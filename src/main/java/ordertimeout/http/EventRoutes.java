@@ -54,8 +54,8 @@ final class EventRoutes {
   }
 
   /**
-   * The page after {@code after}; while it is empty and the deadline has not passed, asked again every {@link #POLL_MILLIS}.
-   * On the {@code first} look an empty page's cursor is checked: one past the last position the feed has given is
+   * The page after {@code after}; while it is empty and the deadline has not passed, asked again every
+   * {@link #POLL_MILLIS}. On the {@code first} look an empty page's cursor is checked: one past the last position the feed has given is
    * refused (400 {@code invalid_cursor}) rather than answered with empty pages, as its reader (a cursor of another
    * database, a typo) would skip every event up to it without knowing.
    */
