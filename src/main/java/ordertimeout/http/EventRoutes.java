@@ -55,9 +55,9 @@ final class EventRoutes {
 
   /**
    * The page after {@code after}; while it is empty and the deadline has not passed, asked again every
-   * {@link #POLL_MILLIS}. On the {@code first} look an empty page's cursor is checked: one past the last position the feed has given is
-   * refused (400 {@code invalid_cursor}) rather than answered with empty pages, as its reader (a cursor of another
-   * database, a typo) would skip every event up to it without knowing.
+   * {@link #POLL_MILLIS}. On the {@code first} look an empty page's cursor is checked: one past the last position the
+   * feed has given is refused (400 {@code invalid_cursor}) rather than answered with empty pages, as its reader (a
+   * cursor of another database, a typo) would skip every event up to it without knowing.
    */
   private Future<List<Event>> page(long after, String client, int limit, long deadlineNanos, boolean first) {
     return events.feed(after, client, limit).compose(page -> {

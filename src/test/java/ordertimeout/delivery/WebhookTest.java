@@ -244,7 +244,7 @@ class WebhookTest extends ServiceTestBase {
     String id = create("u-1", 3600, "SKU-1", 1).getString("id");
     assertThat(api.cancel(id).status()).isEqualTo(200);
     Await.until("the order's create and close at /all", Duration.ofSeconds(30), () -> ofOrder("/all", id).size() == 2);
-    // The create's delivery failed; the close's comes after it. Both to a webhook no node has, so that nothing sends them.
+    // The create's delivery failed; the close's comes after it. Both to a webhook no node has: nothing sends them.
     List<Map<String, Object>> events = Sql.rows("SELECT event_id FROM outbox WHERE order_id = ? ORDER BY event_id",
         Long.parseLong(id));
     long created = (Long) events.get(0).get("event_id");

@@ -52,8 +52,8 @@ class HoldingsRepairTest {
       Sql.rows(holder, "SELECT * FROM client_holdings WHERE client = 'client-drift' FOR UPDATE");
       first = store.repairClientHoldings();
       second = store.repairClientHoldings();
-      Await.until("both repairs waiting", Duration.ofSeconds(10), () -> Sql.count("SELECT count(*) FROM pg_stat_activity "
-          + "WHERE wait_event_type = 'Lock' AND datname = current_database()") >= 2);
+      Await.until("both repairs waiting", Duration.ofSeconds(10), () -> Sql.count(
+          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()") >= 2);
       holder.commit();
     }
     List<String> repaired = new ArrayList<>(TestService.await(first));
@@ -61,6 +61,7 @@ class HoldingsRepairTest {
 
     assertThat(repaired).as("the clients repaired, by both").containsExactly("client-drift");
     assertThat(Sql.rows("SELECT sum(unpaid)::bigint AS unpaid, sum(units)::bigint AS units FROM client_holdings "
-        + "WHERE client = 'client-drift'").get(0)).as("the counts").containsEntry("unpaid", 0L).containsEntry("units", 0L);
+        + "WHERE client = 'client-drift'").get(0)).as("the counts")
+        .containsEntry("unpaid", 0L).containsEntry("units", 0L);
   }
 }
