@@ -36,6 +36,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   private final LeasedOrderIds ids;
   private final int nodeId;
   private final long leaseMillis;
+  private final String webhooksFingerprint;
   private final String holder = UUID.randomUUID().toString();
   private NodeLeases leases;
   private long renewTimer = -1;
@@ -48,13 +49,15 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
     this.ids = ids;
     this.nodeId = config.node().id();
     this.leaseMillis = config.node().leaseSeconds() * 1000L;
+    this.webhooksFingerprint = config.events().webhooksFingerprint();
   }
 
   @Override
   public Future<?> start() {
     int renewalBound = (int) (leaseMillis / 3);
     leases = new NodeLeases(Pools.shared(vertx, Pools.NODE_LEASE, connectOptions, 1, 1,
-        new AppConfig.PoolWaits(renewalBound, renewalBound, AppConfig.PoolWaits.UNBOUNDED)));
+        new AppConfig.PoolWaits(renewalBound, renewalBound, AppConfig.PoolWaits.UNBOUNDED)),
+        webhooksFingerprint);
     return takeAtStart(null)
         .recover(failure -> failure instanceof NodeIdInUse ? Future.failedFuture(failure) : startWithoutLease(failure))
         .onSuccess(started -> renewTimer = vertx.setPeriodic(leaseMillis / 3, id -> renew()));

@@ -1,6 +1,7 @@
 package ordertimeout.config;
 
 import ordertimeout.clock.WallClock;
+import ordertimeout.order.Digests;
 
 import java.net.InetAddress;
 import java.net.URI;
@@ -11,11 +12,13 @@ import java.time.LocalTime;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.Function;
 import java.util.regex.Pattern;
 
@@ -210,7 +213,8 @@ public record AppConfig(
       long closeBatchesGivenUp,
       long reconciliationDifferences,
       long eventsDroppedUndelivered,
-      long parkedOrders) {
+      long parkedOrders,
+      long nodesWithOtherWebhooks) {
     public static final long OFF = -1;
   }
 
@@ -274,7 +278,19 @@ public record AppConfig(
    * and node, so that a slow webhook holds back only its own deliveries.
    */
   public record Events(List<Webhook> webhooks, int dispatchIntervalMillis, int batchSize, int timeoutMillis,
-                       int retrySeconds, int backoffMinMillis, int backoffMaxMillis, int maxInFlight) {}
+                       int retrySeconds, int backoffMinMillis, int backoffMaxMillis, int maxInFlight) {
+    /**
+     * What decides which webhook gets which event (each webhook's url, types and client, in any order; not the
+     * secrets), as hex SHA-256: equal on nodes that make and send the same deliveries.
+     */
+    public String webhooksFingerprint() {
+      String[] webhookLines = webhooks.stream()
+          .map(webhook -> webhook.url() + " " + new TreeSet<>(webhook.types()) + " " + webhook.client())
+          .sorted()
+          .toArray(String[]::new);
+      return HexFormat.of().formatHex(Digests.sha256(webhookLines));
+    }
+  }
 
   public static final Set<String> EVENT_TYPES =
       Set.of("ORDER_CREATED", "ORDER_PAID", "ORDER_CLOSED", "ORDER_CLOSE_REMINDER", "ORDER_DEADLINE_EXTENDED",
@@ -361,7 +377,8 @@ public record AppConfig(
             source.number("alarms.closeBatchesGivenUp", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.reconciliationDifferences", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.eventsDroppedUndelivered", 0, Alarms.OFF, Long.MAX_VALUE),
-            source.number("alarms.parkedOrders", 0, Alarms.OFF, Long.MAX_VALUE)),
+            source.number("alarms.parkedOrders", 0, Alarms.OFF, Long.MAX_VALUE),
+            source.number("alarms.nodesWithOtherWebhooks", 0, Alarms.OFF, Long.MAX_VALUE)),
         new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)),
         logging(source),
         new Kafka(

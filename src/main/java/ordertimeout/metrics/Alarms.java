@@ -38,7 +38,9 @@ public final class Alarms {
     /** Events retention deleted at their maximum age before every sink had them, in the window. */
     EVENTS_DROPPED("events"),
     /** Unpaid orders parked after their failed closes, waiting for an admin's retry (all nodes'). */
-    PARKED_ORDERS("orders");
+    PARKED_ORDERS("orders"),
+    /** Live nodes whose webhooks (urls, types, clients) differ from this node's. */
+    WEBHOOKS_DIFFER("nodes");
 
     private final String unit;
 
@@ -50,10 +52,11 @@ public final class Alarms {
   /**
    * What the alarms look at: the recent p99 lateness, the counters since the node started (the
    * alarms take their increase over the window), the outbox age, the last reconciliation's
-   * differences and the parked orders ({@code NaN} while unknown).
+   * differences, the parked orders and the nodes with other webhooks ({@code NaN} while unknown).
    */
   public record Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds,
-                         double reconciliationDifferences, long eventsDroppedUndelivered, double parkedOrders) {}
+                         double reconciliationDifferences, long eventsDroppedUndelivered, double parkedOrders,
+                         double nodesWithOtherWebhooks) {}
 
   private record Sample(long atMillis, long sweepCatches, long closeBatchesGivenUp, long eventsDropped) {}
 
@@ -70,6 +73,7 @@ public final class Alarms {
     thresholds.put(Code.RECONCILIATION_DIFFERENCES, config.reconciliationDifferences());
     thresholds.put(Code.EVENTS_DROPPED, config.eventsDroppedUndelivered());
     thresholds.put(Code.PARKED_ORDERS, config.parkedOrders());
+    thresholds.put(Code.WEBHOOKS_DIFFER, config.nodesWithOtherWebhooks());
     windowMillis = window.toMillis();
     for (Code code : Code.values()) {
       AtomicInteger state = new AtomicInteger();
@@ -97,6 +101,7 @@ public final class Alarms {
     check(Code.RECONCILIATION_DIFFERENCES, readings.reconciliationDifferences());
     check(Code.EVENTS_DROPPED, readings.eventsDroppedUndelivered() - base.eventsDropped());
     check(Code.PARKED_ORDERS, readings.parkedOrders());
+    check(Code.WEBHOOKS_DIFFER, readings.nodesWithOtherWebhooks());
   }
 
   /** The newest sample at least a window old (or the oldest there is), after adding {@code now}; older ones go. */

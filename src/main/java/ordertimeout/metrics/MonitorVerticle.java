@@ -11,9 +11,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Periodic readings for operators: the outbox backlog and the age of its oldest unpublished row, and the parked
- * orders (read from the database every {@code metrics.outboxRefreshSeconds}), and the alarms (evaluated
- * every {@code alarms.evaluateSeconds}).
+ * Periodic readings for operators: the outbox backlog and the age of its oldest unpublished row, the parked
+ * orders and the live nodes whose webhooks differ from this one's (read from the database every
+ * {@code metrics.outboxRefreshSeconds}), and the alarms (evaluated every {@code alarms.evaluateSeconds}).
  */
 public final class MonitorVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(MonitorVerticle.class);
@@ -27,6 +27,7 @@ public final class MonitorVerticle extends VerticleBase {
   private volatile double outboxBacklog = Double.NaN;
   private volatile double outboxOldestAgeSeconds = Double.NaN;
   private volatile double parkedOrders = Double.NaN;
+  private double nodesWithOtherWebhooks = Double.NaN;
   private boolean reading;
   private long outboxTimer = -1;
   private long alarmTimer = -1;
@@ -86,13 +87,17 @@ public final class MonitorVerticle extends VerticleBase {
         .onSuccess(count -> parkedOrders = count)
         .onFailure(failure -> log.warn("could not read the parked orders: {}", failure.toString()))
         .mapEmpty();
-    Future.join(outbox, parked).onComplete(done -> reading = false);
+    Future<Void> webhooks = store.nodesWithOtherWebhooks(config.events().webhooksFingerprint())
+        .onSuccess(count -> nodesWithOtherWebhooks = count)
+        .onFailure(failure -> log.warn("could not read the other nodes' webhooks: {}", failure.toString()))
+        .mapEmpty();
+    Future.join(outbox, parked, webhooks).onComplete(done -> reading = false);
   }
 
   private void evaluateAlarms() {
     alarms.evaluate(config.node().wallClock().millis(), new Alarms.Readings(
         stats.recentLatenessP99Millis(), stats.sweepCatches(), stats.closeBatchesGivenUp(), outboxOldestAgeSeconds,
         stats.lastReconciliationSkuDifferences() < 0 ? Double.NaN : stats.lastReconciliationSkuDifferences(),
-        stats.eventsDroppedUndelivered(), parkedOrders));
+        stats.eventsDroppedUndelivered(), parkedOrders, nodesWithOtherWebhooks));
   }
 }

@@ -10,9 +10,12 @@ import java.time.OffsetDateTime;
 /** The leases on node ids in PostgreSQL; every lease time is the database's. */
 public final class NodeLeases {
   private final Pool pool;
+  private final String webhooksFingerprint;
 
-  public NodeLeases(Pool pool) {
+  /** {@code webhooksFingerprint}: written with the lease, so that nodes whose webhooks differ are seen. */
+  public NodeLeases(Pool pool, String webhooksFingerprint) {
     this.pool = pool;
+    this.webhooksFingerprint = webhooksFingerprint;
   }
 
   /** What a take found: exactly one of the two is set. */
@@ -35,14 +38,16 @@ public final class NodeLeases {
                 lease.getOffsetDateTime("expires_at"), lease.getLong("expires_in_millis"))));
           }
           long previous = lease.getLong("id_high_water_millis");
-          return conn.preparedQuery(Sql.TAKE_NODE_LEASE).execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis))
+          return conn.preparedQuery(Sql.TAKE_NODE_LEASE)
+              .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint))
               .map(held -> new Take(new Taken(previous, held.iterator().next().getLong("id_high_water_millis")), null));
         }));
   }
 
   /** Renews this holder's lease; false when it is not this holder's any more (another took it after it expired). */
   public Future<Boolean> renew(int nodeId, String holder, long leaseMillis, long highWaterMillis) {
-    return pool.preparedQuery(Sql.RENEW_NODE_LEASE).execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis))
+    return pool.preparedQuery(Sql.RENEW_NODE_LEASE)
+        .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint))
         .map(rows -> rows.rowCount() == 1);
   }
 

@@ -56,6 +56,12 @@ public final class OpsStore {
     return pool.query(Sql.COUNT_PARKED).execute().map(rows -> rows.iterator().next().getLong(0));
   }
 
+  /** Live nodes whose webhooks differ from {@code webhooksFingerprint} (see {@link NodeLeases}). */
+  public Future<Long> nodesWithOtherWebhooks(String webhooksFingerprint) {
+    return pool.preparedQuery(Sql.COUNT_NODES_WITH_OTHER_WEBHOOKS).execute(Tuple.of(webhooksFingerprint))
+        .map(rows -> rows.iterator().next().getLong(0));
+  }
+
   public Future<Void> ping() {
     return pool.query(Sql.PING).execute().mapEmpty();
   }

@@ -60,11 +60,16 @@ final class Sql {
   /** Renews the lease of holder {@code $2} for {@code $3} ms; no row when another holder took it. */
   static final String RENEW_NODE_LEASE = holdNodeLease("greatest(id_high_water_millis, $4)", "node_id = $1 AND holder = $2");
 
-  /** The high-water mark only ever rises: to {@code highWater}, computed from the mark {@code $4} the node asks for. */
+  /**
+   * The high-water mark only ever rises: to {@code highWater}, computed from the mark {@code $4} the node asks for.
+   * {@code $5}: the fingerprint of the node's webhooks
+   * ({@link ordertimeout.config.AppConfig.Events#webhooksFingerprint}).
+   */
   private static String holdNodeLease(String highWater, String condition) {
     return """
         UPDATE node_leases
-        SET holder = $2, expires_at = now() + $3 * interval '1 millisecond', id_high_water_millis = %s, renewed_at = now()
+        SET holder = $2, expires_at = now() + $3 * interval '1 millisecond', id_high_water_millis = %s,
+            renewed_at = now(), webhooks = $5
         WHERE %s
         RETURNING id_high_water_millis""".formatted(highWater, condition);
   }
@@ -569,6 +574,10 @@ final class Sql {
       FROM close_failures f JOIN orders o ON o.id = f.order_id
       WHERE f.parked_at IS NOT NULL AND o.status = 'UNPAID' AND f.order_id > $1
       ORDER BY f.order_id LIMIT $2""";
+
+  /** Live nodes whose webhooks' fingerprint is not {@code $1} (those of an older version, which write none, apart). */
+  static final String COUNT_NODES_WITH_OTHER_WEBHOOKS =
+      "SELECT count(*) FROM node_leases WHERE expires_at > now() AND webhooks <> $1";
 
   static final String COUNT_PARKED = """
       SELECT count(*) FROM close_failures f JOIN orders o ON o.id = f.order_id

@@ -5,7 +5,9 @@ import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -177,5 +179,31 @@ class AppConfigTest {
         .hasMessageContaining("database.shards")
         .hasMessageContaining("64");
     DatabaseSetup.prepare(TestDatabase.databaseConfig(Map.of("OT_DATABASE_URL", url))).close();
+  }
+
+  @Test
+  void theWebhooksFingerprintChangesWithWhatDecidesTheDeliveriesOnly() {
+    AppConfig.Webhook paid = new AppConfig.Webhook("http://a/hook", "s1", Set.of("ORDER_PAID", "ORDER_CLOSED"), null);
+    AppConfig.Webhook shop = new AppConfig.Webhook("http://b/hook", "s2", Set.of(), "shop-1");
+    String fingerprint = events(paid, shop).webhooksFingerprint();
+
+    assertThat(events(shop, paid).webhooksFingerprint()).as("another order").isEqualTo(fingerprint);
+    AppConfig.Webhook rotated =
+        new AppConfig.Webhook("http://a/hook", "s3", Set.of("ORDER_CLOSED", "ORDER_PAID"), null);
+    assertThat(events(rotated, shop).webhooksFingerprint()).as("another secret, types listed otherwise")
+        .isEqualTo(fingerprint);
+
+    assertThat(events(paid).webhooksFingerprint()).as("one fewer").isNotEqualTo(fingerprint);
+    assertThat(events(paid, new AppConfig.Webhook("http://c/hook", "s2", Set.of(), "shop-1")).webhooksFingerprint())
+        .as("another url").isNotEqualTo(fingerprint);
+    assertThat(events(paid, new AppConfig.Webhook("http://b/hook", "s2", Set.of("ORDER_PAID"), "shop-1"))
+        .webhooksFingerprint()).as("other types").isNotEqualTo(fingerprint);
+    assertThat(events(paid, new AppConfig.Webhook("http://b/hook", "s2", Set.of(), null)).webhooksFingerprint())
+        .as("another client").isNotEqualTo(fingerprint);
+    assertThat(events().webhooksFingerprint()).as("none").isNotEqualTo(fingerprint).hasSize(64);
+  }
+
+  private static AppConfig.Events events(AppConfig.Webhook... webhooks) {
+    return new AppConfig.Events(List.of(webhooks), 100, 500, 5000, 3600, 100, 60_000, 32);
   }
 }

@@ -20,7 +20,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The alarms of the real service: an order closed seconds late by the sweep makes LATENESS_P99 and
- * SWEEP_CATCHES fire (one WARN line each, gauge 1) and, once the short window has passed, clear.
+ * SWEEP_CATCHES fire (one WARN line each, gauge 1) and, once the short window has passed, clear; a live node whose
+ * webhooks differ makes WEBHOOKS_DIFFER fire.
  */
 class AlarmServiceTest extends ServiceTestBase {
   private final ListAppender<ILoggingEvent> log = new ListAppender<>();
@@ -31,6 +32,7 @@ class AlarmServiceTest extends ServiceTestBase {
     return Map.of(
         "OT_METRICS_WINDOW_SECONDS", "3",
         "OT_ALARMS_EVALUATE_SECONDS", "1",
+        "OT_METRICS_OUTBOX_REFRESH_SECONDS", "1",
         "OT_ALARMS_LATENESS_P99_MILLIS", "1000",
         "OT_ALARMS_SWEEP_CATCHES_PER_MINUTE", "0");
   }
@@ -78,5 +80,26 @@ class AlarmServiceTest extends ServiceTestBase {
     assertThat(lines(Alarms.Code.LATENESS_P99)).hasSize(2).last().asString().startsWith("alarm=LATENESS_P99 state=CLEARED value=");
     assertThat(lines(Alarms.Code.SWEEP_CATCHES)).hasSize(2).last().asString().startsWith("alarm=SWEEP_CATCHES state=CLEARED value=0 ");
     assertThat(lines(Alarms.Code.CLOSE_BATCHES_GIVEN_UP)).isEmpty();
+  }
+
+  @Test
+  void aLiveNodeWhoseWebhooksDifferFiresWebhooksDifferUntilItHasTheSame() {
+    String own = (String) Sql.rows("SELECT webhooks FROM node_leases WHERE expires_at > now() AND webhooks IS NOT NULL")
+        .get(0).get("webhooks");
+    assertThat(own).as("this node's fingerprint, written with its lease").hasSize(64);
+    try {
+      // A node of an older version (no fingerprint) does not count; one with another list does.
+      Sql.execute("INSERT INTO node_leases (node_id, holder, expires_at, id_high_water_millis, renewed_at, webhooks) "
+          + "VALUES (1022, 'older', now() + interval '1 hour', -1, now(), NULL), "
+          + "(1023, 'other', now() + interval '1 hour', -1, now(), 'another list')");
+      Await.until("WEBHOOKS_DIFFER to fire", Duration.ofSeconds(30), () -> alarm(Alarms.Code.WEBHOOKS_DIFFER) == 1);
+      assertThat(lines(Alarms.Code.WEBHOOKS_DIFFER)).singleElement().asString()
+          .startsWith("alarm=WEBHOOKS_DIFFER state=FIRING value=1 threshold=0 unit=nodes");
+
+      Sql.execute("UPDATE node_leases SET webhooks = ? WHERE node_id = 1023", own);
+      Await.until("WEBHOOKS_DIFFER to clear", Duration.ofSeconds(30), () -> alarm(Alarms.Code.WEBHOOKS_DIFFER) == 0);
+    } finally {
+      Sql.execute("DELETE FROM node_leases WHERE node_id IN (1022, 1023)");
+    }
   }
 }
