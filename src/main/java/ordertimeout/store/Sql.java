@@ -703,9 +703,10 @@ final class Sql {
 
   /** Unfinished jobs claimed {@code $1} times already whose lease ran out: their nodes kept stopping mid-run. */
   static final String FAIL_EXHAUSTED_JOBS = """
-      UPDATE bulk_jobs SET status = 'FAILED', failed = total - done, owner = NULL, finished_at = now(), updated_at = now(),
-        error = 'interrupted ' || attempts || ' times (the nodes running it stopped or lost it); ' || done || ' of ' || total
-                || ' orders were processed and stay so'
+      UPDATE bulk_jobs SET status = 'FAILED', failed = greatest(0, total - done), owner = NULL, finished_at = now(),
+        updated_at = now(),
+        error = 'interrupted ' || attempts || ' times (the nodes running it stopped or lost it); ' || done || ' of '
+                || total || ' orders were processed and stay so'
       WHERE status IN ('QUEUED', 'RUNNING') AND attempts >= $1 AND (lease_until IS NULL OR lease_until < now())
       RETURNING id""";
 
@@ -735,8 +736,8 @@ final class Sql {
       WHERE id = $1 AND owner = $2 AND status = 'RUNNING'""";
 
   static final String FAIL_JOB = """
-      UPDATE bulk_jobs SET status = 'FAILED', failed = total - done, error = $3, owner = NULL, lease_until = NULL,
-        finished_at = now(), updated_at = now()
+      UPDATE bulk_jobs SET status = 'FAILED', failed = greatest(0, total - done), error = $3, owner = NULL,
+        lease_until = NULL, finished_at = now(), updated_at = now()
       WHERE id = $1 AND owner = $2 AND status = 'RUNNING'""";
 
   /** A stopping node gives its job back at once: any node (itself restarted) may go on with it. */
