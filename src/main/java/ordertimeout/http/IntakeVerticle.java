@@ -108,7 +108,8 @@ public final class IntakeVerticle extends VerticleBase {
     new DashboardRoutes(store).mount(router, contract);
     new EventRoutes(vertx, EventStore.on(pool)).mount(router, contract);
     new SearchRoutes(new OrderSearch(pool)).mount(router, contract);
-    new BulkJobRoutes(new BulkJobStore(pool, DeadlineExtension.MOVE_CLOSE_AT, statusCache)).mount(router, contract);
+    DeadlineExtension bulkExtension = DeadlineExtension.moveCloseAtWithin(config.orders().maxTimeoutSeconds());
+    new BulkJobRoutes(new BulkJobStore(pool, bulkExtension, statusCache)).mount(router, contract);
     router.route().failureHandler(ctx -> Problems.handle(ctx, stats));
     router.errorHandler(404, ctx -> Problems.send(ctx, 404, "not_found", "no such resource"));
     router.errorHandler(405, ctx -> Problems.send(ctx, 405, "method_not_allowed", "this resource does not take that method"));

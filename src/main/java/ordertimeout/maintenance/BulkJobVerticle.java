@@ -63,7 +63,7 @@ public final class BulkJobVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     store = new BulkJobStore(Pools.shared(vertx, POOL, connectOptions, 1, 1, config.database().background()),
-        DeadlineExtension.MOVE_CLOSE_AT, statusCache);
+        DeadlineExtension.moveCloseAtWithin(config.orders().maxTimeoutSeconds()), statusCache);
     pollTimer = vertx.setPeriodic(config.bulkJobs().pollMillis(), id -> poll());
     return vertx.eventBus().localConsumer(Addresses.BULK_JOBS_WAKE, message -> poll()).completion();
   }

@@ -749,8 +749,9 @@ final class Sql {
    * UNPAID and not due yet by {@code $2} seconds, as {@link #MOVE_DEADLINE_IF_UNCHANGED} moves one: the reminder with
    * it (sent again when its new time is still to come), a log line and an ORDER_DEADLINE_EXTENDED event each. Not due
    * as the single extend decides it ({@link #LOCK_ORDER}): past neither the deadline nor the hold of a started payment;
-   * and, as there, the new deadline must be still to come; a hold the new deadline passes is over, as there. Answers
-   * each moved order's due time, the later of its new deadline and its hold, for its timer.
+   * and, as there, the new deadline must be still to come, and at most {@code $3} seconds after the order's creation
+   * (an admin's ceiling there, {@code orders.maxTimeoutSeconds}); a hold the new deadline passes is over, as there.
+   * Answers each moved order's due time, the later of its new deadline and its hold, for its timer.
    */
   static final String EXTEND_DEADLINES_BY_SECONDS = """
       WITH moved AS (
@@ -760,6 +761,7 @@ final class Sql {
                hold_until = CASE WHEN hold_until > close_at + $2::int * interval '1 second' THEN hold_until END
         WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND greatest(close_at, hold_until) > now()
           AND close_at + $2::int * interval '1 second' > now()
+          AND close_at + $2::int * interval '1 second' <= created_at + $3::int * interval '1 second'
         RETURNING *, close_at - $2::int * interval '1 second' AS previous_close_at),
       {items},
       logged AS (

@@ -222,10 +222,29 @@ class BulkJobTest extends ServiceTestBase {
   }
 
   /**
-   * An order past its deadline but inside the hold of its started payment is not due, for the bulk extend as for the
-   * single one: its deadline moves and its timer goes to its due time, the hold's end while that is later. One whose
-   * deadline, moved, would still be past is skipped, as the single extend refuses it.
+   * As an admin's single extend: no deadline past orders.maxTimeoutSeconds (7 days) after the order's creation, so
+   * that no order outlives its create's idempotency key; an order the extend would move past it is skipped.
    */
+  @Test
+  void aBulkExtendStopsAtTheCeilingOfAnAdminsSingleExtend() {
+    api.setStock("SKU-C", 10);
+    String longer = api.createOrders(1, 600, "SKU-C").get(0);
+    String shorter = api.createOrders(1, 60, "SKU-C").get(0);
+    Instant longerCloseAt = Instant.parse(api.order(longer).json().getString("closeAt"));
+    Instant shorterCloseAt = Instant.parse(api.order(shorter).json().getString("closeAt"));
+
+    // 60 + 604,500 s is within the 604,800 s after the creation; 600 + 604,500 is not
+    JsonObject job = bulk("bulk-extend",
+        new JsonObject().put("ids", new JsonArray().add(longer).add(shorter)).put("extendSeconds", 604_500));
+    Await.until("the job finished", JOB_TIME, () -> job(job.getString("id")).getString("status").equals("SUCCEEDED"));
+    JsonObject finished = job(job.getString("id"));
+    assertThat(finished.getLong("changed")).isEqualTo(1);
+    assertThat(finished.getLong("skipped")).as("the order it would move past the ceiling").isEqualTo(1);
+    assertThat(Instant.parse(api.order(longer).json().getString("closeAt"))).isEqualTo(longerCloseAt);
+    assertThat(Instant.parse(api.order(shorter).json().getString("closeAt")))
+        .isEqualTo(shorterCloseAt.plusSeconds(604_500));
+  }
+
   /** As the single extend: a payment's hold that the new deadline passes is over, and a payment started holds again. */
   @Test
   void aBulkExtendPastAPaymentsHoldEndsTheHold() {
@@ -250,6 +269,11 @@ class BulkJobTest extends ServiceTestBase {
         .isAfter(newCloseAt);
   }
 
+  /**
+   * An order past its deadline but inside the hold of its started payment is not due, for the bulk extend as for the
+   * single one: its deadline moves and its timer goes to its due time, the hold's end while that is later. One whose
+   * deadline, moved, would still be past is skipped, as the single extend refuses it.
+   */
   @Test
   void aBulkExtendMovesTheDeadlineOfAnOrderInsideItsPaymentHold() {
     api.setStock("SKU-H", 10);
