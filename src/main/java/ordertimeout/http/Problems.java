@@ -37,6 +37,11 @@ final class Problems {
       sendRejected(ctx, stats, rejected);
     } else if (SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)) {
       shed(ctx, stats, ProblemCodes.ROW_LOCKED, "a row this request needs is held by another transaction; nothing was changed, retry later");
+    } else if (SqlStates.is(failure, SqlStates.QUERY_CANCELED)) {
+      log.warn("{} {}: a statement was cancelled (statement timeout, or a drain that ran out of time): {} {}",
+          ctx.request().method(), ctx.request().path(), failure.toString(), requestId(ctx));
+      sendDatabaseUnavailable(ctx, "the database did not finish the request within its statement timeout; nothing "
+          + "was changed, retry later");
     } else if (SqlStates.isNoPartition(failure)) {
       log.error("{} {}: no partition of orders for a new order's id: the partitions job has not created it (see "
           + "retention.partitionsAhead and its log) {}", ctx.request().method(), ctx.request().path(), requestId(ctx));
