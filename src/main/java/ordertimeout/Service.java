@@ -85,8 +85,8 @@ public final class Service {
     this.registry = registry;
     this.draining = new Draining(registry);
     this.alarms = new Alarms(config.alarms(), Duration.ofSeconds(config.metrics().windowSeconds()), registry);
-    this.statusCache = (config.kafka().enabled() ? StatusCache.OFF : new StatusCache(config.intake().statusCacheEntries()))
-        .bindTo(registry);
+    this.statusCache = (config.kafka().enabled() ? StatusCache.OFF
+        : StatusCache.whileAlone(config.intake().statusCacheEntries())).bindTo(registry);
     this.close = new CloseVerticle(config, database, stats, statusCache);
     int shards = config.database().shards();
     this.owned = (config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards)).bindTo(registry);
@@ -144,7 +144,7 @@ public final class Service {
     boolean clustered = config.kafka().enabled();
     LockedSkus lockedSkus = new LockedSkus(Duration.ofMillis(config.intake().lockedSkuMillis()));
     IntakeGroups groups = new IntakeGroups();
-    return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds))
+    return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds, statusCache))
         .compose(lease -> clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), config.clients(), redisHealth)))
         .compose(id -> vertx.deployVerticle(close))

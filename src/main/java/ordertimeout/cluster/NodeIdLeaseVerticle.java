@@ -8,8 +8,10 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.store.NodeLeases;
 import ordertimeout.store.NodeLeases.HeldElsewhere;
+import ordertimeout.store.NodeLeases.OtherNodes;
 import ordertimeout.store.NodeLeases.Taken;
 import ordertimeout.store.Pools;
+import ordertimeout.store.StatusCache;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,12 +27,18 @@ import java.util.concurrent.TimeUnit;
  * succeeds. On stop the lease is released with the exact last millisecond of the node's ids. A database that cannot
  * be reached at start does not stop the node: it starts without the lease (creates answer 503 database_unavailable)
  * and takes it at the first renewal that reaches the database.
+ *
+ * <p>The leases also tell whether the node is alone on its database, which its status cache needs: each take or
+ * renewal that finds no other live lease lets the cache answer until the lease's end here; one that finds another
+ * turns the cache off for good. A node that starts beside one whose cache is on waits until that one has turned it off
+ * (at its next renewal) or its lease has run out, before it serves anything.
  */
 public final class NodeIdLeaseVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(NodeIdLeaseVerticle.class);
   private static final long RELEASE_WAIT_MILLIS = 2000;
   /** After a renewal that failed, the next try comes this soon, so that creates resume soon after the database does. */
   private static final long RETRY_AFTER_FAILURE_MILLIS = 500;
+  private static final long STATUS_CACHE_POLL_MILLIS = 200;
 
   private final PgConnectOptions connectOptions;
   private final LeasedOrderIds ids;
@@ -41,12 +49,16 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   private NodeLeases leases;
   private long renewTimer = -1;
   private boolean renewing;
+  private final StatusCache statusCache;
   private boolean ours;
   private boolean stopped;
+  private OtherNodes othersAtStart;
 
-  public NodeIdLeaseVerticle(AppConfig config, PgConnectOptions connectOptions, LeasedOrderIds ids) {
+  public NodeIdLeaseVerticle(AppConfig config, PgConnectOptions connectOptions, LeasedOrderIds ids,
+                             StatusCache statusCache) {
     this.connectOptions = connectOptions;
     this.ids = ids;
+    this.statusCache = statusCache;
     this.nodeId = config.node().id();
     this.leaseMillis = config.node().leaseSeconds() * 1000L;
     this.webhooksFingerprint = config.events().webhooksFingerprint();
@@ -60,7 +72,47 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
         webhooksFingerprint);
     return takeAtStart(null)
         .recover(failure -> failure instanceof NodeIdInUse ? Future.failedFuture(failure) : startWithoutLease(failure))
+        .compose(started -> othersAtStart != null && othersAtStart.withStatusCache() > 0
+            ? untilNoOtherStatusCache() : Future.succeededFuture())
         .onSuccess(started -> renewTimer = vertx.setPeriodic(leaseMillis / 3, id -> renew()));
+  }
+
+  /**
+   * Until no other live node answers from its status cache: each turns it off at its next renewal, which sees this
+   * node's lease (within a third of its lease), or stops renewing and its lease runs out. Until then its cache could
+   * answer a status this node's writes changed.
+   */
+  private Future<Void> untilNoOtherStatusCache() {
+    return leases.otherStatusCaches(nodeId)
+        .recover(failure -> {
+          log.warn("could not read the other nodes' leases ({}); trying again", failure.toString());
+          return Future.succeededFuture(-1L);
+        })
+        .compose(caches -> {
+          if (caches == 0) {
+            return Future.succeededFuture();
+          }
+          if (caches > 0) {
+            log.info("waiting for {} other node(s) to turn their status cache off", caches);
+          }
+          Promise<Void> off = Promise.promise();
+          vertx.setTimer(STATUS_CACHE_POLL_MILLIS, id -> untilNoOtherStatusCache().onComplete(off));
+          return off.future();
+        });
+  }
+
+  /**
+   * What a take or renewal found of the other nodes: alone, the status cache may answer until this lease's end here;
+   * beside another, it goes off, and a renewal at once tells the others so.
+   */
+  private void seen(OtherNodes others, long sentNanos) {
+    if (others.live() == 0) {
+      statusCache.aloneUntil(validUntil(sentNanos));
+    } else if (statusCache.sharedWithAnotherNode()) {
+      log.info("{} other node(s) hold a lease on this database: order reads go to PostgreSQL from now on (the status "
+          + "cache is for a node alone; it comes back at a start alone)", others.live());
+      vertx.setTimer(1, id -> renew());
+    }
   }
 
   private Future<Void> startWithoutLease(Throwable failure) {
@@ -95,8 +147,9 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   private Future<Void> takeAtStart(HeldElsewhere seen) {
     long sentNanos = System.nanoTime();
     long highWater = ids.highWaterFor(leaseMillis);
-    return leases.take(nodeId, holder, leaseMillis, highWater).compose(take -> {
+    return leases.take(nodeId, holder, leaseMillis, highWater, statusCache.on()).compose(take -> {
       if (take.taken() != null) {
+        othersAtStart = take.taken().others();
         hold(take.taken(), sentNanos);
         return Future.succeededFuture();
       }
@@ -121,6 +174,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
           nodeId, holder, taken.previousHighWaterMillis());
     }
     ids.heldUntil(taken.highWaterMillis(), validUntil(sentNanos));
+    seen(taken.others(), sentNanos);
     renewAgainIfAnsweredTooLate(sentNanos);
   }
 
@@ -151,9 +205,10 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
     long sentNanos = System.nanoTime();
     long highWater = ids.highWaterFor(leaseMillis);
     Future<Void> done = ours
-        ? leases.renew(nodeId, holder, leaseMillis, highWater).map(renewed -> {
-            if (renewed) {
+        ? leases.renew(nodeId, holder, leaseMillis, highWater, statusCache.on()).map(others -> {
+            if (others != null) {
               ids.heldUntil(highWater, validUntil(sentNanos));
+              seen(others, sentNanos);
               renewAgainIfAnsweredTooLate(sentNanos);
             } else {
               ours = false;
@@ -164,7 +219,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
             }
             return null;
           })
-        : leases.take(nodeId, holder, leaseMillis, highWater).map(take -> {
+        : leases.take(nodeId, holder, leaseMillis, highWater, statusCache.on()).map(take -> {
             if (take.taken() != null) {
               hold(take.taken(), sentNanos);
             } else {

@@ -21,14 +21,27 @@ public final class NodeLeases {
   /** What a take found: exactly one of the two is set. */
   public record Take(Taken taken, HeldElsewhere heldElsewhere) {}
 
-  /** The lease is this holder's now; its ids must start after {@code previousHighWaterMillis}. */
-  public record Taken(long previousHighWaterMillis, long highWaterMillis) {}
+  /**
+   * The lease is this holder's now; its ids must start after {@code previousHighWaterMillis}. {@code others}: the
+   * other nodes with a live lease.
+   */
+  public record Taken(long previousHighWaterMillis, long highWaterMillis, OtherNodes others) {}
+
+  /** The other nodes with a live lease: how many, and how many of them answer reads from their status cache. */
+  public record OtherNodes(long live, long withStatusCache) {
+    static OtherNodes of(Row row) {
+      return new OtherNodes(row.getLong("other_nodes"), row.getLong("other_status_caches"));
+    }
+  }
 
   /** Another holder's lease, live for {@code expiresInMillis} more unless renewed. */
   public record HeldElsewhere(String holder, OffsetDateTime expiresAt, long expiresInMillis) {}
 
-  /** Takes the lease on {@code nodeId} for {@code holder} unless another holder's is live. */
-  public Future<Take> take(int nodeId, String holder, long leaseMillis, long highWaterMillis) {
+  /**
+   * Takes the lease on {@code nodeId} for {@code holder} unless another holder's is live; {@code statusCacheOn}:
+   * whether this node answers reads from its status cache.
+   */
+  public Future<Take> take(int nodeId, String holder, long leaseMillis, long highWaterMillis, boolean statusCacheOn) {
     return pool.withTransaction(conn -> conn.preparedQuery(Sql.ADD_NODE_LEASE).execute(Tuple.of(nodeId))
         .compose(added -> conn.preparedQuery(Sql.LOCK_NODE_LEASE).execute(Tuple.of(nodeId)))
         .compose(rows -> {
@@ -39,16 +52,29 @@ public final class NodeLeases {
           }
           long previous = lease.getLong("id_high_water_millis");
           return conn.preparedQuery(Sql.TAKE_NODE_LEASE)
-              .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint))
-              .map(held -> new Take(new Taken(previous, held.iterator().next().getLong("id_high_water_millis")), null));
+              .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint, statusCacheOn))
+              .map(held -> {
+                Row row = held.iterator().next();
+                return new Take(new Taken(previous, row.getLong("id_high_water_millis"), OtherNodes.of(row)), null);
+              });
         }));
   }
 
-  /** Renews this holder's lease; false when it is not this holder's any more (another took it after it expired). */
-  public Future<Boolean> renew(int nodeId, String holder, long leaseMillis, long highWaterMillis) {
+  /**
+   * Renews this holder's lease, answering the other nodes with a live lease; null when it is not this holder's any
+   * more (another took it after it expired).
+   */
+  public Future<OtherNodes> renew(int nodeId, String holder, long leaseMillis, long highWaterMillis,
+                                  boolean statusCacheOn) {
     return pool.preparedQuery(Sql.RENEW_NODE_LEASE)
-        .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint))
-        .map(rows -> rows.rowCount() == 1);
+        .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint, statusCacheOn))
+        .map(rows -> rows.rowCount() == 1 ? OtherNodes.of(rows.iterator().next()) : null);
+  }
+
+  /** How many other nodes than {@code nodeId} hold a live lease with their status cache on. */
+  public Future<Long> otherStatusCaches(int nodeId) {
+    return pool.preparedQuery(Sql.COUNT_OTHER_STATUS_CACHES).execute(Tuple.of(nodeId))
+        .map(rows -> rows.iterator().next().getLong(0));
   }
 
   public Future<Void> release(int nodeId, String holder, long highWaterMillis) {

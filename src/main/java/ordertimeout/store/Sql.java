@@ -63,16 +63,24 @@ final class Sql {
   /**
    * The high-water mark only ever rises: to {@code highWater}, computed from the mark {@code $4} the node asks for.
    * {@code $5}: the fingerprint of the node's webhooks
-   * ({@link ordertimeout.config.AppConfig.Events#webhooksFingerprint}).
+   * ({@link ordertimeout.config.AppConfig.Events#webhooksFingerprint}); {@code $6}: whether its status cache is on.
+   * Answers too how many other nodes hold a live lease, and how many of them have their status cache on.
    */
   private static String holdNodeLease(String highWater, String condition) {
     return """
         UPDATE node_leases
         SET holder = $2, expires_at = now() + $3 * interval '1 millisecond', id_high_water_millis = %s,
-            renewed_at = now(), webhooks = $5
+            renewed_at = now(), webhooks = $5, status_cache = $6
         WHERE %s
-        RETURNING id_high_water_millis""".formatted(highWater, condition);
+        RETURNING id_high_water_millis, (%s) AS other_nodes, (%s AND o.status_cache) AS other_status_caches"""
+        .formatted(highWater, condition, OTHER_LIVE_NODES, OTHER_LIVE_NODES);
   }
+
+  private static final String OTHER_LIVE_NODES =
+      "SELECT count(*) FROM node_leases o WHERE o.node_id <> $1 AND o.expires_at > now()";
+
+  /** Other nodes ({@code node_id} not {@code $1}) with a live lease and their status cache on. */
+  static final String COUNT_OTHER_STATUS_CACHES = OTHER_LIVE_NODES + " AND o.status_cache";
 
   /** Frees the lease at once and leaves the exact last millisecond of its ids to the next holder. */
   static final String RELEASE_NODE_LEASE = """

@@ -26,9 +26,11 @@ import java.util.function.Supplier;
  * kept; and a read that went to PostgreSQL keeps its answer only if no write of that order ended meanwhile (a ticket
  * taken before the read: a counter per stripe of ids that each {@link #end} moves). A pay group and a close batch keep
  * their orders as they committed them by the same rule, their tickets taken when they began ({@link Write}). Only
- * right on a node alone: another node's writes would not reach this cache, so with Kafka on it is {@link #OFF}. An
- * order is answered at most {@link #KEPT_FOR} after it was read, so that a row an operator edited by hand in PostgreSQL
- * is answered as edited within a minute.
+ * right on a node alone: another node's writes would not reach this cache, so with Kafka on it is {@link #OFF}; a
+ * node's cache ({@link #whileAlone}) answers only while its lease vouches that no other node shares the database
+ * ({@link #aloneUntil}), and goes off for good once one does ({@link #sharedWithAnotherNode}). An order is answered
+ * at most {@link #KEPT_FOR} after it was read, so that a row an operator edited by hand in PostgreSQL is answered as
+ * edited within a minute.
  */
 public final class StatusCache {
   private static final Duration KEPT_FOR = Duration.ofSeconds(60);
@@ -96,13 +98,31 @@ public final class StatusCache {
   private final AtomicLongArray writesEnded = new AtomicLongArray(STRIPES);
   private final LongAdder hits = new LongAdder();
   private final LongAdder misses = new LongAdder();
+  /** Answers only until {@link #aloneUntilNanos}: a node's cache, which its lease vouches for. */
+  private final boolean vouchedFor;
+  private volatile long aloneUntilNanos;
+  private volatile boolean shared;
 
-  /** {@code maxEntries} 0: {@link #OFF}. */
+  /** {@code maxEntries} 0: {@link #OFF}. Answers whenever it holds an order (for one process alone). */
   public StatusCache(int maxEntries) {
-    this(maxEntries, KEPT_FOR);
+    this(maxEntries, KEPT_FOR, false);
   }
 
   StatusCache(int maxEntries, Duration keptFor) {
+    this(maxEntries, keptFor, false);
+  }
+
+  /**
+   * A node's cache: it answers only while the node's lease vouches that it is alone on its database
+   * ({@link #aloneUntil}), nothing before the first such word.
+   */
+  public static StatusCache whileAlone(int maxEntries) {
+    return new StatusCache(maxEntries, KEPT_FOR, true);
+  }
+
+  private StatusCache(int maxEntries, Duration keptFor, boolean vouchedFor) {
+    this.vouchedFor = vouchedFor;
+    aloneUntilNanos = System.nanoTime();
     keptForNanos = keptFor.toNanos();
     // Its upkeep (eviction, expiry) runs on the thread that wrote, an event loop, a few entries at a time: handed to
     // the common pool, as by default, every write woke a pool thread, about 9% of the JVM's CPU under creates.
@@ -110,12 +130,49 @@ public final class StatusCache {
         .executor(Runnable::run).build();
   }
 
+  /**
+   * No other node held a lease on the database until {@code nanos} ({@link System#nanoTime()}), as the node's lease
+   * saw it: the cache answers until then. When the last such word ran out before this one came, every order it kept
+   * is forgotten first: while nobody vouched, another node may have come, written and gone.
+   */
+  public void aloneUntil(long nanos) {
+    if (entries == null || shared) {
+      return;
+    }
+    if (System.nanoTime() - aloneUntilNanos >= 0) {
+      forgetAll();
+    }
+    aloneUntilNanos = nanos;
+  }
+
+  /**
+   * Another node shares the database: its writes would not reach this cache, which answers nothing from now on and
+   * forgets what it kept. True when it was on until now.
+   */
+  public boolean sharedWithAnotherNode() {
+    if (entries == null || shared) {
+      return false;
+    }
+    shared = true;
+    forgetAll();
+    return true;
+  }
+
+  /** Whether it may answer reads: it keeps orders and no other node was seen. */
+  public boolean on() {
+    return entries != null && !shared;
+  }
+
+  private boolean answering() {
+    return !shared && (!vouchedFor || System.nanoTime() - aloneUntilNanos < 0);
+  }
+
   /** The order as kept; null when it is not, or while a write of it is under way (then read PostgreSQL). */
   Entry get(long id) {
     if (entries == null) {
       return null;
     }
-    Entry entry = writing.containsKey(id) ? null : entries.getIfPresent(id);
+    Entry entry = writing.containsKey(id) || !answering() ? null : entries.getIfPresent(id);
     if (entry != null && System.nanoTime() - entry.readAtNanos > keptForNanos) {
       entry = null; // built on an older entry by a write that changed a few fields
     }
@@ -130,7 +187,7 @@ public final class StatusCache {
 
   /** Keeps what a read found, unless a write of the order is under way or one ended since {@code ticket} was taken. */
   void keep(long id, long ticket, String client, Order order) {
-    if (entries == null) {
+    if (entries == null || shared) {
       return;
     }
     Entry fresh = new Entry(client, order);
@@ -272,7 +329,8 @@ public final class StatusCache {
       int stripe = stripe(id);
       long unmoved = ticket + ownEnds.get(stripe);
       Entry fresh = write.committed.get(id);
-      entries.asMap().compute(id, (key, old) -> fresh != null && writesEnded.get(stripe) == unmoved ? fresh : null);
+      entries.asMap().compute(id, (key, old) ->
+          fresh != null && !shared && writesEnded.get(stripe) == unmoved ? fresh : null);
     });
     for (Long id : ids) {
       writing.computeIfPresent(id, (key, count) -> count == 1 ? null : count - 1);

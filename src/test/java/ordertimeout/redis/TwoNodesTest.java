@@ -24,7 +24,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Two nodes of the service (node ids 1 and 2, each on its own Vert.x with its own limiter and job
  * timers) on the same database and the same real Redis: one create rate per client for the cluster,
- * and the retention job run by one node per interval.
+ * and the retention job run by one node per interval; no node answers a status from its cache.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TwoNodesTest {
@@ -114,4 +114,25 @@ class TwoNodesTest {
     return nodes.stream().mapToDouble(node -> Metrics.value(node.api(), series)).sum();
   }
 
+  /** The status cache is for a node alone: a pay the other node answered is read as PAID here at once. */
+  @Test
+  void aPayAnsweredByOneNodeIsReadAsPaidOnTheOtherAtOnce() {
+    // the admin's client: its own create rate, which the other tests leave alone
+    Api first = nodes.get(0).api().as(Api.ADMIN_KEY);
+    Api second = nodes.get(1).api().as(Api.ADMIN_KEY);
+    first.setStock("SKU-2", 10);
+    JsonObject body = new JsonObject().put("userId", "u-cache").put("timeoutSeconds", 3600)
+        .put("items", new JsonArray().add(new JsonObject().put("sku", "SKU-2").put("qty", 1)));
+    Api.Response created = first.createOrder(UUID.randomUUID().toString(), body);
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String id = created.json().getString("id");
+    assertThat(first.order(id).json().getString("status")).isEqualTo("UNPAID");
+    assertThat(first.order(id).json().getString("status")).isEqualTo("UNPAID");
+
+    Api.Response paid = second.pay(id);
+    assertThat(paid.status()).as(paid.body()).isEqualTo(200);
+    assertThat(first.order(id).json().getString("status")).isEqualTo("PAID");
+    assertThat(sum("ordertimeout_status_cache_reads_total{result=\"hit\"}")).as("no read answered from a cache")
+        .isZero();
+  }
 }

@@ -190,6 +190,39 @@ class StatusCacheRacesTest {
     assertThat(cache.get(2)).isNull();
   }
 
+  /**
+   * A node's cache answers only while its lease vouches that it is alone, forgets what it kept when that word ran out
+   * before the next came, and answers nothing for good once another node was seen.
+   */
+  @Test
+  void aNodesCacheAnswersOnlyWhileItsLeaseVouchesThatItIsAlone() {
+    StatusCache cache = StatusCache.whileAlone(100);
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 0));
+    assertThat(cache.get(1)).as("before the lease's first word").isNull();
+
+    cache.aloneUntil(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 0));
+    assertThat(cache.get(1)).isNotNull();
+    cache.aloneUntil(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+    assertThat(cache.get(1)).as("vouched for again before the word ran out: kept").isNotNull();
+
+    cache.aloneUntil(System.nanoTime() - 1);
+    assertThat(cache.get(1)).as("the word ran out").isNull();
+    cache.aloneUntil(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+    assertThat(cache.get(1)).as("vouched for again after a gap: forgotten").isNull();
+
+    cache.keep(2, cache.ticket(2), CLIENT, order(2, 0));
+    assertThat(cache.get(2)).isNotNull();
+    assertThat(cache.on()).isTrue();
+    assertThat(cache.sharedWithAnotherNode()).as("it was on").isTrue();
+    assertThat(cache.sharedWithAnotherNode()).as("once").isFalse();
+    assertThat(cache.on()).isFalse();
+    assertThat(cache.get(2)).isNull();
+    cache.aloneUntil(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+    cache.keep(3, cache.ticket(3), CLIENT, order(3, 0));
+    assertThat(cache.get(3)).as("off for good").isNull();
+  }
+
   @Test
   void offKeepsNothing() {
     StatusCache.OFF.keep(1, StatusCache.OFF.ticket(1), CLIENT, order(1, 0));

@@ -31,6 +31,7 @@ public abstract class ServiceTestBase {
 
   @BeforeAll
   void startService() {
+    TestDatabase.endLeasesOfStoppedNodes();
     service = TestService.start(overrides());
     serviceStarted = Instant.now();
     api = service.api();

@@ -1,0 +1,13 @@
+-- What each node runs that the others must know of, written with its lease.
+--
+-- webhooks: which webhooks the node delivers to, as a fingerprint of their configuration (url, event types, client).
+-- Every node makes the deliveries of the events it dispatches from its own list, and sends those of the shards it
+-- owns, so nodes with different lists skip webhooks or leave deliveries unsent; the WEBHOOKS_DIFFER alarm fires while
+-- a live node's differs.
+--
+-- status_cache: whether the node answers order reads from its status cache, which only a node alone on the database
+-- may do (another node's writes never reach it). A node that sees another live one turns its cache off; a node that
+-- starts beside one whose cache is on waits until it is off.
+--
+-- Both NULL until a node of this version holds the id.
+ALTER TABLE node_leases ADD COLUMN webhooks text, ADD COLUMN status_cache boolean;
