@@ -44,7 +44,7 @@ public final class DailySchedule {
 
   /**
    * The slot to run now: the latest slot at or before {@code now}, unless {@code lastRunSlot} (the latest slot that
-   * has a run, null when none) is that slot or a later one.
+   * has a run that counts, finished or still going, null when none) is that slot or a later one.
    */
   public Optional<Instant> due(Instant now, Instant lastRunSlot) {
     Instant latest = latestSlot(now);

@@ -22,6 +22,7 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Reconciliation: every day at {@code reconciliation.at} in {@code reconciliation.zone} (or, with {@code at} empty,
@@ -96,19 +97,29 @@ public final class ReconciliationVerticle extends VerticleBase {
   }
 
   /**
-   * Runs the latest slot if no run has it (claiming it first), then sleeps until the next slot. A failure to read or
-   * claim is tried again a minute later, and so is a slot whose lock another node held (it may fail to claim it); a
-   * failed run is not (its slot is taken; the next slot runs).
+   * Runs the latest slot if no run has it (claiming it first), then sleeps until the next slot. A run of the slot that
+   * never finished and started over {@link #staleSeconds} ago (its node died) does not count: the slot is claimed again
+   * and the run taken over. A run of the slot still going on another node is looked at again a minute later, until it
+   * finished or can be taken over; so is a slot whose lock or claim another node got first, and a failure to read or
+   * claim. A failed run is not tried again (its slot is taken; the next slot runs).
    */
   private void runDueSlot(DailySchedule daily) {
     if (stopped) {
       return;
     }
     Instant now = Instant.ofEpochMilli(config.node().wallClock().millis());
-    runs.lastSlot()
-        .compose(last -> daily.due(now, last)
-            .map(slot -> periodic.run(() -> claimAndRun(slot)).map(ran -> ran.isPresent()))
-            .orElse(Future.succeededFuture(true)))
+    runs.lastRun(staleSeconds())
+        .compose(last -> {
+          Optional<Instant> due = daily.due(now, last == null ? null : last.slot());
+          if (due.isPresent()) {
+            return periodic.run(() -> claimAndRun(due.get())).map(ran -> ran.orElse(false));
+          }
+          if (last.running()) {
+            log.debug("the reconciliation of slot {} is still running elsewhere; looking again in a minute",
+                last.slot());
+          }
+          return Future.succeededFuture(!last.running());
+        })
         .onSuccess(settled -> {
           if (settled) {
             sleepUntilNextSlot(daily);
@@ -122,10 +133,17 @@ public final class ReconciliationVerticle extends VerticleBase {
         });
   }
 
-  /** True when this node ran the slot (SingletonJob wants a value: its result is an Optional). */
+  /**
+   * How long after its start a scheduled run that has not finished is taken over: twice the background statement
+   * timeout (the check's two statements that read every unpaid order's items, one after the other) and a minute.
+   */
+  private int staleSeconds() {
+    return 2 * config.database().background().statementTimeoutMillis() / 1000 + 60;
+  }
+
+  /** True when this node ran the slot, false when another node has it (SingletonJob wants a value: an Optional). */
   private Future<Boolean> claimAndRun(Instant slot) {
-    int staleSeconds = 2 * config.database().background().statementTimeoutMillis() / 1000 + 60;
-    return runs.claim(slot, config.node().id(), staleSeconds).compose(id -> {
+    return runs.claim(slot, config.node().id(), staleSeconds()).compose(id -> {
       if (id == null) {
         log.debug("the reconciliation of slot {} is another node's", slot);
         return Future.succeededFuture(false);

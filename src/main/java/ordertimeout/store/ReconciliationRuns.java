@@ -22,11 +22,21 @@ public final class ReconciliationRuns {
     this.pool = pool;
   }
 
-  /** The latest slot with a run, null when none. */
-  public Future<Instant> lastSlot() {
-    return pool.query(Sql.LAST_RECONCILIATION_SLOT).execute().map(rows -> {
-      OffsetDateTime slot = rows.iterator().next().getOffsetDateTime("slot");
-      return slot == null ? null : slot.toInstant();
+  /** The scheduled run of {@code slot}: still {@code running} on some node, or finished. */
+  public record SlotRun(Instant slot, boolean running) {}
+
+  /**
+   * The run of the latest slot that counts as run, null when none: one that finished, or one still running that started
+   * at most {@code staleSeconds} ago. A run that never finished and started longer ago (its node died) does not count,
+   * so that its slot is claimed again ({@link #claim} takes it over).
+   */
+  public Future<SlotRun> lastRun(int staleSeconds) {
+    return pool.preparedQuery(Sql.LAST_RECONCILIATION_SLOT).execute(Tuple.of(staleSeconds)).map(rows -> {
+      if (rows.size() == 0) {
+        return null;
+      }
+      Row row = rows.iterator().next();
+      return new SlotRun(row.getOffsetDateTime("slot").toInstant(), row.getBoolean("running"));
     });
   }
 

@@ -949,8 +949,16 @@ final class Sql {
 
   // ---- reconciliation runs and their reports (ReconciliationRuns)
 
-  /** The latest slot that has a scheduled run (started, finished or failed); null when none. */
-  static final String LAST_RECONCILIATION_SLOT = "SELECT max(slot) AS slot FROM reconciliation_runs";
+  /**
+   * The latest slot whose scheduled run counts as run, and whether that run is still running; no row when none. A run
+   * counts when it finished (with a report or failed) or started at most {@code $1} seconds ago; one that never
+   * finished and started longer ago (its node died in the middle) does not: {@link #CLAIM_RECONCILIATION_SLOT} takes
+   * it over.
+   */
+  static final String LAST_RECONCILIATION_SLOT = """
+      SELECT slot, finished_at IS NULL AS running FROM reconciliation_runs
+      WHERE slot IS NOT NULL AND (finished_at IS NOT NULL OR started_at >= now() - $1::int * interval '1 second')
+      ORDER BY slot DESC LIMIT 1""";
 
   /**
    * Claims slot {@code $1} for node {@code $2}: a new row, or the row of a run of that slot that never finished and

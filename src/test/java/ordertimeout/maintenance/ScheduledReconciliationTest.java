@@ -1,5 +1,7 @@
 package ordertimeout.maintenance;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.support.Api;
 import ordertimeout.support.Await;
@@ -10,11 +12,13 @@ import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestRedis;
 import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalTime;
 import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
 import java.util.HashMap;
@@ -25,7 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The daily reconciliation on the real service: nodes started after the day's time with no run recorded run it at
  * start, one of them only, and GET /v1/admin/reconciliation/latest answers its report; a restart does not run the
- * slot again.
+ * slot again. A run whose node died is taken over; one still going elsewhere is left alone.
  */
 class ScheduledReconciliationTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
@@ -41,6 +45,71 @@ class ScheduledReconciliationTest {
     try (TestRedis redis = TestRedis.start()) {
       twoNodesStartedPastTheTime(Map.of("OT_REDIS_URL", redis.url(), "OT_REDIS_TIMEOUT_MILLIS", "2000"));
     }
+  }
+
+  /**
+   * A run of the slot whose node died in the middle (never finished, started an hour ago: longer than twice the
+   * background statement timeout and a minute) does not count as run: a node started after it takes it over, claiming
+   * the slot's row again, and finishes it with a report.
+   */
+  @Test
+  void aRunWhoseNodeDiedIsTakenOver() {
+    TestDatabase.reset();
+    ZoneId zone = ZoneId.of("Asia/Tokyo");
+    LocalTime at = LocalTime.now(zone).minusHours(2).truncatedTo(ChronoUnit.MINUTES);
+    Instant slot = new DailySchedule(at, zone).latestSlot(Instant.now());
+    startedBy(7, slot, "1 hour");
+    try (TestService node = TestService.start(dailyAt(at, zone))) {
+      Await.until("the dead node's run to be taken over and finish", WAIT, () -> Sql.count(
+          "SELECT count(*) FROM reconciliation_runs WHERE finished_at IS NOT NULL AND report IS NOT NULL") == 1);
+      JsonObject latest = node.api().get("/v1/admin/reconciliation/latest", Api.ADMIN_KEY).json();
+      assertThat(latest.getString("trigger")).isEqualTo("SCHEDULE");
+      assertThat(Instant.parse(latest.getString("slot"))).isEqualTo(slot);
+      assertThat(latest.getInteger("nodeId")).as("the node that took it over").isEqualTo(1);
+      assertThat(Instant.parse(latest.getString("startedAt"))).as("started again when taken over")
+          .isAfter(Instant.now().minus(WAIT.multipliedBy(2)));
+      assertThat(latest.getJsonObject("report").getLong("skuDifferencesTotal")).isZero();
+      assertThat(Sql.count("SELECT count(*) FROM reconciliation_runs")).as("the slot's one row").isEqualTo(1);
+    }
+  }
+
+  /**
+   * A run of the slot started a minute ago on another node, not finished, is that node's while it may still be going:
+   * a node started now leaves it alone, and rather than wait for the next day it looks again later (to take it over
+   * if that node died).
+   */
+  @Test
+  void aRunStillGoingElsewhereIsLeftAloneAndLookedAtAgain() {
+    TestDatabase.reset();
+    ZoneId zone = ZoneId.of("Asia/Tokyo");
+    LocalTime at = LocalTime.now(zone).minusHours(2).truncatedTo(ChronoUnit.MINUTES);
+    Instant slot = new DailySchedule(at, zone).latestSlot(Instant.now());
+    startedBy(7, slot, "1 minute");
+    Logger verticleLog = (Logger) LoggerFactory.getLogger(ReconciliationVerticle.class);
+    Level level = verticleLog.getLevel();
+    verticleLog.setLevel(Level.DEBUG);
+    try (LogCapture logs = LogCapture.start(); TestService node = TestService.start(dailyAt(at, zone))) {
+      Await.until("the node to find the run going", WAIT,
+          () -> logs.text().contains("the reconciliation of slot " + slot + " is still running elsewhere"));
+      assertThat(logs.text()).as("it looks again in a minute, not at the next slot")
+          .doesNotContain("next daily reconciliation at");
+      assertThat(Sql.rows("SELECT node_id, finished_at FROM reconciliation_runs")).as("the run left alone")
+          .singleElement()
+          .satisfies(run -> assertThat(run).containsEntry("node_id", 7).containsEntry("finished_at", null));
+    } finally {
+      verticleLog.setLevel(level);
+    }
+  }
+
+  /** A row of node {@code nodeId}'s run of {@code slot}, started {@code ago} (an interval) ago and not finished. */
+  private static void startedBy(int nodeId, Instant slot, String ago) {
+    Sql.execute("INSERT INTO reconciliation_runs (slot, trigger, node_id, repair, started_at) "
+        + "VALUES (?, 'SCHEDULE', ?, false, now() - ?::interval)", slot.atOffset(ZoneOffset.UTC), nodeId, ago);
+  }
+
+  private static Map<String, String> dailyAt(LocalTime at, ZoneId zone) {
+    return Map.of("OT_RECONCILIATION_AT", at.format(DateTimeFormatter.ofPattern("HH:mm")),
+        "OT_RECONCILIATION_ZONE", zone.getId());
   }
 
   private void twoNodesStartedPastTheTime(Map<String, String> extra) {
