@@ -53,38 +53,57 @@ public final class MaintenanceStore {
   /**
    * Reads only: the stock invariant, SKU by SKU, the clients' holdings, the unpaid orders overdue by more than
    * {@code overdueSeconds} (parked ones included), and the parked orders.
+   * <p>
+   * The statements go out together on one connection, which runs them one after another: the check takes one of the
+   * pool's two connections, never both. Run on the pool, the two long ones (every unpaid order's items) took both, and
+   * the others failed after the pool's connection wait whenever those took longer (a big database). They share one
+   * REPEATABLE READ, READ ONLY transaction, so that the report's figures come from one snapshot and agree with each
+   * other (the parked orders among the overdue ones) and {@code now()} is the snapshot's. That costs no lock the
+   * statements do not take anyway (ACCESS SHARE, now held to the last statement's end) and no wait on the client
+   * between statements (they are sent at once); it keeps vacuum's horizon from the first statement to the last, as
+   * the long statements one after the other nearly did already. A read-only transaction never fails to serialize.
    */
   public Future<Check> check(int overdueSeconds, int listLimit) {
-    Future<Row> inventory = pool.query(Sql.COUNT_INVENTORY).execute().map(rows -> rows.iterator().next());
-    Future<List<Row>> differing = pool.preparedQuery(Sql.RESERVED_DIFFERENCES).execute(Tuple.of(listLimit)).map(MaintenanceStore::list);
-    Future<List<Row>> clientsDiffering = pool.preparedQuery(Sql.CLIENT_HOLDINGS_DIFFERENCES).execute(Tuple.of(listLimit))
-        .map(MaintenanceStore::list);
-    Future<List<Row>> overdue = pool.preparedQuery(Sql.OVERDUE_UNPAID).execute(Tuple.of(overdueSeconds)).map(MaintenanceStore::list);
-    Future<Long> parked = pool.query(Sql.COUNT_PARKED).execute().map(rows -> rows.iterator().next().getLong(0));
-    return Future.all(inventory, differing, clientsDiffering, overdue, parked).map(all -> {
-      List<Difference> differences = new ArrayList<>();
-      for (Row row : differing.result()) {
-        differences.add(new Difference(row.getString("sku"), row.getLong("reserved"), row.getLong("expected")));
-      }
-      long differencesTotal = differing.result().isEmpty() ? 0 : differing.result().get(0).getLong("total");
-      List<ClientDifference> clientDifferences = new ArrayList<>();
-      for (Row row : clientsDiffering.result()) {
-        clientDifferences.add(new ClientDifference(row.getString("client"), row.getLong("unpaid"), row.getLong("units"),
-            row.getLong("expected_unpaid"), row.getLong("expected_units")));
-      }
-      long clientDifferencesTotal = clientsDiffering.result().isEmpty() ? 0 : clientsDiffering.result().get(0).getLong("total");
-      Row oldest = overdue.result().isEmpty() ? null : overdue.result().get(0);
-      return new Check(
-          inventory.result().getOffsetDateTime("checked_at").toInstant(),
-          inventory.result().getLong("skus"),
-          List.copyOf(differences),
-          differencesTotal,
-          List.copyOf(clientDifferences),
-          clientDifferencesTotal,
-          oldest == null ? 0 : oldest.getLong("total"),
-          oldest == null ? null : new Overdue(oldest.getLong("id"), oldest.getOffsetDateTime("close_at").toInstant()),
-          parked.result());
+    return pool.withTransaction(conn -> {
+      Future<?> snapshot = conn.query(Sql.READ_ONLY_SNAPSHOT).execute();
+      Future<Row> inventory = conn.query(Sql.COUNT_INVENTORY).execute().map(rows -> rows.iterator().next());
+      Future<List<Row>> differing = conn.preparedQuery(Sql.RESERVED_DIFFERENCES).execute(Tuple.of(listLimit))
+          .map(MaintenanceStore::list);
+      Future<List<Row>> clientsDiffering = conn.preparedQuery(Sql.CLIENT_HOLDINGS_DIFFERENCES)
+          .execute(Tuple.of(listLimit)).map(MaintenanceStore::list);
+      Future<List<Row>> overdue = conn.preparedQuery(Sql.OVERDUE_UNPAID).execute(Tuple.of(overdueSeconds))
+          .map(MaintenanceStore::list);
+      Future<Long> parked = conn.query(Sql.COUNT_PARKED).execute().map(rows -> rows.iterator().next().getLong(0));
+      return Future.all(List.of(snapshot, inventory, differing, clientsDiffering, overdue, parked))
+          .map(all -> check(inventory.result(), differing.result(), clientsDiffering.result(), overdue.result(),
+              parked.result()));
     });
+  }
+
+  private static Check check(Row inventory, List<Row> differing, List<Row> clientsDiffering, List<Row> overdue,
+                             long parked) {
+    List<Difference> differences = new ArrayList<>();
+    for (Row row : differing) {
+      differences.add(new Difference(row.getString("sku"), row.getLong("reserved"), row.getLong("expected")));
+    }
+    long differencesTotal = differing.isEmpty() ? 0 : differing.get(0).getLong("total");
+    List<ClientDifference> clientDifferences = new ArrayList<>();
+    for (Row row : clientsDiffering) {
+      clientDifferences.add(new ClientDifference(row.getString("client"), row.getLong("unpaid"), row.getLong("units"),
+          row.getLong("expected_unpaid"), row.getLong("expected_units")));
+    }
+    long clientDifferencesTotal = clientsDiffering.isEmpty() ? 0 : clientsDiffering.get(0).getLong("total");
+    Row oldest = overdue.isEmpty() ? null : overdue.get(0);
+    return new Check(
+        inventory.getOffsetDateTime("checked_at").toInstant(),
+        inventory.getLong("skus"),
+        List.copyOf(differences),
+        differencesTotal,
+        List.copyOf(clientDifferences),
+        clientDifferencesTotal,
+        oldest == null ? 0 : oldest.getLong("total"),
+        oldest == null ? null : new Overdue(oldest.getLong("id"), oldest.getOffsetDateTime("close_at").toInstant()),
+        parked);
   }
 
   /**

@@ -859,7 +859,10 @@ final class Sql {
 
   // ---- reconciliation: the stock invariant and overdue orders (MaintenanceStore)
 
-  /** The database clock at the check, and how many SKUs it covers. */
+  /** The check's transaction, its first statement: one snapshot for all its statements, and no writes. */
+  static final String READ_ONLY_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+
+  /** The database clock at the check (its transaction's start), and how many SKUs it covers. */
   static final String COUNT_INVENTORY = "SELECT now() AS checked_at, count(*) AS skus FROM inventory";
 
   /**
