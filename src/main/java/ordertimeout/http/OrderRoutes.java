@@ -2,6 +2,7 @@ package ordertimeout.http;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.Message;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
@@ -100,8 +101,10 @@ final class OrderRoutes {
         request.category(), request.items(), timeoutSeconds, policy.reminderAfterSeconds(timeoutSeconds));
     IdempotencyKey idempotency = new IdempotencyKey(caller.client(), key, request.hash());
     long cacheTicket = store.createTicket(id);
-    createPermit(ctx, caller.client(), limits)
-        .compose(permitted -> creates.submit(new CreateRequest(order, idempotency, decideBy), decideBy))
+    createPermit(caller.client(), limits)
+        .compose(grant -> grant == null || grant.granted() > 0
+            ? creates.submit(new CreateRequest(order, idempotency, decideBy), decideBy)
+            : storedOrRateLimited(ctx, idempotency, grant))
         .onSuccess(outcome -> {
           AccessLog.orderId(ctx, outcome.order().id());
           if (outcome.replay()) {
@@ -117,22 +120,33 @@ final class OrderRoutes {
         .onFailure(ctx::fail);
   }
 
-  /** Takes a permit from the client's create bucket; 429 with Retry-After when it is empty. */
-  private Future<Void> createPermit(RoutingContext ctx, String client, AppConfig.ClientLimits limits) {
+  /** Takes a permit from the client's create bucket: granted 0 when it is empty; null when the client has none. */
+  private Future<PermitGrant> createPermit(String client, AppConfig.ClientLimits limits) {
     if (limits.createsPerSecond() <= 0) {
       return Future.succeededFuture();
     }
     return vertx.eventBus()
         .<PermitGrant>request(Addresses.LIMITER_ACQUIRE, new PermitRequest(LimiterVerticle.CREATES_PREFIX + client, 1))
-        .map(reply -> {
-          PermitGrant grant = reply.body();
-          if (grant.granted() == 0) {
-            stats.rateLimited();
-            long seconds = Math.max(1, (grant.retryAfterMillis() + 999) / 1000);
-            ctx.response().putHeader("Retry-After", Long.toString(seconds));
-            throw new ApiException(429, "rate_limited", "too many creates for this client; retry after " + seconds + " s");
+        .map(Message::body);
+  }
+
+  /**
+   * A create its client's bucket refused: the retry of a create that committed (its key stored, for the same body)
+   * gets its order again, as with a permit, so that a client retrying after an unknown outcome learns it; anything
+   * else 429 with Retry-After. A key stored for another body is 422 as always.
+   */
+  private Future<CreateOutcome> storedOrRateLimited(RoutingContext ctx, IdempotencyKey key, PermitGrant refused) {
+    return store.storedCreate(key)
+        .recover(failure -> failure instanceof OrderRejected ? Future.failedFuture(failure) : Future.succeededFuture())
+        .map(stored -> {
+          if (stored != null) {
+            return stored;
           }
-          return null;
+          stats.rateLimited();
+          long seconds = Math.max(1, (refused.retryAfterMillis() + 999) / 1000);
+          ctx.response().putHeader("Retry-After", Long.toString(seconds));
+          throw new ApiException(429, "rate_limited",
+              "too many creates for this client; retry after " + seconds + " s");
         });
   }
 

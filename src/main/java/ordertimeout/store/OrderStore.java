@@ -6,7 +6,10 @@ import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.SqlClient;
 import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
+import io.vertx.core.json.JsonObject;
 import ordertimeout.order.CloseReason;
+import ordertimeout.order.CreateOutcome;
+import ordertimeout.order.IdempotencyKey;
 import ordertimeout.order.Order;
 import ordertimeout.order.OrderItem;
 import ordertimeout.order.OrderRejected.Reason;
@@ -54,6 +57,25 @@ public final class OrderStore {
     this.reopenOnLatePayment = reopenOnLatePayment;
     this.idleHolderMillis = (int) lockWait.dividedBy(2).toMillis();
     this.statusCache = statusCache;
+  }
+
+  /**
+   * The order a create under {@code key} made, as it was answered then, for a retry of that create: null when the key
+   * is not stored (never used, or its create not committed); {@link Reason#IDEMPOTENCY_KEY_REUSED} when it was stored
+   * for another request body.
+   */
+  public Future<CreateOutcome> storedCreate(IdempotencyKey key) {
+    return pool.preparedQuery(Sql.SELECT_IDEMPOTENCY_KEY).execute(Tuple.of(key.client(), key.key())).map(rows -> {
+      if (rows.size() == 0) {
+        return null;
+      }
+      Row row = rows.iterator().next();
+      if (!row.getString("request_hash").equals(key.requestHash())) {
+        throw new OrderRejected(Reason.IDEMPOTENCY_KEY_REUSED,
+            "this Idempotency-Key was used for a different request body");
+      }
+      return new CreateOutcome(Order.fromJson(new JsonObject(row.getString("response_body"))), true);
+    });
   }
 
   /**

@@ -105,6 +105,9 @@ final class Sql {
   static final String TRY_LOCK_IDEMPOTENCY_KEYS = """
       SELECT pg_try_advisory_xact_lock(k) AS locked FROM unnest($1::bigint[]) WITH ORDINALITY AS t (k, n) ORDER BY n""";
 
+  static final String SELECT_IDEMPOTENCY_KEY =
+      "SELECT request_hash, response_body FROM idempotency_keys WHERE client = $1 AND key = $2";
+
   static final String SELECT_IDEMPOTENCY_KEYS = """
       SELECT k.client, k.key, k.request_hash, k.response_status, k.response_body
       FROM idempotency_keys k JOIN unnest($1::text[], $2::text[]) AS wanted (client, key)

@@ -44,6 +44,35 @@ class RateLimitTest extends ServiceTestBase {
     assertThat(Sql.count("SELECT count(*) FROM orders")).isEqualTo(created);
   }
 
+  /**
+   * A client that retries a create after an unknown outcome learns it even with its bucket empty: the retry of a
+   * create that committed answers its order again; the key sent with another body is 422 as always.
+   */
+  @Test
+  void aRetryOfACreateThatCommittedGetsItsOrderWhileTheBucketIsEmpty() {
+    Api admin = api.as(Api.ADMIN_KEY); // a client of its own: its own bucket
+    api.setStock("SKU-3", 1000);
+    Api.Response first = admin.createOrder("retried", orderBody("u-r", 600, "SKU-3", 1));
+    assertThat(first.status()).as(first.body()).isEqualTo(201);
+    Api.Response limited = null;
+    for (int i = 0; i < 40 && limited == null; i++) {
+      Api.Response response = admin.createOrder("empties-" + i, orderBody("u-" + i, 600, "SKU-3", 1));
+      limited = response.status() == 429 ? response : null;
+    }
+    assertThat(limited).as("the bucket ran dry").isNotNull();
+
+    // at 1 create a second, at most one of three retries at once could have had a permit
+    for (int retry = 0; retry < 3; retry++) {
+      Api.Response again = admin.createOrder("retried", orderBody("u-r", 600, "SKU-3", 1));
+      assertThat(again.status()).as(again.body()).isEqualTo(201);
+      assertThat(again.json()).isEqualTo(first.json());
+    }
+    Api.Response reused = admin.createOrder("retried", orderBody("u-r", 600, "SKU-3", 2));
+    assertThat(reused.status()).as(reused.body()).isEqualTo(422);
+    assertThat(reused.code()).isEqualTo("idempotency_key_reused");
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE user_id = 'u-r'")).isEqualTo(1);
+  }
+
   @Test
   void closesAreCappedPerSecond() {
     api.setStock("SKU-2", 1000);
