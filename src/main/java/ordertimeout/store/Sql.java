@@ -149,14 +149,15 @@ final class Sql {
   static final String SKUS_OF_ORDER = "SELECT sku FROM order_items WHERE order_id = $1";
 
   /**
-   * Of the SKUs {@code $1}, those whose inventory row is held now by a transaction that sits idle, waiting for its
-   * client, for more than {@code $2} milliseconds (an admin's open transaction, a paused node), or by one this
-   * session may not see; never waits. Any other holder is passing through: a running transaction, one waiting for a
-   * lock itself (a create group that took this row in SKU order and waits for the row really held), one about to
-   * roll back, and any session of this node (same {@code application_name}): its own group that looks idle only
-   * because this node's event loop is busy between two statements. A holder that ended between the row's probe and
-   * the look at the locks holds no lock any more, and its row is free: not reported either (reporting it refused a
-   * free SKU's creates for a while).
+   * Of the SKUs {@code $1}, those whose inventory row is held now by a transaction that has for more than {@code $2}
+   * milliseconds sat idle, waiting for its client (an admin's open transaction, a paused node), or run one statement
+   * without waiting for a lock (a script's long update, a repair), or by one this session may not see; never waits.
+   * Any other holder is passing through: a transaction between short statements, one waiting for a lock itself (a
+   * create group that took this row in SKU order and waits for the row really held), one about to roll back, and any
+   * session of this node (same {@code application_name}): its own group that looks idle only because this node's
+   * event loop is busy between two statements. A holder that ended between the row's probe and the look at the locks
+   * holds no lock any more, and its row is free: not reported either (reporting it refused a free SKU's creates for a
+   * while).
    */
   static final String LOCKED_SKUS = """
       WITH free AS (SELECT sku FROM inventory WHERE sku = ANY($1) FOR UPDATE SKIP LOCKED)
@@ -166,7 +167,8 @@ final class Sql {
           SELECT 1 FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
           WHERE l.locktype = 'transactionid' AND l.granted AND l.transactionid = i.xmax
             AND (a.state IS NULL
-                 OR (a.state = 'idle in transaction' AND a.state_change < now() - make_interval(secs => $2 / 1000.0)
+                 OR (a.state IN ('idle in transaction', 'active') AND a.wait_event_type IS DISTINCT FROM 'Lock'
+                     AND a.state_change < now() - make_interval(secs => $2 / 1000.0)
                      AND a.application_name <> current_setting('application_name'))))""";
 
   /**

@@ -6,8 +6,12 @@ import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import ordertimeout.support.StockRowLock;
+import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,35 +39,79 @@ class LockedStockTest extends ServiceTestBase {
   void createsOfOtherSkusAnswerWhileOneSkuRowIsHeldAndThoseOfTheHeldSkuAnswer503UntilItIsReleased() {
     api.setStock(HELD, 1000);
     OTHERS.forEach(sku -> api.setStock(sku, 1000));
+    int others;
+    try (StockRowLock lock = StockRowLock.hold(HELD)) {
+      others = createsWhileTheRowIsHeld("held by a transaction idle");
+    }
+    goesThroughOnceReleased(others);
+  }
+
+  /**
+   * The same when the transaction holding the row runs a long statement (a script's update, a repair): its holder is
+   * active, not idle, and still not passing through.
+   */
+  @Test
+  void createsOfOtherSkusAnswerWhileTheTransactionHoldingOneSkuRowRunsALongStatement() throws Exception {
+    api.setStock(HELD, 1000);
+    OTHERS.forEach(sku -> api.setStock(sku, 1000));
+    int others;
+    try (Connection holder = TestDatabase.jdbc(); Statement sleep = holder.createStatement()) {
+      Sql.holdStock(holder, HELD);
+      CompletableFuture<Void> sleeping = CompletableFuture.runAsync(() -> {
+        try {
+          sleep.execute("SELECT pg_sleep(60) AS held_while_sleeping");
+        } catch (SQLException cancelled) {
+          // cancelled below, once the creates are answered
+        }
+      });
+      Await.until("the holder's statement to run", SAFETY, () -> Sql.count(
+          "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%held_while_sleeping'") == 1);
+      others = createsWhileTheRowIsHeld("held by a transaction running a statement");
+      sleep.cancel();
+      sleeping.join();
+      holder.rollback();
+    }
+    goesThroughOnceReleased(others);
+  }
+
+  /**
+   * Three waves of 40 creates, one in four of the held SKU: every create of another SKU answers 201 while the row is
+   * held, every one of the held SKU 503 row_locked. Answers how many of the others were created.
+   */
+  private int createsWhileTheRowIsHeld(String how) {
     List<CompletableFuture<Timed>> others = new ArrayList<>();
     List<CompletableFuture<Timed>> held = new ArrayList<>();
-    try (StockRowLock lock = StockRowLock.hold(HELD)) {
-      for (int wave = 0; wave < 3; wave++) {
-        List<CompletableFuture<Timed>> thisWave = new ArrayList<>();
-        for (int i = 0; i < 40; i++) {
-          if (i % 4 == 0) {
-            held.add(timedCreate("u-held-" + i, HELD));
-          }
-          thisWave.add(timedCreate("u-" + wave + "-" + i, OTHERS.get(i % OTHERS.size())));
+    for (int wave = 0; wave < 3; wave++) {
+      List<CompletableFuture<Timed>> thisWave = new ArrayList<>();
+      for (int i = 0; i < 40; i++) {
+        if (i % 4 == 0) {
+          held.add(timedCreate("u-held-" + i, HELD));
         }
-        thisWave.forEach(create -> assertThat(await(create).response().status()).as(await(create).response().body()).isEqualTo(201));
-        others.addAll(thisWave);
+        thisWave.add(timedCreate("u-" + wave + "-" + i, OTHERS.get(i % OTHERS.size())));
       }
-      for (CompletableFuture<Timed> create : held) {
-        Api.Response refused = await(create).response();
-        assertThat(refused.status()).as(refused.body()).isEqualTo(503);
-        assertThat(refused.code()).isEqualTo("row_locked");
-        assertThat(refused.raw().headers().firstValue("Retry-After")).hasValue("1");
-      }
-      System.out.printf("while one SKU's row was held: %d creates of other SKUs, all 201, latency %s; "
-          + "%d creates of the held SKU, all 503 row_locked, latency %s%n", others.size(), figures(others), held.size(), figures(held));
+      thisWave.forEach(create ->
+          assertThat(await(create).response().status()).as(await(create).response().body()).isEqualTo(201));
+      others.addAll(thisWave);
     }
+    for (CompletableFuture<Timed> create : held) {
+      Api.Response refused = await(create).response();
+      assertThat(refused.status()).as(refused.body()).isEqualTo(503);
+      assertThat(refused.code()).isEqualTo("row_locked");
+      assertThat(refused.raw().headers().firstValue("Retry-After")).hasValue("1");
+    }
+    System.out.printf("while one SKU's row was %s: %d creates of other SKUs, all 201, latency %s; %d creates of "
+        + "the held SKU, all 503 row_locked, latency %s%n", how, others.size(), figures(others), held.size(),
+        figures(held));
+    assertThat(service.service().stats().requestsShed("row_locked")).isGreaterThanOrEqualTo(held.size());
+    return others.size();
+  }
 
+  private void goesThroughOnceReleased(int othersCreated) {
     Await.until("a create of the released SKU to go through by itself", SAFETY,
         () -> api.createOrder(UUID.randomUUID().toString(), orderBody("u-after", 600, HELD, 1)).status() == 201);
-    assertThat(Sql.count("SELECT count(*) FROM order_items WHERE sku = ?", HELD)).as("only the create after the release").isEqualTo(1);
-    assertThat(Sql.count("SELECT count(*) FROM order_items WHERE sku LIKE 'SKU-FREE-%'")).isEqualTo(others.size());
-    assertThat(service.service().stats().requestsShed("row_locked")).isGreaterThanOrEqualTo(held.size());
+    assertThat(Sql.count("SELECT count(*) FROM order_items WHERE sku = ?", HELD))
+        .as("only the create after the release").isEqualTo(1);
+    assertThat(Sql.count("SELECT count(*) FROM order_items WHERE sku LIKE 'SKU-FREE-%'")).isEqualTo(othersCreated);
   }
 
   @Test
