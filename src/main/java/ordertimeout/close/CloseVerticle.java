@@ -18,7 +18,9 @@ import ordertimeout.limit.LimiterVerticle;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.store.CloseFailures;
 import ordertimeout.store.DeadlineStore;
+import ordertimeout.store.DeadlineStore.ClosedBatch;
 import ordertimeout.store.Pools;
+import ordertimeout.store.SqlStates;
 import ordertimeout.store.StatusCache;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,9 +29,11 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Queue;
+import java.util.Set;
 import java.util.function.Function;
 
 /**
@@ -49,6 +53,8 @@ public final class CloseVerticle extends VerticleBase {
   /** How often the closes look at the creates' latency while they may yield; they grow back by one a second. */
   private static final long YIELD_CHECK_MILLIS = 100;
   private static final int CHECKS_PER_SECOND = 10;
+  /** A due order whose row another transaction held is tried again this soon (without waiting for the row). */
+  private static final long HELD_ROW_RETRY_MILLIS = 1000;
 
   private enum Kind { CLOSE, REMIND }
 
@@ -60,6 +66,8 @@ public final class CloseVerticle extends VerticleBase {
   private final NodeStats stats;
   private final StatusCache statusCache;
   private final Queue<Job> waiting = new ArrayDeque<>();
+  /** Due orders whose row another transaction held at their last close: their batches do not wait for it. */
+  private final Set<Long> rowsFoundHeld = new HashSet<>();
   private final List<Promise<Void>> idleWaiters = new ArrayList<>();
   private DeadlineStore store;
   private CloseFailures failures;
@@ -258,9 +266,10 @@ public final class CloseVerticle extends VerticleBase {
       return Future.succeededFuture(0);
     }
     Future<Integer> done = job.kind() == Kind.CLOSE
-        ? withRetries(ids, store::closeDue, 1).map(batch -> {
+        ? withRetries(ids, this::closeDue, 1).map(batch -> {
             stats.timeoutClosed(job.path(), batch.latenessMillis(), batch.heldLatenessMillis());
             putBack(batch.notYetDue());
+            tryHeldRowsAgainSoon(batch.rowsHeld());
             return batch.closedIds().length;
           })
         : withRetries(ids, store::remindDue, 1).map(batch -> {
@@ -280,6 +289,47 @@ public final class CloseVerticle extends VerticleBase {
       }
       return Future.succeededFuture(0);
     });
+  }
+
+  /**
+   * A batch's close. When its lock wait runs out (55P03: an order's row held by another transaction, such as an
+   * operator's open one), the same batch again, closing the orders whose rows are free without waiting for the others,
+   * which are tried again a second later: one held order must not keep its whole batch open. A batch with an order
+   * found held before goes that way at once, so that it does not wait for the lock again.
+   */
+  private Future<ClosedBatch> closeDue(long[] ids) {
+    if (Arrays.stream(ids).anyMatch(rowsFoundHeld::contains)) {
+      return closeDueLeavingHeldRows(ids);
+    }
+    return store.closeDue(ids).recover(failure -> {
+      if (!SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE)) {
+        return Future.failedFuture(failure);
+      }
+      log.info("a close batch of {} orders waited past its lock wait for a row held by another transaction; closing "
+          + "those whose rows are free, trying the held ones every {} ms", ids.length, HELD_ROW_RETRY_MILLIS);
+      return closeDueLeavingHeldRows(ids);
+    });
+  }
+
+  private Future<ClosedBatch> closeDueLeavingHeldRows(long[] ids) {
+    return store.closeDueLeavingHeldRows(ids).onSuccess(batch -> {
+      for (long id : ids) {
+        rowsFoundHeld.remove(id);
+      }
+      for (long id : batch.rowsHeld()) {
+        rowsFoundHeld.add(id);
+      }
+    });
+  }
+
+  private void tryHeldRowsAgainSoon(long[] rowsHeld) {
+    if (rowsHeld.length > 0) {
+      long[] due = new long[rowsHeld.length];
+      long[] noReminder = new long[rowsHeld.length];
+      Arrays.fill(due, config.node().wallClock().millis() + HELD_ROW_RETRY_MILLIS);
+      Arrays.fill(noReminder, Deadlines.NONE);
+      putBack(new Deadlines(rowsHeld, due, noReminder));
+    }
   }
 
   /** Counts the failed close against the order, which parks it at {@code close.parkAfterFailures}; never fails. */

@@ -44,7 +44,8 @@ public final class DeadlineStore {
    * deadline ({@code closed_at - hold_until}), and the orders still unpaid whose deadline (or hold) the database
    * says has not come yet (the node's clock ran ahead, or a payment started), to be put back into the wheel.
    */
-  public record ClosedBatch(long[] closedIds, long[] latenessMillis, long[] heldLatenessMillis, Deadlines notYetDue) {}
+  public record ClosedBatch(long[] closedIds, long[] latenessMillis, long[] heldLatenessMillis, Deadlines notYetDue,
+                            long[] rowsHeld) {}
 
   /**
    * One transaction: the compare-and-set close of every due unpaid order among {@code ids}, stock, log, events. A
@@ -52,40 +53,82 @@ public final class DeadlineStore {
    * changed).
    */
   public Future<ClosedBatch> closeDue(long[] ids) {
+    return closeDue(ids, false);
+  }
+
+  /**
+   * {@link #closeDue(long[])} of the orders among {@code ids} whose row no other transaction holds now, without
+   * waiting for the others ({@code FOR UPDATE SKIP LOCKED}); those come back as {@code rowsHeld}, to be tried again
+   * later. For a batch whose lock wait ran out: one order's row held (an operator's open transaction) must not keep
+   * the rest of its batch open.
+   */
+  public Future<ClosedBatch> closeDueLeavingHeldRows(long[] ids) {
+    return closeDue(ids, true);
+  }
+
+  private Future<ClosedBatch> closeDue(long[] requested, boolean leaveHeldRows) {
+    Long[] boxedRequested = box(requested);
+    return statusCache.writing(boxedRequested, write -> pool.withTransaction(conn -> {
+      Future<long[]> free = leaveHeldRows
+          ? conn.preparedQuery(Sql.LOCK_FREE_ORDERS).execute(Tuple.of(boxedRequested)).map(DeadlineStore::ids)
+          : Future.succeededFuture(requested);
+      return free.compose(ids -> closeDue(conn, write, ids, leaveHeldRows ? missing(requested, ids) : NONE));
+    }));
+  }
+
+  private Future<ClosedBatch> closeDue(SqlConnection conn, StatusCache.Write write, long[] ids, long[] rowsHeld) {
     Long[] boxed = box(ids);
-    return statusCache.writing(boxed, write -> pool.withTransaction(conn -> conn.preparedQuery(Sql.CLOSE_DUE)
-        .execute(Tuple.of(boxed, CloseReason.TIMEOUT.name()))
-        .compose(closed -> {
-          int count = closed.size();
-          long[] closedIds = new long[count];
-          long[] lateness = new long[count];
-          long[] heldLateness = new long[count];
-          int i = 0;
-          int held = 0;
-          for (Row row : closed) {
-            long id = row.getLong("id");
-            closedIds[i + held] = id;
-            long closeAt = millis(row.getOffsetDateTime("close_at"));
-            OffsetDateTime holdUntil = row.getOffsetDateTime("hold_until");
-            OffsetDateTime closedStamp = row.getOffsetDateTime("closed_at");
-            long closedAt = millis(closedStamp);
-            StatusCache.Entry kept = write.before(id);
-            if (kept != null) {
-              write.committed(kept.changedTo(kept.order().closed(CloseReason.TIMEOUT, closedStamp.toInstant())));
-            }
-            if (holdUntil != null && millis(holdUntil) > closeAt) {
-              heldLateness[held++] = closedAt - millis(holdUntil);
-            } else {
-              lateness[i++] = closedAt - closeAt;
-            }
-          }
-          long[] ordinary = Arrays.copyOf(lateness, i);
-          long[] afterHold = Arrays.copyOf(heldLateness, held);
-          Future<Deadlines> notYetDue = count == ids.length
-              ? Future.succeededFuture(Deadlines.EMPTY)
-              : stillUnpaid(conn, boxed);
-          return notYetDue.map(later -> new ClosedBatch(closedIds, ordinary, afterHold, later));
-        })));
+    return conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(boxed, CloseReason.TIMEOUT.name())).compose(closed -> {
+      int count = closed.size();
+      long[] closedIds = new long[count];
+      long[] lateness = new long[count];
+      long[] heldLateness = new long[count];
+      int i = 0;
+      int held = 0;
+      for (Row row : closed) {
+        long id = row.getLong("id");
+        closedIds[i + held] = id;
+        long closeAt = millis(row.getOffsetDateTime("close_at"));
+        OffsetDateTime holdUntil = row.getOffsetDateTime("hold_until");
+        OffsetDateTime closedStamp = row.getOffsetDateTime("closed_at");
+        long closedAt = millis(closedStamp);
+        StatusCache.Entry kept = write.before(id);
+        if (kept != null) {
+          write.committed(kept.changedTo(kept.order().closed(CloseReason.TIMEOUT, closedStamp.toInstant())));
+        }
+        if (holdUntil != null && millis(holdUntil) > closeAt) {
+          heldLateness[held++] = closedAt - millis(holdUntil);
+        } else {
+          lateness[i++] = closedAt - closeAt;
+        }
+      }
+      long[] ordinary = Arrays.copyOf(lateness, i);
+      long[] afterHold = Arrays.copyOf(heldLateness, held);
+      Future<Deadlines> notYetDue = count == ids.length
+          ? Future.succeededFuture(Deadlines.EMPTY)
+          : stillUnpaid(conn, boxed);
+      return notYetDue.map(later -> new ClosedBatch(closedIds, ordinary, afterHold, later, rowsHeld));
+    });
+  }
+
+  private static final long[] NONE = new long[0];
+
+  private static long[] ids(RowSet<Row> rows) {
+    long[] ids = new long[rows.size()];
+    int i = 0;
+    for (Row row : rows) {
+      ids[i++] = row.getLong(0);
+    }
+    return ids;
+  }
+
+  /** The ids of {@code all} not among {@code some}. */
+  private static long[] missing(long[] all, long[] some) {
+    Set<Long> present = new HashSet<>();
+    for (long id : some) {
+      present.add(id);
+    }
+    return Arrays.stream(all).filter(id -> !present.contains(id)).toArray();
   }
 
   private Future<Deadlines> stillUnpaid(SqlConnection conn, Long[] ids) {

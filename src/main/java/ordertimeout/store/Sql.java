@@ -312,6 +312,9 @@ final class Sql {
    * Orders of a close batch that the database clock says are not due yet (the node's clock ran
    * ahead), with how long until they are, to be put back into the wheel by the node's clock.
    */
+  /** Of the orders {@code $1}, those whose row no other transaction holds, locked; never waits. */
+  static final String LOCK_FREE_ORDERS = "SELECT id FROM orders WHERE id = ANY($1) FOR UPDATE SKIP LOCKED";
+
   static final String SELECT_NOT_YET_DUE = """
       SELECT id, (extract(epoch FROM greatest(close_at, hold_until) - now()) * 1000)::bigint AS due_in_millis
       FROM orders
