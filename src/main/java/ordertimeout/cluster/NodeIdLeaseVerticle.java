@@ -47,9 +47,9 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   private final String webhooksFingerprint;
   private final String holder = UUID.randomUUID().toString();
   private NodeLeases leases;
+  private final StatusCache statusCache;
   private long renewTimer = -1;
   private boolean renewing;
-  private final StatusCache statusCache;
   private boolean ours;
   private boolean stopped;
   private OtherNodes othersAtStart;
@@ -72,9 +72,9 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
         webhooksFingerprint);
     return takeAtStart(null)
         .recover(failure -> failure instanceof NodeIdInUse ? Future.failedFuture(failure) : startWithoutLease(failure))
+        .onSuccess(started -> renewTimer = vertx.setPeriodic(leaseMillis / 3, id -> renew()))
         .compose(started -> othersAtStart != null && othersAtStart.withStatusCache() > 0
-            ? untilNoOtherStatusCache() : Future.succeededFuture())
-        .onSuccess(started -> renewTimer = vertx.setPeriodic(leaseMillis / 3, id -> renew()));
+            ? untilNoOtherStatusCache() : Future.succeededFuture());
   }
 
   /**
@@ -89,7 +89,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
           return Future.succeededFuture(-1L);
         })
         .compose(caches -> {
-          if (caches == 0) {
+          if (caches == 0 || stopped) {
             return Future.succeededFuture();
           }
           if (caches > 0) {
