@@ -202,31 +202,69 @@ public final class Service {
 
   /**
    * What SIGTERM does: the node stops being ready and answers 503 {@code draining} to new orders, the
-   * wheel and the sweep stop handing out due orders, the close batches already handed out finish (for
-   * {@code drain.timeoutSeconds} at most; what is left stays UNPAID in the database and is closed by the
-   * next node to load its shard), then Vert.x closes. Reads, pays and cancels are served until then. When the
-   * batches outlast the timeout, the close verticle stops retrying and the statements this node's sessions still
-   * run are cancelled, so that closing the pools (which waits for the statement in flight on each connection) does
-   * not wait for a held lock: the drain keeps its bound.
+   * wheel and the sweep stop handing out due orders, the close batches already handed out finish, then the HTTP
+   * servers stop taking connections and the requests in flight are answered ({@link HttpConnections#shutdown}), all
+   * within {@code drain.timeoutSeconds}; then Vert.x closes. Reads, pays and cancels are served until the batches
+   * are done; every answer during the drain ends its keep-alive connection. When the batches or the requests
+   * outlast the timeout, the close verticle stops retrying and the statements this node's sessions still run are
+   * cancelled, so that closing the pools (which waits for the statement in flight on each connection) does not wait
+   * for a held lock: the drain keeps its bound. A request whose statement was cancelled answers 503; what is left of
+   * the batches stays UNPAID in the database and is closed by the next node to load its shard.
    */
   public Future<Void> drain() {
     int timeoutSeconds = config.drain().timeoutSeconds();
-    draining.start();
-    log.info("draining: not ready, refusing new orders, waiting up to {} s for the close batches in flight", timeoutSeconds);
+    // The cancel's own bound, and a second for the answers of the requests whose statements it cancels.
+    Duration answersAfter = Duration.ofMillis(config.health().databaseTimeoutMillis() + 1000L);
+    draining.start(Duration.ofSeconds(timeoutSeconds), answersAfter);
+    log.info("draining: not ready, refusing new orders, waiting up to {} s for the close batches and the requests in "
+        + "flight", timeoutSeconds);
     // Without a context: closing Vert.x stops the event loops that would run the listeners of a future bound to one.
     Promise<Void> drained = Promise.promise();
     undeploy(ownershipDeployment)
         .compose(none -> undeploy(sweepDeployment))
         .compose(none -> undeploy(timerDeployment))
-        .compose(none -> close.idle().timeout(timeoutSeconds, TimeUnit.SECONDS))
-        .onSuccess(idle -> log.info("drained: no close batch in flight"))
+        .compose(none -> closeBatchesFinished(timeoutSeconds))
+        .compose(cancelled -> requestsAnswered(timeoutSeconds, cancelled))
+        .onComplete(quiet -> stop().onComplete(drained));
+    return drained.future();
+  }
+
+  /** Waits for the close batches in flight until the drain's deadline; true when it then cancelled the statements. */
+  private Future<Boolean> closeBatchesFinished(int timeoutSeconds) {
+    return close.idle().timeout(draining.millisLeft(), TimeUnit.MILLISECONDS)
+        .map(idle -> {
+          log.info("drained: no close batch in flight");
+          return false;
+        })
         .recover(failure -> {
           log.warn("closing with close batches still in flight after {} s ({}); their orders stay UNPAID and close on "
               + "the next start", timeoutSeconds, failure.toString());
-          return cancelStatementsInFlight();
+          return cancelStatementsInFlight().map(true);
+        });
+  }
+
+  /**
+   * Shuts the HTTP servers down ({@link HttpConnections#shutdown}): each connection closes once its request is
+   * answered. Requests still in flight at the drain's deadline get their statements cancelled (unless the close
+   * batches' wait did so already) and {@code health.databaseTimeoutMillis} plus a second to answer 503; then what is
+   * still open is closed.
+   */
+  private Future<Void> requestsAnswered(int timeoutSeconds, boolean cancelled) {
+    Future<Void> closed = connections.shutdown(draining.connectionsClosedWithinMillis())
+        .onFailure(failure -> log.warn("could not shut the HTTP servers down: {}", failure.toString()));
+    if (cancelled) {
+      return closed.otherwiseEmpty();
+    }
+    return closed.timeout(draining.millisLeft(), TimeUnit.MILLISECONDS)
+        .onSuccess(none -> log.info("drained: every request in flight answered"))
+        .recover(failure -> {
+          if (closed.isComplete()) {
+            return Future.succeededFuture();
+          }
+          log.warn("requests still in flight after {} s: cancelling their statements, they answer 503", timeoutSeconds);
+          return cancelStatementsInFlight().compose(none -> closed);
         })
-        .onComplete(quiet -> stop().onComplete(drained));
-    return drained.future();
+        .otherwiseEmpty();
   }
 
   private Future<Void> cancelStatementsInFlight() {

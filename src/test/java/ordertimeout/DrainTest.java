@@ -23,7 +23,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Health and the drain on SIGTERM, through the very method Main's shutdown hook calls: while a close
  * batch is held in flight (its stock row locked by the test), the node is not ready, refuses new
- * orders with 503 draining, still answers reads, and only closes once the batch has committed.
+ * orders with 503 draining, still answers reads (each answer ending its keep-alive connection), and only closes
+ * once the batch has committed.
  */
 class DrainTest {
 
@@ -55,6 +56,8 @@ class DrainTest {
         assertThat(notReady.status()).isEqualTo(503);
         assertThat(checks(notReady)).containsEntry("drain", "DOWN").containsEntry("database", "UP");
         assertThat(check(notReady, "drain").getJsonObject("data").getBoolean("draining")).isTrue();
+        assertThat(notReady.raw().headers().firstValue("Connection")).as("each answer ends its keep-alive connection")
+            .contains("close");
         assertThat(api.get("/health/live", null).status()).isEqualTo(200);
         Api.Response refused = api.createOrder(UUID.randomUUID().toString(), body(600));
         assertThat(refused.status()).isEqualTo(503);

@@ -2,6 +2,7 @@ package ordertimeout.http;
 
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.net.NetClientOptions;
@@ -93,6 +94,7 @@ public final class IntakeVerticle extends VerticleBase {
     HttpConnections.Guard guard = connections.guard(vertx, answers);
     Router router = Router.router(vertx);
     router.route().handler(guard::handle);
+    router.route().handler(this::closeAfterAnswerWhileDraining);
     router.route().handler(new AccessLog(IntakeVerticle::clientOf)::handle);
     router.route().handler(RequestTargets::refuseMalformed);
     opsRoutes.mount(vertx, router);
@@ -118,7 +120,23 @@ public final class IntakeVerticle extends VerticleBase {
     // (HttpProtocolTest). Without h2c the server ignores the Upgrade header and such clients stay on HTTP/1.1.
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setHttp2ClearTextEnabled(false)
         .setIdleTimeout(config.http().idleTimeoutSeconds()).setIdleTimeoutUnit(TimeUnit.SECONDS));
-    return server.connectionHandler(guard::opened).requestHandler(router).listen(config.http().port(), config.http().host());
+    return server.connectionHandler(guard::opened).requestHandler(router)
+        .listen(config.http().port(), config.http().host())
+        .onSuccess(connections::serving);
+  }
+
+  /**
+   * From SIGTERM on, each answer says {@code Connection: close} and its connection closes once it is written (a
+   * request already read behind it is answered first), so that keep-alive clients and load balancers open their
+   * next connection, to another node while this one is not ready.
+   */
+  private void closeAfterAnswerWhileDraining(RoutingContext ctx) {
+    Draining draining = opsRoutes.draining();
+    if (draining.isOn()) {
+      ctx.response().putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE);
+      ctx.request().connection().shutdown(draining.connectionsClosedWithinMillis(), TimeUnit.MILLISECONDS);
+    }
+    ctx.next();
   }
 
   /** A new order's id, of a shard this node owns when it can (decision 0034). */
