@@ -21,11 +21,15 @@ public final class Addresses {
   public static final String TIMER_OWNED_CANCEL = "timer.owned.cancel";
   /** {@link ShardChange}: this node was given these shards; the timer loads them and replies when they are in its wheel. */
   public static final String SHARDS_ASSIGNED = "timer.shards.assigned";
-  /** {@link ShardChange}: this node lost these shards; the timer drops their timers and replies. */
+  /**
+   * {@link Revocation}: this node lost these shards; the timer drops their timers and replies with them as
+   * {@link Deadlines} when the shards were {@linkplain Revocation#lost() lost}, {@link Deadlines#EMPTY} otherwise.
+   */
   public static final String SHARDS_REVOKED = "timer.shards.revoked";
   /**
-   * {@link ShardChange}: this node lost these shards; the timer fan-out sends to Kafka the timers of theirs it lately gave
-   * only to this node's wheel, for a new owner that loaded the shard before this node heard of the loss.
+   * {@link Revocation}: this node lost these shards; the timer fan-out sends to Kafka the timers of theirs it lately
+   * gave only to this node's wheel, for a new owner that loaded the shard before this node heard of the loss, after
+   * the timers the wheel held for them when they were lost.
    */
   public static final String SHARDS_HANDED_OVER = "timer.shards.handed-over";
   /** {@link DueOrders}: close these orders if still unpaid and due; replies with the number closed. */

@@ -13,7 +13,7 @@ import java.util.List;
 public final class LocalCodec<T> implements MessageCodec<T, T> {
   private static final List<Class<?>> MESSAGE_TYPES = List.of(
       Deadlines.class,
-      CancelTimers.class, ShardChange.class, DueOrders.class, PermitRequest.class, PermitGrant.class);
+      CancelTimers.class, ShardChange.class, Revocation.class, DueOrders.class, PermitRequest.class, PermitGrant.class);
 
   private final Class<T> type;
 

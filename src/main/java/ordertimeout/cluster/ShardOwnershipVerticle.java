@@ -10,6 +10,8 @@ import io.vertx.kafka.client.common.TopicPartition;
 import io.vertx.kafka.client.consumer.KafkaConsumer;
 import io.vertx.kafka.client.consumer.KafkaConsumerRecord;
 import ordertimeout.bus.Addresses;
+import ordertimeout.bus.Deadlines;
+import ordertimeout.bus.Revocation;
 import ordertimeout.bus.ShardChange;
 import ordertimeout.config.AppConfig;
 import ordertimeout.kafka.KafkaClients;
@@ -43,6 +45,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private final AppConfig config;
   private final OwnedShards owned;
   private final NodeStats stats;
+  private OwnershipConsumer ownershipConsumer;
   private KafkaConsumer<String, String> consumer;
   private KafkaClientMetrics consumerMetrics;
 
@@ -54,7 +57,8 @@ public final class ShardOwnershipVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    consumer = KafkaConsumer.create(vertx, KafkaClients.ownershipConsumer(config));
+    ownershipConsumer = new OwnershipConsumer(KafkaClients.ownershipConsumer(config), config.kafka().timersTopic());
+    consumer = KafkaConsumer.create(vertx, ownershipConsumer);
     consumer.handler(this::onRecord);
     consumer.partitionsAssignedHandler(this::onAssigned);
     consumer.partitionsRevokedHandler(this::onRevoked);
@@ -119,17 +123,32 @@ public final class ShardOwnershipVerticle extends VerticleBase {
         });
   }
 
+  /**
+   * Drops the shards; the timer fan-out then sends the timers of theirs this node kept for its own wheel lately
+   * (decision 0025). Shards the group had given away before this node heard ({@link OwnershipConsumer}: lost, not
+   * revoked) were loaded by their new owners while this node may have gone on taking their new orders for as long as
+   * it could not reach the broker: the timers the wheel holds for them go to their partitions too, first.
+   */
   private void onRevoked(Set<TopicPartition> partitions) {
     if (partitions.isEmpty()) {
       return;
     }
-    ShardChange change = new ShardChange(shardsOf(partitions), config.node().wallClock().millis());
-    int[] shards = change.shards();
+    int[] shards = shardsOf(partitions);
+    boolean lost = ownershipConsumer.tookLost(shards);
     owned.remove(shards);
-    vertx.eventBus().send(Addresses.SHARDS_HANDED_OVER, change);
-    vertx.eventBus().request(Addresses.SHARDS_REVOKED, change)
-        .onSuccess(dropped -> log.info("gave up shards {}; this node owns {} shards now", Arrays.toString(shards),
-            owned.list().length))
+    Revocation revocation = new Revocation(shards, lost, Deadlines.EMPTY);
+    if (!lost) {
+      vertx.eventBus().send(Addresses.SHARDS_HANDED_OVER, revocation);
+    }
+    vertx.eventBus().<Deadlines>request(Addresses.SHARDS_REVOKED, revocation)
+        .onComplete(dropped -> {
+          if (lost) {
+            Deadlines held = dropped.succeeded() ? dropped.result().body() : Deadlines.EMPTY;
+            vertx.eventBus().send(Addresses.SHARDS_HANDED_OVER, new Revocation(shards, true, held));
+          }
+        })
+        .onSuccess(dropped -> log.info("gave up shards {}{}; this node owns {} shards now", Arrays.toString(shards),
+            lost ? " (lost: the group had given them away before this node heard)" : "", owned.list().length))
         .onFailure(failure -> {
           if (failure instanceof ReplyException reply && reply.failureType() == ReplyFailure.NO_HANDLERS) {
             log.debug("shards {} revoked while the node stops: the timer is gone already", Arrays.toString(shards));

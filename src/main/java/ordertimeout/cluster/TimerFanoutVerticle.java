@@ -1,6 +1,7 @@
 package ordertimeout.cluster;
 
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.EventBus;
 import io.vertx.kafka.client.producer.KafkaProducer;
@@ -8,7 +9,7 @@ import io.vertx.kafka.client.producer.KafkaProducerRecord;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.bus.Deadlines;
-import ordertimeout.bus.ShardChange;
+import ordertimeout.bus.Revocation;
 import ordertimeout.config.AppConfig;
 import ordertimeout.kafka.KafkaClients;
 import ordertimeout.metrics.Meters;
@@ -20,8 +21,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Deque;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -37,12 +40,14 @@ import java.util.concurrent.TimeUnit;
  * runs on this node's event loop; a node paused past its session learns at its next heartbeat). A
  * timer it kept local meanwhile may have come after the new owner's load; so the local timers of the
  * last session timeout are kept, and on a loss those of the lost shards go to Kafka, where the new
- * owner reads them (its position on the partition was settled before its load).
+ * owner reads them (its position on the partition was settled before its load). A node that hears only after the group
+ * gave the shard away (its session had expired) sends every timer its wheel held for it first.
  */
 public final class TimerFanoutVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(TimerFanoutVerticle.class);
   private static final long WARN_EVERY_NANOS = TimeUnit.SECONDS.toNanos(30);
   private static final int MAX_SENDS_IN_FLIGHT = 10_000;
+  private static final int HELD_RECORDS_IN_FLIGHT = 4;
 
   private final AppConfig config;
   private final NodeStats stats;
@@ -77,7 +82,7 @@ public final class TimerFanoutVerticle extends VerticleBase {
         // moved timers travel as schedules: every copy from Kafka, and the local one, replaces the order's timer
         bus.<Deadlines>consumer(Addresses.TIMER_MOVE, message -> publishSchedule(message.body())).completion(),
         bus.<CancelTimers>consumer(Addresses.TIMER_CANCEL, message -> publishCancel(message.body())).completion(),
-        bus.<ShardChange>consumer(Addresses.SHARDS_HANDED_OVER, message -> handOver(message.body().shards())).completion());
+        bus.<Revocation>consumer(Addresses.SHARDS_HANDED_OVER, message -> handOver(message.body())).completion());
   }
 
   /**
@@ -160,13 +165,18 @@ public final class TimerFanoutVerticle extends VerticleBase {
    * decodes its schedules before its cancels, so a shard's record ends where a schedule follows a cancel.
    * The new owner takes a timer it also loaded as a replacement, and a cancel of a timer it does not hold
    * as nothing.
+   *
+   * <p>Shards the group gave away before this node heard ({@link Revocation#lost()}: its membership had expired) may
+   * have been loaded by their new owner long before, while this node went on taking their new orders: every timer the
+   * wheel held for them goes first ({@link #sendHeld}), then the remembered ones, which are newer.
    */
-  private void handOver(int[] lostShards) {
+  private void handOver(Revocation revocation) {
     forgetOlderThanASession(System.nanoTime());
+    int[] lostShards = revocation.shards();
     int shards = config.database().shards();
     boolean[] lost = new boolean[shards];
     Arrays.stream(lostShards).forEach(shard -> lost[shard] = true);
-    Map<Integer, StringBuilder> byShard = new TreeMap<>();
+    RecordsByShard records = new RecordsByShard(shards);
     int timers = 0;
     for (LocalBatch batch : recentLocal) {
       long[] ids = batch.schedule() != null ? batch.schedule().orderIds() : batch.cancel().orderIds();
@@ -176,22 +186,139 @@ public final class TimerFanoutVerticle extends VerticleBase {
           continue;
         }
         timers++;
-        StringBuilder text = byShard.computeIfAbsent(shard, s -> new StringBuilder());
         if (batch.schedule() == null) {
-          TimerMessages.appendCancel(text, ids[i]);
-          continue;
+          TimerMessages.appendCancel(records.lineOf(shard, false), ids[i]);
+        } else {
+          TimerMessages.appendSchedule(records.lineOf(shard, true), ids[i], batch.schedule().closeAtMillis()[i],
+              batch.schedule().remindAtMillis()[i]);
         }
-        if (TimerMessages.endsWithCancel(text)) {
-          send(shard, byShard.remove(shard));
-          text = byShard.computeIfAbsent(shard, s -> new StringBuilder());
-        }
-        TimerMessages.appendSchedule(text, ids[i], batch.schedule().closeAtMillis()[i], batch.schedule().remindAtMillis()[i]);
       }
     }
-    byShard.forEach(this::send);
-    if (timers > 0) {
-      log.info("sent {} timers of the lost shards {} handed out here in the last {} ms to Kafka, for their new owner",
-          timers, Arrays.toString(lostShards), config.kafka().sessionTimeoutMillis());
+    List<ShardRecord> recent = records.done();
+    int recentTimers = timers;
+    Deadlines held = revocation.held();
+    sendHeld(held, shards).onComplete(sent -> {
+      recent.forEach(record -> send(record.shard(), record.text()));
+      if (recentTimers > 0) {
+        log.info("sent {} timers of the lost shards {} handed out here in the last {} ms to Kafka, for their new owner",
+            recentTimers, Arrays.toString(lostShards), config.kafka().sessionTimeoutMillis());
+      }
+      if (held.size() > 0) {
+        log.info("sent the {} timers this node's wheel held for the shards {} to Kafka{}: the group gave those shards "
+            + "away before this node heard, and their new owners may lack the orders taken here meanwhile", held.size(),
+            Arrays.toString(lostShards), sent.succeeded() ? "" : " (not all: " + sent.cause().getMessage() + ")");
+      }
+    });
+  }
+
+  /** Records of one shard's timer lines, at most {@link TimerMessages#MAX_LINES_PER_RECORD} lines each. */
+  private record ShardRecord(int shard, StringBuilder text) {}
+
+  /** Lines gathered per shard into records, each closed when full or when a schedule would follow a cancel. */
+  private static final class RecordsByShard {
+    private final StringBuilder[] open;
+    private final int[] lines;
+    private final List<ShardRecord> closed = new ArrayList<>();
+
+    RecordsByShard(int shards) {
+      open = new StringBuilder[shards];
+      lines = new int[shards];
+    }
+
+    /** Where the next line of {@code shard} goes. */
+    StringBuilder lineOf(int shard, boolean schedule) {
+      if (open[shard] != null && (lines[shard] == TimerMessages.MAX_LINES_PER_RECORD
+          || schedule && TimerMessages.endsWithCancel(open[shard]))) {
+        closed.add(new ShardRecord(shard, open[shard]));
+        open[shard] = null;
+      }
+      if (open[shard] == null) {
+        open[shard] = new StringBuilder();
+        lines[shard] = 0;
+      }
+      lines[shard]++;
+      return open[shard];
+    }
+
+    /** Every record, each shard's in the order of its lines. */
+    List<ShardRecord> done() {
+      for (int shard = 0; shard < open.length; shard++) {
+        if (open[shard] != null) {
+          closed.add(new ShardRecord(shard, open[shard]));
+        }
+      }
+      return closed;
+    }
+  }
+
+  /**
+   * Sends {@code held} (one timer a line) to their shards' partitions, made into records only as they go: at most
+   * {@value #HELD_RECORDS_IN_FLIGHT} records (about a megabyte) wait for the broker at once, so that a million timers
+   * (some 60 MB of lines) neither fill the producer's buffer nor hold the event loop while they are written. Completes
+   * once the last record was handed to the producer, or failed at the first that could not be sent (the rest are left:
+   * their orders are in the database, the new owner's sweep closes them).
+   */
+  private Future<Void> sendHeld(Deadlines held, int shards) {
+    return held.size() == 0 ? Future.succeededFuture() : new HeldSender(held, shards).start();
+  }
+
+  private final class HeldSender {
+    private final Deadlines held;
+    private final int shards;
+    /** Positions in {@code held}, grouped by shard (a counting sort); shard s's are from ends[s - 1] (0 for s = 0). */
+    private final int[] byShard;
+    private final int[] ends;
+    private final Promise<Void> issued = Promise.promise();
+    private int position;
+    private int inFlight;
+    private boolean failed;
+
+    HeldSender(Deadlines held, int shards) {
+      this.held = held;
+      this.shards = shards;
+      byShard = new int[held.size()];
+      ends = new int[shards];
+      for (long id : held.orderIds()) {
+        ends[OrderIds.shardOf(id, shards)]++;
+      }
+      for (int shard = 1; shard < shards; shard++) {
+        ends[shard] += ends[shard - 1];
+      }
+      int[] next = new int[shards];
+      for (int shard = 1; shard < shards; shard++) {
+        next[shard] = ends[shard - 1];
+      }
+      for (int i = 0; i < held.size(); i++) {
+        byShard[next[OrderIds.shardOf(held.orderIds()[i], shards)]++] = i;
+      }
+    }
+
+    Future<Void> start() {
+      pump();
+      return issued.future();
+    }
+
+    private void pump() {
+      while (!failed && inFlight < HELD_RECORDS_IN_FLIGHT && position < byShard.length) {
+        int shard = OrderIds.shardOf(held.orderIds()[byShard[position]], shards);
+        StringBuilder text = new StringBuilder();
+        for (int lines = 0; lines < TimerMessages.MAX_LINES_PER_RECORD && position < ends[shard]; lines++) {
+          int i = byShard[position++];
+          TimerMessages.appendSchedule(text, held.orderIds()[i], held.closeAtMillis()[i], held.remindAtMillis()[i]);
+        }
+        inFlight++;
+        send(shard, text).onComplete(sent -> {
+          inFlight--;
+          if (sent.failed() && !failed) {
+            failed = true;
+            issued.tryFail(sent.cause());
+          }
+          pump();
+        });
+      }
+      if (position == byShard.length) {
+        issued.tryComplete();
+      }
     }
   }
 
@@ -200,15 +327,19 @@ public final class TimerFanoutVerticle extends VerticleBase {
    * past {@value #MAX_SENDS_IN_FLIGHT} waiting, new timers are not queued behind them but counted as not
    * published (their orders are in the database: the sweep, or the owner's next load, finds them).
    */
-  private void send(int shard, StringBuilder text) {
+  private Future<Void> send(int shard, StringBuilder text) {
     if (sendsInFlight >= MAX_SENDS_IN_FLIGHT) {
-      failed(shard, new IllegalStateException(sendsInFlight + " timer messages already waiting for the broker"));
-      return;
+      IllegalStateException full =
+          new IllegalStateException(sendsInFlight + " timer messages already waiting for the broker");
+      failed(shard, full);
+      return Future.failedFuture(full);
     }
     sendsInFlight++;
-    producer.send(KafkaProducerRecord.create(config.kafka().timersTopic(), Integer.toString(shard), text.toString(), shard))
+    String topic = config.kafka().timersTopic();
+    return producer.send(KafkaProducerRecord.create(topic, Integer.toString(shard), text.toString(), shard))
         .onComplete(sent -> sendsInFlight--)
-        .onFailure(failure -> failed(shard, failure));
+        .onFailure(failure -> failed(shard, failure))
+        .mapEmpty();
   }
 
   private void failed(int shard, Throwable failure) {

@@ -12,6 +12,12 @@ import java.util.List;
  * the console consumer.
  */
 public final class TimerMessages {
+  /**
+   * The most lines a node puts in one record when it sends many at once (a hand-over): a line is at most 69 bytes
+   * ("schedule", an id and two times of up to 19 digits each), so a record stays under 280 KB, well within the
+   * producer's {@code max.request.size} and the broker's {@code message.max.bytes} (1 MB by default).
+   */
+  public static final int MAX_LINES_PER_RECORD = 4_000;
   private static final String SCHEDULE = "schedule";
   private static final String CANCEL = "cancel";
 

@@ -158,6 +158,56 @@ public final class TimeWheel {
     return cancelled;
   }
 
+  /** Receives each timer {@link #removeWhere} takes out. */
+  @FunctionalInterface
+  public interface RemovedSink {
+    /** {@code dueMillis}: the tick boundary it would have fired at: at or after its due time, by under a tick. */
+    void removed(long orderId, byte kind, long dueMillis);
+  }
+
+  /**
+   * As {@link #cancelWhere}, handing each timer taken out to {@code sink} with its due time, e.g. for another node's
+   * wheel. O(capacity); never from a {@link DueSink}.
+   */
+  public int removeWhere(LongPredicate orderIdMatches, RemovedSink sink) {
+    long[] elsewhere = new long[(highWater + 63) >>> 6]; // cells in the expired list or in the far list
+    int removed = 0;
+    for (int cell = expiredHead; cell != NIL; cell = (int) cells[2 * cell + 1] & NEXT_MASK) {
+      elsewhere[cell >>> 6] |= 1L << cell;
+      removed += removeIfMatches(cell, dueTick(cell, nextTick - 2 * MAX_PAST), orderIdMatches, sink);
+    }
+    for (int i = 0; i < farCount; i++) {
+      elsewhere[farCells[i] >>> 6] |= 1L << farCells[i];
+      removed += removeIfMatches(farCells[i], farDue[i], orderIdMatches, sink);
+    }
+    for (int cell = 0; cell < highWater; cell++) {
+      if (((freeBits[cell >>> 6] | elsewhere[cell >>> 6]) & (1L << cell)) == 0) {
+        removed += removeIfMatches(cell, dueTick(cell, nextTick), orderIdMatches, sink);
+      }
+    }
+    return removed;
+  }
+
+  /** The due tick of a cell whose tick lies in {@code [from, from + 2^32)}, from its low 32 bits (as drain does). */
+  private long dueTick(int cell, long from) {
+    return from + (((int) (cells[2 * cell + 1] >>> 32) - (int) from) & 0xFFFF_FFFFL);
+  }
+
+  private int removeIfMatches(int cell, long dueTick, LongPredicate orderIdMatches, RemovedSink sink) {
+    int state = state(cell);
+    long orderId = cells[2 * cell];
+    if (state >= KIND_LIMIT || !orderIdMatches.test(orderId)) {
+      return 0;
+    }
+    hashRemove(cell);
+    pending--;
+    pendingByKind[state]--;
+    setState(cell, CANCELLED); // a tombstone, still linked where it sits, reclaimed as cancel's are
+    tombstones++;
+    sink.removed(orderId, (byte) state, startMillis + dueTick * tickMillis);
+    return 1;
+  }
+
   public int pending() {
     return pending;
   }

@@ -10,6 +10,7 @@ import ordertimeout.bus.Addresses;
 import ordertimeout.bus.CancelTimers;
 import ordertimeout.bus.Deadlines;
 import ordertimeout.bus.DueOrders;
+import ordertimeout.bus.Revocation;
 import ordertimeout.bus.ShardChange;
 import ordertimeout.clock.WallClock;
 import ordertimeout.config.AppConfig;
@@ -25,6 +26,7 @@ import org.slf4j.LoggerFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.LongPredicate;
 
 /**
  * Owns the time wheel of this node's shards. One node alone owns every shard: it reloads every pending
@@ -66,7 +68,7 @@ public final class TimerVerticle extends VerticleBase {
             bus.<Deadlines>consumer(Addresses.TIMER_OWNED_SCHEDULE, message -> schedule(message.body(), true)).completion(),
             bus.<CancelTimers>consumer(Addresses.TIMER_OWNED_CANCEL, message -> cancel(message.body())).completion(),
             bus.<ShardChange>consumer(Addresses.SHARDS_ASSIGNED, this::onAssigned).completion(),
-            bus.<ShardChange>consumer(Addresses.SHARDS_REVOKED, this::onRevoked).completion()).mapEmpty()
+            bus.<Revocation>consumer(Addresses.SHARDS_REVOKED, this::onRevoked).completion()).mapEmpty()
         : reload(owned.list(), false)
             .compose(loaded -> Future.join(
                 bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> schedule(message.body(), false)).completion(),
@@ -162,17 +164,58 @@ public final class TimerVerticle extends VerticleBase {
     });
   }
 
-  private void onRevoked(Message<ShardChange> message) {
+  /**
+   * Drops the timers of the shards this node lost. When the group gave them away before this node heard
+   * ({@link Revocation#lost()}), their new owners loaded them from the database while this node may still have taken
+   * new orders on them, whose timers are only here: the reply holds every timer taken out, for the fan-out to send to
+   * their shards' partitions (decision 0025, amended).
+   */
+  private void onRevoked(Message<Revocation> message) {
     int shardCount = config.database().shards();
     int[] lost = message.body().shards();
     boolean[] isLost = new boolean[shardCount];
     for (int shard : lost) {
       isLost[shard] = true;
     }
-    int removed = wheel.cancelWhere(id -> isLost[OrderIds.shardOf(id, shardCount)]);
+    LongPredicate ofLostShard = id -> isLost[OrderIds.shardOf(id, shardCount)];
+    Deadlines held = Deadlines.EMPTY;
+    int removed;
+    if (message.body().lost()) {
+      HeldTimers timers = new HeldTimers();
+      removed = wheel.removeWhere(ofLostShard, timers::add);
+      held = timers.deadlines();
+    } else {
+      removed = wheel.cancelWhere(ofLostShard);
+    }
     stats.timersClearedFor(lost);
-    log.info("dropped {} timers of the {} shards this node lost: {}", removed, lost.length, Arrays.toString(lost));
-    message.reply(removed);
+    log.info("dropped {} timers of the {} shards this node lost{}: {}", removed, lost.length,
+        message.body().lost() ? " (the group gave them away before this node heard; they go to their new owners)" : "",
+        Arrays.toString(lost));
+    message.reply(held);
+  }
+
+  /** Timers taken out of the wheel, one per line (the other kind {@link Deadlines#NONE}), in growing arrays. */
+  private static final class HeldTimers {
+    private long[] ids = new long[1024];
+    private long[] closeAt = new long[1024];
+    private long[] remindAt = new long[1024];
+    private int size;
+
+    void add(long orderId, byte kind, long dueMillis) {
+      if (size == ids.length) {
+        ids = Arrays.copyOf(ids, 2 * size);
+        closeAt = Arrays.copyOf(closeAt, 2 * size);
+        remindAt = Arrays.copyOf(remindAt, 2 * size);
+      }
+      ids[size] = orderId;
+      closeAt[size] = kind == TimeWheel.CLOSE ? dueMillis : Deadlines.NONE;
+      remindAt[size] = kind == TimeWheel.REMIND ? dueMillis : Deadlines.NONE;
+      size++;
+    }
+
+    Deadlines deadlines() {
+      return new Deadlines(Arrays.copyOf(ids, size), Arrays.copyOf(closeAt, size), Arrays.copyOf(remindAt, size));
+    }
   }
 
   /**

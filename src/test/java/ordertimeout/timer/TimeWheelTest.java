@@ -93,6 +93,47 @@ class TimeWheelTest {
   }
 
   @Test
+  void removeWhereHandsOutEachMatchingTimerWithItsBoundaryAtEveryLevelPastDueAndFar() {
+    TimeWheel wheel = new TimeWheel(TICK, START, 16);
+    Recorder sink = new Recorder();
+    long now = START + 123_457; // a position not aligned to any level
+    sink.advance(wheel, now, BATCH);
+    Map<Long, Long> dueById = scheduleAtEveryLevel(wheel, now);
+    long pastDue = 1_000;
+    long far = 2_000;
+    dueById.put(pastDue, now - 5 * SECOND - 3); // its tick processed already: the expired list
+    wheel.schedule(pastDue, now - 5 * SECOND - 3, CLOSE);
+    dueById.put(far, now + 600 * DAY + 7); // past the 10 ms wheel's ~497 days: the far list
+    wheel.schedule(far, now + 600 * DAY + 7, CLOSE);
+    wheel.schedule(far, now + 400 * DAY, REMIND); // a second timer of the same order, on the last level
+    wheel.cancel(2); // a tombstone is not handed out
+    dueById.remove(2L);
+    int before = wheel.pending();
+
+    Map<String, Long> removed = new HashMap<>();
+    int count = wheel.removeWhere(id -> id % 2 == 0,
+        (id, kind, dueMillis) -> assertThat(removed.put(id + (kind == CLOSE ? "c" : "r"), dueMillis)).isNull());
+
+    Map<String, Long> expected = new HashMap<>();
+    dueById.forEach((id, due) -> {
+      if (id % 2 == 0 && id != far) {
+        expected.put(id + "c", boundary(due, TICK)); // even ids: closes (scheduleAtEveryLevel), the one past due too
+      }
+    });
+    expected.put(far + "c", boundary(now + 600 * DAY + 7, TICK));
+    expected.put(far + "r", boundary(now + 400 * DAY, TICK));
+    assertThat(removed).isEqualTo(expected);
+    assertThat(count).isEqualTo(expected.size());
+    assertThat(wheel.pending()).isEqualTo(before - count);
+    assertThat(wheel.removeWhere(id -> id % 2 == 0, (id, kind, dueMillis) -> {})).as("nothing left to remove").isZero();
+    for (long at = now; at <= now + 601 * DAY && wheel.pending() > 0; at += HOUR) {
+      sink.advance(wheel, at, BATCH);
+    }
+    assertThat(wheel.pending()).isZero();
+    assertThat(sink.firedAt.keySet()).isNotEmpty().allMatch(id -> id % 2 != 0);
+  }
+
+  @Test
   void timersAtEveryLevelFireExactlyOnTheirTickBoundary() {
     TimeWheel wheel = new TimeWheel(TICK, START, 16);
     Recorder sink = new Recorder();
