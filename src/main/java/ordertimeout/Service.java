@@ -152,7 +152,7 @@ public final class Service {
         .compose(id -> {
           timerDeployment = id;
           return clustered ? vertx.deployVerticle(new TimerFanoutVerticle(config, stats, owned))
-              .compose(fanout -> vertx.deployVerticle(new ShardOwnershipVerticle(config, owned, stats)))
+              .compose(fanout -> vertx.deployVerticle(new ShardOwnershipVerticle(config, owned, stats, orderIds)))
               .onSuccess(ownership -> ownershipDeployment = ownership)
               .compose(ownership -> vertx.deployVerticle(new OutboxRelayVerticle(config, database, stats)))
               : Future.succeededFuture(id);

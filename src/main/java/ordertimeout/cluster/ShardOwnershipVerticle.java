@@ -16,6 +16,7 @@ import ordertimeout.bus.ShardChange;
 import ordertimeout.config.AppConfig;
 import ordertimeout.kafka.KafkaClients;
 import ordertimeout.metrics.NodeStats;
+import ordertimeout.order.LeasedOrderIds;
 import ordertimeout.timer.OwnedShards;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,35 +38,50 @@ import java.util.concurrent.TimeUnit;
  * not heard of the loss yet) reaches Kafka when it does hear, after that position was settled (see
  * {@link TimerFanoutVerticle}). Records fetched after the last commit are delivered again to the new
  * owner; the timer takes a repeated timer as a replacement, not a second one.
+ *
+ * <p>A node that cannot reach the database cannot close its shards' orders, nor can anyone else while it owns them:
+ * once its lease on {@code node.id} lapsed for the database's absence (no renewal got through for about
+ * {@code node.leaseSeconds}, see {@link LeasedOrderIds#lapsedForTheDatabase}), it gives up its shards and leaves the
+ * group, so that the nodes that reach the database take them and load their orders. It joins again once every renewal
+ * for a third of the lease (at least two in a row) got through: slow to leave, slower to come back, so that a database
+ * that answers now and then does not move the shards back and forth at every answer.
  */
 public final class ShardOwnershipVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(ShardOwnershipVerticle.class);
   private static final DeliveryOptions RELOAD = new DeliveryOptions().setSendTimeout(600_000);
+  /** How often the node looks at its lease to leave or join the group. */
+  private static final long DATABASE_CHECK_MILLIS = 500;
 
   private final AppConfig config;
   private final OwnedShards owned;
   private final NodeStats stats;
-  private OwnershipConsumer ownershipConsumer;
-  private KafkaConsumer<String, String> consumer;
-  private KafkaClientMetrics consumerMetrics;
+  private final LeasedOrderIds ids;
+  /** This node's membership of the group; null while it stays out (it cannot reach the database) and once stopped. */
+  private Membership member;
+  /** The close of the last membership left (bounded); a new one waits for it. */
+  private Future<?> leaving = Future.succeededFuture();
+  private long databaseCheck = -1;
 
-  public ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats) {
+  /** One consumer's membership: a node that left the group and joins again does so with a new consumer. */
+  private record Membership(OwnershipConsumer kafka, KafkaConsumer<String, String> consumer,
+                            KafkaClientMetrics metrics) {}
+
+  public ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats, LeasedOrderIds ids) {
     this.config = config;
     this.owned = owned;
     this.stats = stats;
+    this.ids = ids;
   }
 
   @Override
   public Future<?> start() {
-    ownershipConsumer = new OwnershipConsumer(KafkaClients.ownershipConsumer(config), config.kafka().timersTopic());
-    consumer = KafkaConsumer.create(vertx, ownershipConsumer);
-    consumer.handler(this::onRecord);
-    consumer.partitionsAssignedHandler(this::onAssigned);
-    consumer.partitionsRevokedHandler(this::onRevoked);
-    consumer.exceptionHandler(failure -> log.warn("timer consumer: {}", failure.toString()));
-    consumerMetrics = new KafkaClientMetrics(consumer.unwrap()); // lag per partition, fetch rates: read from the client's own metrics
-    consumerMetrics.bindTo(stats.registry());
-    return consumer.subscribe(config.kafka().timersTopic());
+    databaseCheck = vertx.setPeriodic(DATABASE_CHECK_MILLIS, id -> followTheDatabase());
+    if (ids.lapsedForTheDatabase()) {
+      log.warn("the database could not be reached to take the lease on node.id: this node joins the timer group (and "
+          + "owns shards) once it can");
+      return Future.succeededFuture();
+    }
+    return join();
   }
 
   /**
@@ -77,9 +93,35 @@ public final class ShardOwnershipVerticle extends VerticleBase {
    */
   @Override
   public Future<?> stop() {
-    consumerMetrics.close();
+    vertx.cancelTimer(databaseCheck);
+    Membership current = member;
+    member = null;
+    return current == null ? leaving : close(current);
+  }
+
+  private Future<Void> join() {
+    String topic = config.kafka().timersTopic();
+    OwnershipConsumer kafka = new OwnershipConsumer(KafkaClients.ownershipConsumer(config), topic);
+    KafkaConsumer<String, String> consumer = KafkaConsumer.create(vertx, kafka);
+    // lag per partition, fetch rates: read from the client's own metrics
+    Membership joined = new Membership(kafka, consumer, new KafkaClientMetrics(kafka));
+    consumer.handler(this::onRecord);
+    consumer.partitionsAssignedHandler(partitions -> {
+      if (member == joined) { // not a consumer this node is leaving with
+        onAssigned(consumer, partitions);
+      }
+    });
+    consumer.partitionsRevokedHandler(partitions -> onRevoked(joined, partitions));
+    consumer.exceptionHandler(failure -> log.warn("timer consumer: {}", failure.toString()));
+    joined.metrics().bindTo(stats.registry());
+    member = joined;
+    return consumer.subscribe(topic);
+  }
+
+  private Future<Void> close(Membership leaving) {
+    leaving.metrics().close();
     int sessionTimeoutMillis = config.kafka().sessionTimeoutMillis();
-    return consumer.close()
+    return leaving.consumer().close()
         .timeout(sessionTimeoutMillis, TimeUnit.MILLISECONDS)
         .recover(failure -> {
           log.warn("the timer consumer had not left the group after {} ms ({}); its shards move when the session expires",
@@ -88,12 +130,44 @@ public final class ShardOwnershipVerticle extends VerticleBase {
         });
   }
 
-  private void onAssigned(Set<TopicPartition> partitions) {
+  /**
+   * Leaves the group once the lease lapsed for the database's absence, and joins again once the database has answered
+   * every renewal for a third of the lease. A node whose database is away owns nothing: its wheel, its sweep and its
+   * webhooks could do nothing with them; with every node cut off, none owns shards until one reaches it again.
+   */
+  private void followTheDatabase() {
+    long rejoinAfterMillis = config.node().leaseSeconds() * 1000L / 3;
+    if (member != null && ids.lapsedForTheDatabase()) {
+      Membership current = member;
+      member = null;
+      int[] shards = owned.list();
+      log.warn("the lease on node.id lapsed: the database has not answered a renewal for about node.leaseSeconds "
+          + "({} s); leaving the timer group so that nodes that reach it take this node's {} shards, back once the "
+          + "database has answered for {} ms", config.node().leaseSeconds(), shards.length, rejoinAfterMillis);
+      if (shards.length > 0) {
+        revoke(shards, false); // now, not when the closing consumer calls back: by then they are given up already
+      }
+      leaving = close(current);
+    } else if (member == null && leaving.isComplete() && ids.reachedTheDatabaseFor(rejoinAfterMillis * 1_000_000)) {
+      log.info("the database has answered this node's lease renewals for {} ms: joining the timer group again",
+          rejoinAfterMillis);
+      join().onFailure(failure -> {
+        log.error("joining the timer group failed; trying again", failure);
+        Membership failed = member;
+        member = null;
+        if (failed != null) {
+          leaving = close(failed);
+        }
+      });
+    }
+  }
+
+  private void onAssigned(KafkaConsumer<String, String> consumer, Set<TopicPartition> partitions) {
     ShardChange change = new ShardChange(shardsOf(partitions), config.node().wallClock().millis());
     int[] shards = change.shards();
     owned.add(shards);
     long started = System.nanoTime();
-    positionsOf(partitions)
+    positionsOf(consumer, partitions)
         .compose(positioned -> vertx.eventBus().request(Addresses.SHARDS_ASSIGNED, change, RELOAD))
         .onSuccess(loaded -> {
           if (shards.length > 0) {
@@ -110,7 +184,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
    * partition nobody committed an offset for starts at its end, and that end must be fixed before the
    * load begins for the argument above to hold. Bounded, since a partition revoked meanwhile never answers.
    */
-  private Future<Void> positionsOf(Set<TopicPartition> partitions) {
+  private Future<Void> positionsOf(KafkaConsumer<String, String> consumer, Set<TopicPartition> partitions) {
     if (partitions.isEmpty()) {
       return Future.succeededFuture();
     }
@@ -129,12 +203,16 @@ public final class ShardOwnershipVerticle extends VerticleBase {
    * revoked) were loaded by their new owners while this node may have gone on taking their new orders for as long as
    * it could not reach the broker: the timers the wheel holds for them go to their partitions too, first.
    */
-  private void onRevoked(Set<TopicPartition> partitions) {
-    if (partitions.isEmpty()) {
-      return;
+  private void onRevoked(Membership from, Set<TopicPartition> partitions) {
+    int[] revoked = shardsOf(partitions);
+    boolean lost = from.kafka().tookLost(revoked);
+    int[] shards = Arrays.stream(revoked).filter(owned::owns).toArray(); // those this node did not give up already
+    if (shards.length > 0) {
+      revoke(shards, lost);
     }
-    int[] shards = shardsOf(partitions);
-    boolean lost = ownershipConsumer.tookLost(shards);
+  }
+
+  private void revoke(int[] shards, boolean lost) {
     owned.remove(shards);
     Revocation revocation = new Revocation(shards, lost, Deadlines.EMPTY);
     if (!lost) {

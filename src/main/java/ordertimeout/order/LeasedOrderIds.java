@@ -23,6 +23,9 @@ public final class LeasedOrderIds {
   private long heldUntilNanos;
   private long highWaterMillis;
   private boolean databaseUnreachable;
+  /** When an attempt last could not reach the database; meaningless until {@link #everUnreachable}. */
+  private long unreachableAtNanos;
+  private boolean everUnreachable;
 
   public LeasedOrderIds(int nodeId, WallClock clock) {
     this(new OrderIds(nodeId, clock), clock::millis, System::nanoTime);
@@ -104,6 +107,25 @@ public final class LeasedOrderIds {
   /** The last attempt to take or renew the lease could not reach the database (true), or it did (false). */
   public synchronized void databaseUnreachable(boolean unreachable) {
     this.databaseUnreachable = unreachable;
+    if (unreachable) {
+      unreachableAtNanos = nanoClock.getAsLong();
+      everUnreachable = true;
+    }
+  }
+
+  /**
+   * The lease ended (or was never taken) because its renewals could not reach the database: none got through for
+   * about {@code node.leaseSeconds} (nine tenths of it since the last that did). Creates then answer 503
+   * database_unavailable; in a cluster the node gives up its shards.
+   */
+  public synchronized boolean lapsedForTheDatabase() {
+    return databaseUnreachable && (!held || lapsed(heldUntilNanos));
+  }
+
+  /** The lease is held, and every attempt to take or renew it in the last {@code nanos} reached the database. */
+  public synchronized boolean reachedTheDatabaseFor(long nanos) {
+    return held && !lapsed(heldUntilNanos) && !databaseUnreachable
+        && (!everUnreachable || nanoClock.getAsLong() - unreachableAtNanos >= nanos);
   }
 
   /** No more ids; answers the millisecond of the last one, the high-water mark to leave to the next holder. */

@@ -79,6 +79,32 @@ class LeasedOrderIdsTest {
   }
 
   @Test
+  void theLeaseLapsedForTheDatabaseOnlyOnceItEndedWithTheRenewalsFailingAndReachedItAgainOnlyAfterAWhile() {
+    assertThat(ids.reachedTheDatabaseFor(1_000)).as("no lease yet").isFalse();
+    assertThat(ids.lapsedForTheDatabase()).as("no lease yet, but no renewal failed either").isFalse();
+    ids.databaseUnreachable(true);
+    assertThat(ids.lapsedForTheDatabase()).as("no lease: the first take could not reach the database").isTrue();
+    ids.heldUntil(T + 10_000, 5_000);
+    assertThat(ids.lapsedForTheDatabase()).isFalse();
+    assertThat(ids.reachedTheDatabaseFor(1)).as("right after the failure").isFalse();
+    nanos.set(2_000);
+    assertThat(ids.reachedTheDatabaseFor(1_000)).as("1,000 ns after the failure").isTrue();
+    assertThat(ids.reachedTheDatabaseFor(1_001)).isFalse();
+    nanos.set(3_000);
+    ids.databaseUnreachable(true);
+    assertThat(ids.lapsedForTheDatabase()).as("a renewal failed, but the lease still runs").isFalse();
+    assertThat(ids.reachedTheDatabaseFor(1)).isFalse();
+    nanos.set(5_001);
+    assertThat(ids.lapsedForTheDatabase()).as("the lease ended with its renewals failing").isTrue();
+    ids.heldUntil(T + 12_000, 9_000);
+    assertThat(ids.lapsedForTheDatabase()).isFalse();
+    assertThat(ids.reachedTheDatabaseFor(2_001)).as("the last failure was 2,001 ns ago").isTrue();
+    assertThat(ids.reachedTheDatabaseFor(2_002)).isFalse();
+    ids.release();
+    assertThat(ids.reachedTheDatabaseFor(1)).as("released").isFalse();
+  }
+
+  @Test
   void aRenewalAnsweredAfterALaterOneDoesNotShortenTheLease() {
     ids.heldUntil(T + 20_000, 9_000);
     ids.heldUntil(T + 10_000, 5_000);

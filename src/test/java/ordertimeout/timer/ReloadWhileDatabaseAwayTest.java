@@ -19,6 +19,8 @@ import ordertimeout.support.SeedOrders;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TcpProxy;
 import ordertimeout.support.TestDatabase;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupOptions;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
@@ -26,6 +28,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.LongStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -39,31 +42,43 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>The database is taken away from this node only, by cutting a {@link TcpProxy} between the node and
  * the shared test database, which the test itself keeps reaching directly. The sweep's grace keeps
  * the sweep away: an order closed here was closed by the loaded wheel.
+ *
+ * <p>A node that starts without the database, or whose lease lapsed for it, stays out of the group (decision 0044):
+ * here the node starts with the database, loses it, and is given its shards again within its lease (long here),
+ * because the group dropped it (the test removes it, as an expired session does) and it joined again at once.
  */
 class ReloadWhileDatabaseAwayTest {
   private static final String SKU = "SKU-AWAY";
   private static final Duration SAFETY = Duration.ofSeconds(120);
 
   @Test
-  void theShardLoadIsRetriedWhileTheDatabaseIsAwayAndTheWheelLoadsWhenItIsBack() {
+  void theShardLoadIsRetriedWhileTheDatabaseIsAwayAndTheWheelLoadsWhenItIsBack() throws Exception {
     TestDatabase.reset();
     long[] ids = LongStream.of(3, 17, 42).flatMap(shard -> LongStream.of(SeedOrders.idsInShard((int) shard, 5))).toArray();
-    SeedOrders.insert(SKU, ids, 3_600_000, 0, null);
     ListAppender<ILoggingEvent> timerLog = new ListAppender<>();
     Logger timerLogger = (Logger) LoggerFactory.getLogger(TimerVerticle.class);
     timerLog.start();
     timerLogger.addAppender(timerLog);
 
     PgConnectOptions database = TestDatabase.connectOptions();
-    try (TcpProxy proxy = TcpProxy.to(database.getHost(), database.getPort())) {
-      proxy.cut();
+    try (TcpProxy proxy = TcpProxy.to(database.getHost(), database.getPort());
+         Admin admin = KafkaBroker.shared().admin()) {
       Map<String, String> settings = new HashMap<>(new ClusterSettings(KafkaBroker.shared().bootstrapServers()).forNode(41));
       settings.put("OT_SWEEP_GRACE_SECONDS", "3600");
+      settings.put("OT_NODE_LEASE_SECONDS", "300"); // not lapsing within the test: the node stays in the group
       PgConnectOptions viaProxy = new PgConnectOptions(database).setHost("127.0.0.1").setPort(proxy.port());
       try (OwnNode node = OwnNode.start(Vertx.vertx(), viaProxy, settings)) {
         Api api = node.api();
-        Await.until("the node given every shard", SAFETY, () -> node.service().ownedShards().list().length == TestDatabase.SHARDS);
+        Await.until("the node owns and loaded every shard", SAFETY, () -> node.service().ownedShards().allLoaded()
+            && node.service().ownedShards().list().length == TestDatabase.SHARDS);
+        SeedOrders.insert(SKU, ids, 3_600_000, 0, null); // after the load: only the next one puts them into the wheel
+        proxy.cut();
+        String group = settings.get("OT_KAFKA_GROUP_ID");
+        admin.removeMembersFromConsumerGroup(group, new RemoveMembersFromConsumerGroupOptions())
+            .all().get(20, TimeUnit.SECONDS);
         Await.until("loading the shards failed twice: tried again", SAFETY, () -> loadFailures(timerLog).size() >= 2);
+        assertThat(node.service().ownedShards().list().length).as("given every shard again")
+            .isEqualTo(TestDatabase.SHARDS);
         assertThat(loadFailures(timerLog).get(0)).contains("not ready until they are loaded");
         assertThat(proxy.refused()).as("the node tried to reach the database").isPositive();
 
