@@ -53,8 +53,8 @@ public final class CloseVerticle extends VerticleBase {
   /** How often the closes look at the creates' latency while they may yield; they grow back by one a second. */
   private static final long YIELD_CHECK_MILLIS = 100;
   private static final int CHECKS_PER_SECOND = 10;
-  /** A due order whose row another transaction held is tried again this soon (without waiting for the row). */
-  private static final long HELD_ROW_RETRY_MILLIS = 1000;
+  /** Past this many, the orders found held are forgotten: their batches wait for their rows once more. */
+  private static final int ROWS_FOUND_HELD_KEPT = 10_000;
 
   private enum Kind { CLOSE, REMIND }
 
@@ -269,7 +269,6 @@ public final class CloseVerticle extends VerticleBase {
         ? withRetries(ids, this::closeDue, 1).map(batch -> {
             stats.timeoutClosed(job.path(), batch.latenessMillis(), batch.heldLatenessMillis());
             putBack(batch.notYetDue());
-            tryHeldRowsAgainSoon(batch.rowsHeld());
             return batch.closedIds().length;
           })
         : withRetries(ids, store::remindDue, 1).map(batch -> {
@@ -293,9 +292,10 @@ public final class CloseVerticle extends VerticleBase {
 
   /**
    * A batch's close. When its lock wait runs out (55P03: an order's row held by another transaction, such as an
-   * operator's open one), the same batch again, closing the orders whose rows are free without waiting for the others,
-   * which are tried again a second later: one held order must not keep its whole batch open. A batch with an order
-   * found held before goes that way at once, so that it does not wait for the lock again.
+   * operator's open one), the same batch again, closing the orders whose rows are free without waiting for the others:
+   * one held order must not keep its whole batch open. A held one stays overdue and unpaid, so the sweep brings it
+   * back every pass; a batch with an order found held before goes the second way at once, without waiting for the
+   * lock again.
    */
   private Future<ClosedBatch> closeDue(long[] ids) {
     if (Arrays.stream(ids).anyMatch(rowsFoundHeld::contains)) {
@@ -306,7 +306,7 @@ public final class CloseVerticle extends VerticleBase {
         return Future.failedFuture(failure);
       }
       log.info("a close batch of {} orders waited past its lock wait for a row held by another transaction; closing "
-          + "those whose rows are free, trying the held ones every {} ms", ids.length, HELD_ROW_RETRY_MILLIS);
+          + "those whose rows are free, leaving the held ones to the sweep", ids.length);
       return closeDueLeavingHeldRows(ids);
     });
   }
@@ -316,20 +316,13 @@ public final class CloseVerticle extends VerticleBase {
       for (long id : ids) {
         rowsFoundHeld.remove(id);
       }
+      if (rowsFoundHeld.size() + batch.rowsHeld().length > ROWS_FOUND_HELD_KEPT) {
+        rowsFoundHeld.clear(); // those paid or cancelled meanwhile never come back to be taken out
+      }
       for (long id : batch.rowsHeld()) {
         rowsFoundHeld.add(id);
       }
     });
-  }
-
-  private void tryHeldRowsAgainSoon(long[] rowsHeld) {
-    if (rowsHeld.length > 0) {
-      long[] due = new long[rowsHeld.length];
-      long[] noReminder = new long[rowsHeld.length];
-      Arrays.fill(due, config.node().wallClock().millis() + HELD_ROW_RETRY_MILLIS);
-      Arrays.fill(noReminder, Deadlines.NONE);
-      putBack(new Deadlines(rowsHeld, due, noReminder));
-    }
   }
 
   /** Counts the failed close against the order, which parks it at {@code close.parkAfterFailures}; never fails. */

@@ -242,7 +242,8 @@ class PartitionPlansTest {
     plans.put("close on request",
         customPlan(connection, ordertimeout.store.Sql.CLOSE_ON_REQUEST, ids + ", 'ADMIN', NULL"));
     plans.put("reminders", customPlan(connection, ordertimeout.store.Sql.REMIND_DUE, ids));
-    plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS, ids + ", 60"));
+    plans.put("bulk extend", customPlan(connection, ordertimeout.store.Sql.EXTEND_DEADLINES_BY_SECONDS,
+        ids + ", 60, 604800"));
     return plans;
   }
 
