@@ -78,12 +78,12 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   }
 
   /**
-   * Until no other live node answers from its status cache: each turns it off at its next renewal, which sees this
-   * node's lease (within a third of its lease), or stops renewing and its lease runs out. Until then its cache could
-   * answer a status this node's writes changed.
+   * Until no other node answers from its status cache: each turns it off at its next renewal, which sees this node's
+   * lease (within a third of its lease), or has stopped renewing for a lease past its lease's end. Until then its cache
+   * could answer a status this node's writes changed.
    */
   private Future<Void> untilNoOtherStatusCache() {
-    return leases.otherStatusCaches(nodeId)
+    return leases.otherStatusCaches(nodeId, leaseMillis)
         .recover(failure -> {
           log.warn("could not read the other nodes' leases ({}); trying again", failure.toString());
           return Future.succeededFuture(-1L);

@@ -15,6 +15,7 @@ import ordertimeout.bus.PermitRequest;
 import ordertimeout.config.AppConfig.ApiKey;
 import ordertimeout.config.AppConfig;
 import ordertimeout.limit.LimiterVerticle;
+import ordertimeout.limit.TokenBucket;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.CloseReason;
 import ordertimeout.order.CreateOutcome;
@@ -37,6 +38,8 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
@@ -57,6 +60,8 @@ final class OrderRoutes {
   private final TimeoutPolicy policy;
   private final LongSupplier newOrderId;
   private final NodeStats stats;
+  /** Per client, the lookups of a refused create's key ({@link #storedOrRateLimited}); this event loop's only. */
+  private final Map<String, TokenBucket> keyLookups = new HashMap<>();
 
   OrderRoutes(Vertx vertx, AppConfig config, OrderStore store, GroupCommit<CreateRequest, CreateOutcome> creates,
               GroupCommit<PayRequest, StateChange> pays, LongSupplier newOrderId, NodeStats stats) {
@@ -104,7 +109,7 @@ final class OrderRoutes {
     createPermit(caller.client(), limits)
         .compose(grant -> grant == null || grant.granted() > 0
             ? creates.submit(new CreateRequest(order, idempotency, decideBy), decideBy)
-            : storedOrRateLimited(ctx, idempotency, grant))
+            : storedOrRateLimited(ctx, idempotency, limits, grant))
         .onSuccess(outcome -> {
           AccessLog.orderId(ctx, outcome.order().id());
           if (outcome.replay()) {
@@ -133,14 +138,22 @@ final class OrderRoutes {
   /**
    * A create its client's bucket refused: the retry of a create that committed (its key stored, for the same body)
    * gets its order again, as with a permit, so that a client retrying after an unknown outcome learns it; anything
-   * else 429 with Retry-After. A key stored for another body is 422 as always.
+   * else 429 with Retry-After. A key stored for another body is 422 as always. The keys are looked up at the client's
+   * create rate and burst at most (a bucket of this event loop's), so that a client far over its rate does not turn
+   * each refused create into a read of the database.
    */
-  private Future<CreateOutcome> storedOrRateLimited(RoutingContext ctx, IdempotencyKey key, PermitGrant refused) {
-    return store.storedCreate(key)
-        .recover(failure -> failure instanceof OrderRejected ? Future.failedFuture(failure) : Future.succeededFuture())
-        .map(stored -> {
-          if (stored != null) {
-            return stored;
+  private Future<CreateOutcome> storedOrRateLimited(RoutingContext ctx, IdempotencyKey key,
+                                                    AppConfig.ClientLimits limits, PermitGrant refused) {
+    TokenBucket lookups = keyLookups.computeIfAbsent(key.client(),
+        client -> new TokenBucket(limits.createsPerSecond(), limits.createsBurst(), System.nanoTime()));
+    Future<CreateOutcome> stored = lookups.take(1, System.nanoTime()) == 1
+        ? store.storedCreate(key).recover(failure ->
+            failure instanceof OrderRejected ? Future.failedFuture(failure) : Future.succeededFuture())
+        : Future.succeededFuture();
+    return stored
+        .map(found -> {
+          if (found != null) {
+            return found;
           }
           stats.rateLimited();
           long seconds = Math.max(1, (refused.retryAfterMillis() + 999) / 1000);

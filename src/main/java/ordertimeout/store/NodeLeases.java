@@ -27,7 +27,10 @@ public final class NodeLeases {
    */
   public record Taken(long previousHighWaterMillis, long highWaterMillis, OtherNodes others) {}
 
-  /** The other nodes with a live lease: how many, and how many of them answer reads from their status cache. */
+  /**
+   * The other nodes (a live lease, or one that ended lately unreleased while its status cache was on): how many, and
+   * how many of them answer reads from their status cache.
+   */
   public record OtherNodes(long live, long withStatusCache) {
     static OtherNodes of(Row row) {
       return new OtherNodes(row.getLong("other_nodes"), row.getLong("other_status_caches"));
@@ -42,7 +45,8 @@ public final class NodeLeases {
    * whether this node answers reads from its status cache.
    */
   public Future<Take> take(int nodeId, String holder, long leaseMillis, long highWaterMillis, boolean statusCacheOn) {
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.ADD_NODE_LEASE).execute(Tuple.of(nodeId))
+    return pool.withTransaction(conn -> conn.query(Sql.NODE_LEASES_IN_TURN).execute()
+        .compose(inTurn -> conn.preparedQuery(Sql.ADD_NODE_LEASE).execute(Tuple.of(nodeId)))
         .compose(added -> conn.preparedQuery(Sql.LOCK_NODE_LEASE).execute(Tuple.of(nodeId)))
         .compose(rows -> {
           Row lease = rows.iterator().next();
@@ -66,14 +70,15 @@ public final class NodeLeases {
    */
   public Future<OtherNodes> renew(int nodeId, String holder, long leaseMillis, long highWaterMillis,
                                   boolean statusCacheOn) {
-    return pool.preparedQuery(Sql.RENEW_NODE_LEASE)
-        .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint, statusCacheOn))
-        .map(rows -> rows.rowCount() == 1 ? OtherNodes.of(rows.iterator().next()) : null);
+    return pool.withTransaction(conn -> conn.query(Sql.NODE_LEASES_IN_TURN).execute()
+        .compose(inTurn -> conn.preparedQuery(Sql.RENEW_NODE_LEASE)
+            .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint, statusCacheOn)))
+        .map(rows -> rows.rowCount() == 1 ? OtherNodes.of(rows.iterator().next()) : null));
   }
 
-  /** How many other nodes than {@code nodeId} hold a live lease with their status cache on. */
-  public Future<Long> otherStatusCaches(int nodeId) {
-    return pool.preparedQuery(Sql.COUNT_OTHER_STATUS_CACHES).execute(Tuple.of(nodeId))
+  /** How many other nodes than {@code nodeId} have their status cache on (see {@link Sql#COUNT_OTHER_STATUS_CACHES}). */
+  public Future<Long> otherStatusCaches(int nodeId, long leaseMillis) {
+    return pool.preparedQuery(Sql.COUNT_OTHER_STATUS_CACHES).execute(Tuple.of(nodeId, leaseMillis))
         .map(rows -> rows.iterator().next().getLong(0));
   }
 

@@ -18,6 +18,9 @@ import java.util.concurrent.TimeUnit;
  * a bound, for at most {@link #CONNECTION_WAIT_MILLIS} (intake: its requests' deadline).
  */
 public final class Pools {
+  /** Every node's sessions are named this and then the node's id and instance ({@code application_name}). */
+  public static final String SESSION_NAME_PREFIX = "order-timeout node ";
+
   public static final String INTAKE = "order-timeout-intake";
   public static final String DEADLINES = "order-timeout-deadlines";
   /** One connection of its own for the node-id lease, so that its renewal never queues behind busy intake or closes. */

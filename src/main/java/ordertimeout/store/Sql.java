@@ -42,6 +42,12 @@ final class Sql {
   // ---- node-id leases (NodeLeases)
 
   /** A node id never held before gets a free row, so that the take below can lock it. */
+  /**
+   * Sent first in every transaction that takes or renews a lease: they run one at a time, so that of two nodes taking
+   * theirs at once the second sees the first (each needs to know whether it is alone, for its status cache).
+   */
+  static final String NODE_LEASES_IN_TURN = "SELECT pg_advisory_xact_lock(4410295837)";
+
   static final String ADD_NODE_LEASE = """
       INSERT INTO node_leases (node_id, holder, expires_at, id_high_water_millis, renewed_at)
       VALUES ($1, '', 'epoch', -1, now()) ON CONFLICT (node_id) DO NOTHING""";
@@ -64,7 +70,7 @@ final class Sql {
    * The high-water mark only ever rises: to {@code highWater}, computed from the mark {@code $4} the node asks for.
    * {@code $5}: the fingerprint of the node's webhooks
    * ({@link ordertimeout.config.AppConfig.Events#webhooksFingerprint}); {@code $6}: whether its status cache is on.
-   * Answers too how many other nodes hold a live lease, and how many of them have their status cache on.
+   * Answers too how many other nodes there are ({@link #otherNodes}), and how many of them have their status cache on.
    */
   private static String holdNodeLease(String highWater, String condition) {
     return """
@@ -73,18 +79,25 @@ final class Sql {
             renewed_at = now(), webhooks = $5, status_cache = $6
         WHERE %s
         RETURNING id_high_water_millis, (%s) AS other_nodes, (%s AND o.status_cache) AS other_status_caches"""
-        .formatted(highWater, condition, OTHER_LIVE_NODES, OTHER_LIVE_NODES);
+        .formatted(highWater, condition, otherNodes("$3"), otherNodes("$3"));
   }
 
-  private static final String OTHER_LIVE_NODES =
-      "SELECT count(*) FROM node_leases o WHERE o.node_id <> $1 AND o.expires_at > now()";
+  /**
+   * The other nodes than {@code $1}: those with a live lease, and those whose status cache was on and whose lease
+   * ended less than a lease ({@code leaseMillis}) ago without being released: a node that stopped renewing for a
+   * while (its database away) may renew again and serve writes another node's cache would not see.
+   */
+  private static String otherNodes(String leaseMillis) {
+    return "SELECT count(*) FROM node_leases o WHERE o.node_id <> $1 AND (o.expires_at > now() OR o.status_cache "
+        + "AND o.expires_at > now() - " + leaseMillis + " * interval '1 millisecond')";
+  }
 
-  /** Other nodes ({@code node_id} not {@code $1}) with a live lease and their status cache on. */
-  static final String COUNT_OTHER_STATUS_CACHES = OTHER_LIVE_NODES + " AND o.status_cache";
+  /** Other nodes ({@link #otherNodes}, {@code $2} the lease) with their status cache on. */
+  static final String COUNT_OTHER_STATUS_CACHES = otherNodes("$2") + " AND o.status_cache";
 
   /** Frees the lease at once and leaves the exact last millisecond of its ids to the next holder. */
   static final String RELEASE_NODE_LEASE = """
-      UPDATE node_leases SET expires_at = now(), id_high_water_millis = $3, renewed_at = now()
+      UPDATE node_leases SET expires_at = now(), id_high_water_millis = $3, renewed_at = now(), status_cache = false
       WHERE node_id = $1 AND holder = $2""";
 
   // ---- create, a group of orders per transaction
@@ -150,12 +163,13 @@ final class Sql {
 
   /**
    * Of the SKUs {@code $1}, those whose inventory row is held now by a transaction that has for more than {@code $2}
-   * milliseconds sat idle, waiting for its client (an admin's open transaction, a paused node), or run one statement
-   * without waiting for a lock (a script's long update, a repair), or by one this session may not see; never waits.
-   * Any other holder is passing through: a transaction between short statements, one waiting for a lock itself (a
-   * create group that took this row in SKU order and waits for the row really held), one about to roll back, and any
-   * session of this node (same {@code application_name}): its own group that looks idle only because this node's
-   * event loop is busy between two statements. A holder that ended between the row's probe and the look at the locks
+   * milliseconds sat idle, waiting for its client (an admin's open transaction, a paused node), or, not being one of
+   * the service's, run one statement without waiting for a lock (a script's long update); or by one this session may
+   * not see; never waits. Any other holder is passing through: a transaction between short statements, one waiting for
+   * a lock itself (a create group that took this row in SKU order and waits for the row really held), one about to
+   * roll back, a session of another node running a statement (a create group slowed by I/O), and any session of this
+   * node (same {@code application_name}): its own group that looks idle only because this node's event loop is busy
+   * between two statements. A holder that ended between the row's probe and the look at the locks
    * holds no lock any more, and its row is free: not reported either (reporting it refused a free SKU's creates for a
    * while).
    */
@@ -167,9 +181,11 @@ final class Sql {
           SELECT 1 FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
           WHERE l.locktype = 'transactionid' AND l.granted AND l.transactionid = i.xmax
             AND (a.state IS NULL
-                 OR (a.state IN ('idle in transaction', 'active') AND a.wait_event_type IS DISTINCT FROM 'Lock'
-                     AND a.state_change < now() - make_interval(secs => $2 / 1000.0)
-                     AND a.application_name <> current_setting('application_name'))))""";
+                 OR (a.state_change < now() - make_interval(secs => $2 / 1000.0)
+                     AND (a.state = 'idle in transaction' AND a.application_name <> current_setting('application_name')
+                          OR a.state = 'active' AND a.wait_event_type IS DISTINCT FROM 'Lock'
+                             AND a.application_name NOT LIKE '{service}%'))))"""
+      .replace("{service}", Pools.SESSION_NAME_PREFIX);
 
   /**
    * The orders, their items, log lines, ORDER_CREATED events and stock reservations, from parallel arrays: {@code $1}
@@ -308,13 +324,13 @@ final class Sql {
   /** Cancel and admin close: any unpaid order of the client, due or not. */
   static final String CLOSE_ON_REQUEST = close("AND ($3::text IS NULL OR client = $3)");
 
+  /** Of the orders {@code $1}, those whose row no other transaction holds, locked; never waits. */
+  static final String LOCK_FREE_ORDERS = "SELECT id FROM orders WHERE id = ANY($1) FOR UPDATE SKIP LOCKED";
+
   /**
    * Orders of a close batch that the database clock says are not due yet (the node's clock ran
    * ahead), with how long until they are, to be put back into the wheel by the node's clock.
    */
-  /** Of the orders {@code $1}, those whose row no other transaction holds, locked; never waits. */
-  static final String LOCK_FREE_ORDERS = "SELECT id FROM orders WHERE id = ANY($1) FOR UPDATE SKIP LOCKED";
-
   static final String SELECT_NOT_YET_DUE = """
       SELECT id, (extract(epoch FROM greatest(close_at, hold_until) - now()) * 1000)::bigint AS due_in_millis
       FROM orders

@@ -73,6 +73,31 @@ class RateLimitTest extends ServiceTestBase {
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE user_id = 'u-r'")).isEqualTo(1);
   }
 
+  /**
+   * The lookups of refused creates' keys are bounded by the client's own rate and burst: a client sending far over its
+   * rate does not turn each refused create into a read of the database.
+   */
+  @Test
+  void aClientFarOverItsRateCausesFewLookupsOfItsKeys() {
+    Api admin = api.as(Api.ADMIN_KEY);
+    api.setStock("SKU-4", 1000);
+    Sql.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    long started = System.nanoTime();
+    int refused = 0;
+    for (int i = 0; i < 300; i++) {
+      Api.Response response = admin.createOrder("far-over-" + i, orderBody("u-f" + i, 600, "SKU-4", 1));
+      refused += response.status() == 429 ? 1 : 0;
+    }
+    double seconds = (System.nanoTime() - started) / 1e9;
+    long lookups = Sql.count("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
+        + "WHERE query LIKE 'SELECT request_hash, response_body FROM idempotency_keys WHERE%'");
+    int instances = service.config().http().instances();
+    assertThat(refused).as("refused creates").isGreaterThan(200);
+    // each intake instance: a burst of 25, then 1 a second (the lookups of the other tests of this class included)
+    assertThat(lookups).as("key lookups for %d refused creates in %.1f s", refused, seconds)
+        .isLessThanOrEqualTo((long) (instances * (2 * 25 + 2 * Math.ceil(seconds))));
+  }
+
   @Test
   void closesAreCappedPerSecond() {
     api.setStock("SKU-2", 1000);

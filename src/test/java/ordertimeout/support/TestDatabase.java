@@ -67,20 +67,20 @@ public final class TestDatabase {
   }
 
   /**
+   * The nodes of earlier test classes are stopped, some killed without releasing their lease: their leases end, an
+   * hour ago, so that the next node is alone on the database, as a node alone answers reads from its status cache (a
+   * node counts another whose cache was on for a lease after that lease ended, and one starting waits for it).
+   */
+  public static void endLeasesOfStoppedNodes() {
+    Sql.execute("DO $$ BEGIN IF to_regclass('node_leases') IS NOT NULL THEN UPDATE node_leases SET expires_at = "
+        + "least(expires_at, now() - interval '1 hour'), status_cache = false; END IF; END $$");
+  }
+
+  /**
    * Empties every table but the pinned settings, and the record of the stock put in ({@link StockLedger}). A service
    * still running locks the tables or rows in another order than the reset does (a gauge joins close_failures to
    * orders), so PostgreSQL may end the reset as a deadlock victim: it is tried again.
    */
-  /**
-   * The nodes of earlier test classes are stopped, some killed without releasing their lease: their leases end now, so
-   * that the next node is alone on the database, as a node alone answers reads from its status cache (and one that
-   * starts beside a live lease with its cache on waits for it).
-   */
-  public static void endLeasesOfStoppedNodes() {
-    Sql.execute("DO $$ BEGIN IF to_regclass('node_leases') IS NOT NULL THEN "
-        + "UPDATE node_leases SET expires_at = now() WHERE expires_at > now(); END IF; END $$");
-  }
-
   public static void reset() {
     for (int attempt = 1; ; attempt++) {
       try (Connection connection = jdbc(); Statement statement = connection.createStatement()) {
