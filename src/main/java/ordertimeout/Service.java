@@ -127,7 +127,8 @@ public final class Service {
     LocalCodec.registerAll(vertx);
     LeasedOrderIds orderIds = new LeasedOrderIds(config.node().id(), config.node().wallClock());
     Future<ContractChecks> contract = ContractChecks.load(vertx, config);
-    String sessionName = Pools.SESSION_NAME_PREFIX + config.node().id() + " " + UUID.randomUUID().toString().substring(0, 8);
+    String sessionName =
+        Pools.SESSION_NAME_PREFIX + config.node().id() + " " + UUID.randomUUID().toString().substring(0, 8);
     PgConnectOptions sessions = Pools.sessionsOf(database, config.database(), sessionName);
     return vertx.executeBlocking(Migrations::latestOnClassPath)
         .map(latest -> new Service(vertx, config, sessions, registry, latest, sessionName))

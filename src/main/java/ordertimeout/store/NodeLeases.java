@@ -76,7 +76,7 @@ public final class NodeLeases {
         .map(rows -> rows.rowCount() == 1 ? OtherNodes.of(rows.iterator().next()) : null));
   }
 
-  /** How many other nodes than {@code nodeId} have their status cache on (see {@link Sql#COUNT_OTHER_STATUS_CACHES}). */
+  /** How many other nodes than {@code nodeId} have their status cache on ({@link Sql#COUNT_OTHER_STATUS_CACHES}). */
   public Future<Long> otherStatusCaches(int nodeId, long leaseMillis) {
     return pool.preparedQuery(Sql.COUNT_OTHER_STATUS_CACHES).execute(Tuple.of(nodeId, leaseMillis))
         .map(rows -> rows.iterator().next().getLong(0));
