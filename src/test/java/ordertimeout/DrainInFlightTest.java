@@ -55,12 +55,7 @@ class DrainInFlightTest {
         Await.sleep(500);
       }
 
-      Api.Response answer;
-      try {
-        answer = create.get(SAFETY.toMillis(), TimeUnit.MILLISECONDS);
-      } catch (ExecutionException e) {
-        throw new AssertionError("the create in flight got no answer from the draining node", e.getCause());
-      }
+      Api.Response answer = answerOf(create);
       // The row goes well within the create's lock wait and the drain's time: its transaction commits. (A 503 here
       // was the intake pool's sockets closing under it: they go with the first intake instance's undeploy.)
       assertThat(answer.status()).as(answer.body()).isEqualTo(201);
@@ -91,12 +86,7 @@ class DrainInFlightTest {
 
         long drainStarted = System.nanoTime();
         Future<Void> drained = node.service().drain();
-        Api.Response answer;
-        try {
-          answer = create.get(SAFETY.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (ExecutionException e) {
-          throw new AssertionError("the create in flight got no answer from the draining node", e.getCause());
-        }
+        Api.Response answer = answerOf(create);
         assertThat(answer.status()).as(answer.body()).isEqualTo(503);
         assertThat(answer.code()).isEqualTo("database_unavailable");
         awaitWithin(drained, SAFETY);
@@ -118,6 +108,14 @@ class DrainInFlightTest {
       future.toCompletionStage().toCompletableFuture().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (Exception e) {
       fail("the drain did not end within " + timeout, e);
+    }
+  }
+
+  private static Api.Response answerOf(CompletableFuture<Api.Response> create) throws Exception {
+    try {
+      return create.get(SAFETY.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      throw new AssertionError("the create in flight got no answer from the draining node", e.getCause());
     }
   }
 }
