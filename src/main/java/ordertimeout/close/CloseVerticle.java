@@ -298,7 +298,7 @@ public final class CloseVerticle extends VerticleBase {
    * lock again.
    */
   private Future<ClosedBatch> closeDue(long[] ids) {
-    if (Arrays.stream(ids).anyMatch(rowsFoundHeld::contains)) {
+    if (!rowsFoundHeld.isEmpty() && Arrays.stream(ids).anyMatch(rowsFoundHeld::contains)) {
       return closeDueLeavingHeldRows(ids);
     }
     return store.closeDue(ids).recover(failure -> {

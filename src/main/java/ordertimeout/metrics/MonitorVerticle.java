@@ -23,6 +23,7 @@ public final class MonitorVerticle extends VerticleBase {
   private final MeterRegistry registry;
   private final NodeStats stats;
   private final Alarms alarms;
+  private final String webhooksFingerprint;
   private OpsStore store;
   private volatile double outboxBacklog = Double.NaN;
   private volatile double outboxOldestAgeSeconds = Double.NaN;
@@ -38,6 +39,7 @@ public final class MonitorVerticle extends VerticleBase {
     this.registry = registry;
     this.stats = stats;
     this.alarms = alarms;
+    this.webhooksFingerprint = config.events().webhooksFingerprint();
   }
 
   @Override
@@ -87,7 +89,7 @@ public final class MonitorVerticle extends VerticleBase {
         .onSuccess(count -> parkedOrders = count)
         .onFailure(failure -> log.warn("could not read the parked orders: {}", failure.toString()))
         .mapEmpty();
-    Future<Void> webhooks = store.nodesWithOtherWebhooks(config.events().webhooksFingerprint())
+    Future<Void> webhooks = store.nodesWithOtherWebhooks(webhooksFingerprint)
         .onSuccess(count -> nodesWithOtherWebhooks = count)
         .onFailure(failure -> log.warn("could not read the other nodes' webhooks: {}", failure.toString()))
         .mapEmpty();
