@@ -2,6 +2,7 @@ package ordertimeout.limit;
 
 import io.vertx.core.Future;
 import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.Response;
 import ordertimeout.bus.PermitGrant;
 import ordertimeout.config.AppConfig;
 import ordertimeout.redis.RedisClients;
@@ -27,9 +28,22 @@ final class ClusterBuckets {
     return prefix + ":bucket:" + bucket;
   }
 
+  /**
+   * Takes up to {@code permits}. Past {@code redis.timeoutMillis} the caller gets a failure, but the script still
+   * runs when Redis gets to it (a stall, a fork for a snapshot): the permits it grants then are given back, or they
+   * would be gone for every node while nobody used them.
+   */
   Future<PermitGrant> take(String bucket, int ratePerSecond, int burst, int permits) {
+    List<String> keys = List.of(key(config.keyPrefix(), bucket));
     List<String> args = List.of(Integer.toString(ratePerSecond), Integer.toString(burst), Integer.toString(permits));
-    return RedisClients.bounded(Scripts.TOKEN_BUCKET.run(redis, List.of(key(config.keyPrefix(), bucket)), args), config)
-        .map(reply -> new PermitGrant(reply.get(0).toInteger(), reply.get(1).toLong()));
+    Future<Response> call = Scripts.TOKEN_BUCKET.run(redis, keys, args);
+    return RedisClients.bounded(call, config)
+        .map(reply -> new PermitGrant(reply.get(0).toInteger(), reply.get(1).toLong()))
+        .onFailure(late -> call.onSuccess(reply -> {
+          int granted = reply.get(0).toInteger();
+          if (granted > 0) {
+            Scripts.TOKEN_REFUND.run(redis, keys, List.of(Integer.toString(burst), Integer.toString(granted)));
+          }
+        }));
   }
 }

@@ -9,8 +9,10 @@ public final class Scripts {
    * A token bucket shared by every node. KEYS[1]: a hash {tokens, at}; ARGV: rate per second, burst,
    * permits wanted. Refills by the Redis server's clock (TIME, in microseconds), never the nodes', so
    * nodes with skewed clocks share one rate. Takes up to the permits wanted and returns {granted,
-   * milliseconds until the rest (at most a burst) will have refilled}. The key expires once the bucket
-   * would be full again: a missing key and a full bucket mean the same.
+   * milliseconds until the rest (at most a burst) will have refilled}. A stored time ahead of the server's clock
+   * (the clock stepped back, or a failover to a server whose clock is behind) is moved back to it, so the bucket
+   * goes on refilling instead of waiting for the old time. The key expires once the bucket would be full again: a
+   * missing key and a full bucket mean the same.
    */
   public static final LuaScript TOKEN_BUCKET = new LuaScript("token-bucket", """
       if redis.replicate_commands then redis.replicate_commands() end
@@ -28,8 +30,8 @@ public final class Scripts {
       end
       if now > at then
         tokens = math.min(burst, tokens + (now - at) * rate / 1000000)
-        at = now
       end
+      at = now
       local granted = math.max(0, math.min(wanted, math.floor(tokens)))
       tokens = tokens - granted
       local wait = 0
@@ -44,6 +46,19 @@ public final class Scripts {
       redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(at))
       redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
       return {granted, wait}
+      """);
+
+  /**
+   * Gives back permits that {@link #TOKEN_BUCKET} granted to a caller who had stopped waiting for its answer.
+   * KEYS[1]: the bucket; ARGV: burst, permits. A missing key is a full bucket already.
+   */
+  public static final LuaScript TOKEN_REFUND = new LuaScript("token-refund", """
+      local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens'))
+      if tokens == nil then
+        return 0
+      end
+      redis.call('HSET', KEYS[1], 'tokens', tostring(math.min(tonumber(ARGV[1]), tokens + tonumber(ARGV[2]))))
+      return 1
       """);
 
   /** Compare-and-delete: KEYS[1] is deleted only while it holds ARGV[1] (the owner's token); returns 1 if it was. */

@@ -152,6 +152,39 @@ class ClusterLimiterTest {
     assertThat(health.isUp()).isTrue();
   }
 
+  @Test
+  void permitsGrantedAfterTheCallerStoppedWaitingGoBackToTheSharedBucket() {
+    node(AppConfig.WhenUnreachable.DENY);
+    assertThat(ask(0, LimiterVerticle.CLOSES, 1).granted()).isEqualTo(1);
+    assertThat(redis.command("CLIENT PAUSE 1500 ALL")).isEqualTo("+OK");
+    assertThat(ask(0, LimiterVerticle.CLOSES, 10).granted()).as("Redis answered after the 500 ms timeout").isZero();
+
+    // Redis runs the script once the pause ends (taking 10 of the 19 left) and then the refund: the stored count
+    // goes back to 19 or more (capped at the burst of 20), not to 9 plus the refill.
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    double tokens;
+    while ((tokens = storedTokens()) < 19) {
+      assertThat(System.nanoTime()).as("the late grant given back within 10 s; tokens %s", tokens).isLessThan(deadline);
+      Await.sleep(100);
+    }
+  }
+
+  @Test
+  void theSharedBucketRefillsWhenRedissClockWentBack() {
+    node(AppConfig.WhenUnreachable.DENY);
+    long aMinuteAheadMicros = (System.currentTimeMillis() + 60_000) * 1000;
+    redis.command("HSET ot:bucket:closes tokens 0 at " + aMinuteAheadMicros);
+    assertThat(ask(0, LimiterVerticle.CLOSES, 1).granted()).as("empty, and no time passed by the new clock").isZero();
+    Await.sleep(1_200);
+    assertThat(ask(0, LimiterVerticle.CLOSES, 1).granted()).as("1 a second refilled since, by the clock as it is now")
+        .isEqualTo(1);
+  }
+
+  private double storedTokens() {
+    String tokens = redis.command("HGET ot:bucket:closes tokens");
+    return tokens == null ? -1 : Double.parseDouble(tokens);
+  }
+
   private List<String> lines(Level level) {
     return log.list.stream().filter(event -> event.getLevel() == level).map(ILoggingEvent::getFormattedMessage).toList();
   }
