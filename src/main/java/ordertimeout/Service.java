@@ -232,7 +232,7 @@ public final class Service {
 
   /** Waits for the close batches in flight until the drain's deadline; true when it then cancelled the statements. */
   private Future<Boolean> closeBatchesFinished(int timeoutSeconds) {
-    return close.idle().timeout(draining.millisLeft(), TimeUnit.MILLISECONDS)
+    return close.drain().timeout(draining.millisLeft(), TimeUnit.MILLISECONDS)
         .map(idle -> {
           log.info("drained: no close batch in flight");
           return false;

@@ -81,6 +81,9 @@ public final class CloseVerticle extends VerticleBase {
   private final long[] createsPerCheck = new long[CHECKS_PER_SECOND];
   private long checks;
   private boolean stopped;
+  /** The drain started: jobs stop waiting for close permits. */
+  private boolean draining;
+  private final Set<Promise<Void>> permitWaits = new HashSet<>();
 
   /** {@code statusCache}: keeps the orders of each close batch closed, or forgets them. */
   public CloseVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, StatusCache statusCache) {
@@ -211,10 +214,16 @@ public final class CloseVerticle extends VerticleBase {
     return jobs.stream().flatMapToLong(job -> Arrays.stream(job.message().body().orderIds())).toArray();
   }
 
-  /** Completes once no batch runs or waits here (the drain on shutdown waits for this). */
-  public Future<Void> idle() {
+  /**
+   * The drain on shutdown: completes once no batch runs or waits here. A job waiting for close permits stops waiting
+   * from now on (they may not come before the drain's deadline, with Redis away under {@code deny}): its orders not
+   * closed yet stay UNPAID for the sweep or the next node.
+   */
+  public Future<Void> drain() {
     Promise<Void> idle = Promise.promise();
     context.runOnContext(now -> {
+      draining = true;
+      List.copyOf(permitWaits).forEach(Promise::tryComplete);
       idleWaiters.add(idle);
       completeIdleWaiters();
     });
@@ -241,7 +250,9 @@ public final class CloseVerticle extends VerticleBase {
     }
   }
 
-  /** Runs the whole job, holding its in-flight place while it waits for close permits. */
+  /**
+   * Runs the whole job, holding its in-flight place while it waits for close permits ({@link #drain} ends the wait).
+   */
   private Future<Integer> run(Job job, long[] ids) {
     if (ids.length == 0) {
       return Future.succeededFuture(0);
@@ -257,7 +268,8 @@ public final class CloseVerticle extends VerticleBase {
           long[] later = Arrays.copyOfRange(ids, grant.granted(), ids.length);
           return runBatch(job, now).compose(closedNow -> later.length == 0
               ? Future.succeededFuture(closedNow)
-              : delay(grant.retryAfterMillis()).compose(waited -> run(job, later)).map(closedLater -> closedNow + closedLater));
+              : waitForPermits(grant.retryAfterMillis()).compose(waited -> draining ? Future.succeededFuture(0) : run(job, later))
+                  .map(closedLater -> closedNow + closedLater));
         });
   }
 
@@ -375,6 +387,17 @@ public final class CloseVerticle extends VerticleBase {
       long backoff = (long) config.close().backoffMillis() << (attemptNumber - 1);
       log.debug("retrying a batch of {} in {} ms: {}", ids.length, backoff, failure.toString());
       return delay(backoff).compose(waited -> withRetries(ids, attempt, attemptNumber + 1));
+    });
+  }
+
+  /** Until the permits refill, or the drain starts. */
+  private Future<Void> waitForPermits(long millis) {
+    Promise<Void> refilled = Promise.promise();
+    long timer = vertx.setTimer(Math.max(1, millis), id -> refilled.tryComplete());
+    permitWaits.add(refilled);
+    return refilled.future().onComplete(done -> {
+      vertx.cancelTimer(timer);
+      permitWaits.remove(refilled);
     });
   }
 

@@ -11,6 +11,7 @@ import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -94,6 +95,32 @@ class CloseLimitWithoutRedisTest {
       assertThat(Metrics.value(node.api(), UP)).isEqualTo(1);
       assertThat(redis.command("EXISTS ot:bucket:closes")).as("the permits came from the bucket in Redis").isEqualTo(":1");
       Invariants.assertHold();
+    }
+  }
+
+  @Test
+  void aDrainDoesNotWaitForClosePermitsWhileRedisIsDown() {
+    TestDatabase.reset();
+    try (TestRedis redis = TestRedis.start()) {
+      Map<String, String> settings = new HashMap<>(settings(redis, "deny"));
+      settings.put("OT_DRAIN_TIMEOUT_SECONDS", "30");
+      TestService node = TestService.start(settings);
+      node.api().setStock(SKU, 1000);
+      redis.stop();
+      List<String> ids = node.api().createOrders(10, 1, SKU);
+      String theseOrders = "id IN (" + String.join(",", ids) + ")";
+      Await.until("every order due", SAFETY, () -> Sql.count("SELECT count(*) FROM orders WHERE close_at >= now() AND "
+          + theseOrders) == 0);
+      double deniedBefore = Metrics.value(node.api(), CLOSE_FALLBACKS);
+      Await.until("the wheel's batch waiting for close permits", SAFETY,
+          () -> Metrics.value(node.api(), CLOSE_FALLBACKS) >= deniedBefore + 2);
+
+      long start = System.nanoTime();
+      TestService.await(node.service().drain());
+      assertThat(Duration.ofNanos(System.nanoTime() - start))
+          .as("the batch stopped waiting for permits at the drain's start, not at its deadline of 30 s")
+          .isLessThan(Duration.ofSeconds(10));
+      assertThat(unpaid(ids)).as("left for the sweep or the next node").isEqualTo(ids.size());
     }
   }
 
