@@ -19,8 +19,8 @@ import java.util.function.BiFunction;
  * event older than {@code retention.eventsMaxDays} (those some sink did not have are counted in
  * {@code ordertimeout_events_dropped_undelivered_total} and logged) and idempotency keys older than
  * {@code retention.idempotencyKeyHours}.
- * Each delete takes at most {@code retention.batchSize} rows in a transaction of its own, and the next
- * batch follows only while the last one was full, so no lock is held for long and closes interleave.
+ * Each delete looks at most at {@code retention.batchSize} rows, the oldest, in a transaction of its own, and the next
+ * batch follows only while the last one found a whole batch old, so no lock is held for long and closes interleave.
  * With Redis on, one node of the cluster runs it per interval ({@link SingletonJob}).
  */
 public final class RetentionVerticle extends VerticleBase {
@@ -38,6 +38,8 @@ public final class RetentionVerticle extends VerticleBase {
   private SingletonJob periodic;
   private long timer = -1;
   private boolean stopped;
+  /** The last event id this node's delivered events' pass looked at: its next look starts after it. */
+  private long deliveredEventsLookedUpTo;
 
   /** {@code redisHealth} is null when Redis is off: then every node runs retention. */
   public RetentionVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, RedisHealth redisHealth) {
@@ -69,11 +71,28 @@ public final class RetentionVerticle extends VerticleBase {
   /** A run still going when the next is due makes that one skip. */
   private void runOnce() {
     AppConfig.Retention retention = config.retention();
-    periodic.runUnlessRunning(() -> purge(ORDER_LOG, retention.orderLogHours(), store::deleteOldOrderLog)
-            .compose(none -> purge(OUTBOX, retention.publishedOutboxHours(),
-                (hours, batchSize) -> store.deleteDeliveredEvents(hours, batchSize, config.kafka().enabled())))
-            .compose(none -> purge(OUTBOX, retention.eventsMaxDays(), this::deleteExpiredEvents))
-            .compose(none -> purge(IDEMPOTENCY_KEYS, retention.idempotencyKeyHours(), store::deleteOldIdempotencyKeys)));
+    periodic.runUnlessRunning(() -> purge(ORDER_LOG, retention.orderLogHours(), full(store::deleteOldOrderLog))
+            .compose(none -> purge(OUTBOX, retention.publishedOutboxHours(), this::deleteDeliveredEvents))
+            .compose(none -> purge(OUTBOX, retention.eventsMaxDays(), full(this::deleteExpiredEvents)))
+            .compose(none -> purge(IDEMPOTENCY_KEYS, retention.idempotencyKeyHours(),
+                full(store::deleteOldIdempotencyKeys))));
+  }
+
+  /** How many rows one batch deleted, and whether another batch may find more. */
+  private record Batch(int deleted, boolean more) {}
+
+  /** A delete that takes the oldest rows first: more may follow while it took a whole batch. */
+  private static BiFunction<Integer, Integer, Future<Batch>> full(BiFunction<Integer, Integer, Future<Integer>> delete) {
+    return (age, batchSize) -> delete.apply(age, batchSize).map(deleted -> new Batch(deleted, deleted >= batchSize));
+  }
+
+  /** One look at the events after those this node looked at before ({@link MaintenanceStore#deleteDeliveredEvents}). */
+  private Future<Batch> deleteDeliveredEvents(int hours, int batchSize) {
+    return store.deleteDeliveredEvents(hours, batchSize, config.kafka().enabled(), deliveredEventsLookedUpTo)
+        .map(pass -> {
+          deliveredEventsLookedUpTo = pass.lookedUpTo();
+          return new Batch(pass.deleted(), pass.more());
+        });
   }
 
   /** One batch of events past the maximum age; those some sink did not have are counted and logged. */
@@ -89,11 +108,11 @@ public final class RetentionVerticle extends VerticleBase {
   }
 
   /** Deletes batch after batch from one table; a failure is logged and left to the next run. */
-  private Future<Void> purge(String table, int hours, BiFunction<Integer, Integer, Future<Integer>> deleteBatch) {
-    return batches(table, hours, deleteBatch, 0)
+  private Future<Void> purge(String table, int age, BiFunction<Integer, Integer, Future<Batch>> deleteBatch) {
+    return batches(table, age, deleteBatch, 0)
         .onSuccess(deleted -> {
           if (deleted > 0) {
-            log.info("retention deleted {} {} rows past their window of {}", deleted, table, hours);
+            log.info("retention deleted {} {} rows past their window of {}", deleted, table, age);
           }
         })
         .recover(failure -> {
@@ -103,17 +122,17 @@ public final class RetentionVerticle extends VerticleBase {
         .mapEmpty();
   }
 
-  private Future<Long> batches(String table, int hours, BiFunction<Integer, Integer, Future<Integer>> deleteBatch, long soFar) {
-    int batchSize = config.retention().batchSize();
+  private Future<Long> batches(String table, int age, BiFunction<Integer, Integer, Future<Batch>> deleteBatch,
+                               long soFar) {
     if (stopped) {
       return Future.succeededFuture(soFar);
     }
-    return deleteBatch.apply(hours, batchSize).compose(deleted -> {
-      stats.retentionDeleted(table, deleted);
+    return deleteBatch.apply(age, config.retention().batchSize()).compose(batch -> {
+      stats.retentionDeleted(table, batch.deleted());
       // Each batch is its own statement and commit; the event loop is free while it runs.
-      return deleted < batchSize
-          ? Future.succeededFuture(soFar + deleted)
-          : batches(table, hours, deleteBatch, soFar + deleted);
+      return batch.more()
+          ? batches(table, age, deleteBatch, soFar + batch.deleted())
+          : Future.succeededFuture(soFar + batch.deleted());
     });
   }
 }

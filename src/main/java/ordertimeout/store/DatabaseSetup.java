@@ -8,6 +8,8 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigException;
 import ordertimeout.config.Secrets;
 import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.configuration.FluentConfiguration;
+import org.flywaydb.database.postgresql.PostgreSQLConfigurationExtension;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -137,11 +139,13 @@ public final class DatabaseSetup implements AutoCloseable {
   }
 
   private void migrate() {
-    Flyway.configure()
+    FluentConfiguration flyway = Flyway.configure()
         .dataSource(jdbcUrl(), connectOptions.getUser(), connectOptions.getPassword())
-        .locations("classpath:db/migration")
-        .load()
-        .migrate();
+        .locations("classpath:db/migration");
+    // A session-level lock between nodes migrating at once, not one held in a transaction: CREATE INDEX CONCURRENTLY
+    // (V30) waits for every open transaction, Flyway's own lock's included, and would wait forever.
+    flyway.getConfigurationExtension(PostgreSQLConfigurationExtension.class).setTransactionalLock(false);
+    flyway.load().migrate();
   }
 
   private void pinShardCount(int shards) {

@@ -154,12 +154,18 @@ public final class MaintenanceStore {
     return delete(Sql.DELETE_OLD_ORDER_LOG, hours, batchSize);
   }
 
+  /** One delivered events' pass: how many went, the last event id it looked at, and whether more may follow. */
+  public record DeliveredEvents(int deleted, long lookedUpTo, boolean more) {}
+
   /**
-   * Deletes up to {@code batchSize} events older than {@code hours} that every sink wanting them has ({@code kafka}:
-   * the relay runs, so an event must be published too); never an undelivered one.
+   * Deletes, of the {@code batchSize} events after id {@code after}, those older than {@code hours} that every sink
+   * wanting them has ({@code kafka}: the relay runs, so an event must be published too); never an undelivered one.
    */
-  public Future<Integer> deleteDeliveredEvents(int hours, int batchSize, boolean kafka) {
-    return pool.preparedQuery(Sql.DELETE_DELIVERED_EVENTS).execute(Tuple.of(hours, batchSize, kafka)).map(rows -> rows.rowCount());
+  public Future<DeliveredEvents> deleteDeliveredEvents(int hours, int batchSize, boolean kafka, long after) {
+    return pool.preparedQuery(Sql.DELETE_DELIVERED_EVENTS).execute(Tuple.of(hours, batchSize, kafka, after)).map(rows -> {
+      Row row = rows.iterator().next();
+      return new DeliveredEvents(row.getLong("deleted").intValue(), row.getLong("up_to"), row.getBoolean("more"));
+    });
   }
 
   /** How many events one delete at the maximum age took, and how many of them some sink did not have. */

@@ -1013,32 +1013,51 @@ final class Sql {
 
   // ---- retention: small batches, each its own short transaction (MaintenanceStore)
 
-  /** Log lines older than {@code $1} hours, {@code $2} at most. */
+  /*
+   * Each pass reads a bounded head of its table, oldest first, by an index in time order, whatever the table's size:
+   * the log lines and the events by id (written in time order), the keys by their time. A BRIN index of their time,
+   * used before, never narrows a range whose rows were deleted, so once freed pages took new rows every range matched
+   * and every pass read the whole table (decision 0045).
+   */
+
+  /** Log lines older than {@code $1} hours among the {@code $2} first by id. */
   static final String DELETE_OLD_ORDER_LOG = """
       DELETE FROM order_log WHERE id IN (
-        SELECT id FROM order_log WHERE at < now() - $1::int * interval '1 hour' ORDER BY id LIMIT $2)""";
+        SELECT id FROM (SELECT id, at FROM order_log ORDER BY id LIMIT $2) AS first
+        WHERE at < now() - $1::int * interval '1 hour')""";
 
   /**
    * Events older than {@code $1} hours that every sink wanting them has: a feed position given (so their webhook
    * deliveries exist), published to Kafka when the relay runs ({@code $3}), and no delivery of theirs pending or failed.
-   * Their positions go with them, their deliveries too (ON DELETE CASCADE). Each event's position is looked up by key
-   * in a subquery (no position: null, and the event stays), which the planner never turns into a join over the feed.
+   * It looks at the {@code $2} events after id {@code $4} and answers how far it looked ({@code up_to}: the last of them
+   * before the first not old enough) and whether more may follow. The caller starts its next look there, so that events
+   * some sink does not have (a webhook failing, or no longer configured) are not read again every pass; they go at the
+   * maximum age ({@link #DELETE_EXPIRED_EVENTS}). Their positions go with them, their deliveries too (ON DELETE
+   * CASCADE). Each event's position is looked up by key in a subquery (no position: null, and the event stays).
    */
   static final String DELETE_DELIVERED_EVENTS = """
-      WITH doomed AS (
-        SELECT o.event_id FROM outbox o
-        WHERE o.created_at < now() - $1::int * interval '1 hour'
+      WITH head AS (
+        SELECT o.event_id, o.created_at < now() - $1::int * interval '1 hour' AS old
+        FROM outbox o WHERE o.event_id > $4::bigint ORDER BY o.event_id LIMIT $2::int),
+      looked AS (
+        SELECT coalesce((SELECT min(event_id) - 1 FROM head WHERE NOT old), (SELECT max(event_id) FROM head), $4::bigint)
+                 AS up_to,
+               (SELECT count(*) FROM head) = $2::int AND coalesce((SELECT bool_and(old) FROM head), false) AS more),
+      doomed AS (
+        SELECT h.event_id FROM head h
+        WHERE h.event_id <= (SELECT up_to FROM looked)
           AND (SELECT NOT $3::boolean OR f.position <= (SELECT last_position FROM outbox_relayed)
-               FROM outbox_feed f WHERE f.event_id = o.event_id)
-          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED')
-        ORDER BY o.event_id LIMIT $2),
+               FROM outbox_feed f WHERE f.event_id = h.event_id)
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = h.event_id AND d.status <> 'DELIVERED')),
       unfed AS (
-        DELETE FROM outbox_feed WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)))
-      DELETE FROM outbox WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed))""";
+        DELETE FROM outbox_feed WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed))),
+      gone AS (
+        DELETE FROM outbox WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING 1)
+      SELECT (SELECT count(*) FROM gone) AS deleted, up_to, more FROM looked""";
 
   /**
-   * Events older than {@code $1} days, delivered or not, {@code $2} at most: how many went, and how many of them some
-   * sink did not have ({@code $3}: the Kafka relay runs).
+   * Events older than {@code $1} days among the {@code $2} first by id, delivered or not: how many went, and how many
+   * of them some sink did not have ({@code $3}: the Kafka relay runs).
    */
   static final String DELETE_EXPIRED_EVENTS = """
       WITH doomed AS (
@@ -1047,7 +1066,8 @@ final class Sql {
                           FROM outbox_feed f WHERE f.event_id = o.event_id), true)
                 OR EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = o.event_id AND d.status <> 'DELIVERED'))
                  AS undelivered
-        FROM outbox o WHERE o.created_at < now() - $1::int * interval '1 day' ORDER BY o.event_id LIMIT $2),
+        FROM (SELECT event_id, created_at FROM outbox ORDER BY event_id LIMIT $2) AS o
+        WHERE o.created_at < now() - $1::int * interval '1 day'),
       gone AS (
         DELETE FROM outbox o USING doomed WHERE o.event_id = doomed.event_id RETURNING doomed.undelivered),
       unqueued AS (
@@ -1056,10 +1076,11 @@ final class Sql {
         DELETE FROM outbox_feed f USING doomed WHERE f.event_id = doomed.event_id)
       SELECT count(*) AS deleted, count(*) FILTER (WHERE undelivered) AS undelivered FROM gone""";
 
-  /** Idempotency keys older than {@code $1} hours: a replay after that creates a new order. */
+  /** Idempotency keys older than {@code $1} hours, the oldest {@code $2}: a replay after that creates a new order. */
   static final String DELETE_OLD_IDEMPOTENCY_KEYS = """
       DELETE FROM idempotency_keys WHERE (client, key) IN (
-        SELECT client, key FROM idempotency_keys WHERE created_at < now() - $1::int * interval '1 hour' LIMIT $2)""";
+        SELECT client, key FROM idempotency_keys WHERE created_at < now() - $1::int * interval '1 hour'
+        ORDER BY created_at LIMIT $2)""";
 
   // ---- outbox relay
 

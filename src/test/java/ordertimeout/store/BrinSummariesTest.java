@@ -16,11 +16,10 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A statement that finds rows by time through a BRIN index reads a few pages, not every row written since the table's
- * last vacuum, when nothing matches: the indexes summarize each range of pages once it fills (retention's since V26,
- * decision 0041; each orders partition's since V27). Autovacuum is off for the tables here, so that only those
- * summaries, not a vacuum, can keep the reads short; its naptime is a second, so that it carries the requests out at
- * once.
+ * A search by creation time through the orders' BRIN index reads a few pages, not every order written since the
+ * partition's last vacuum, when nothing matches: each partition's index summarizes each range of pages once it fills
+ * (V27, decision 0041). Autovacuum is off for the partition here, so that only those summaries, not a vacuum, can keep
+ * the reads short; its naptime is a second, so that it carries the requests out at once.
  */
 class BrinSummariesTest {
   private static final int ROWS = 100_000;
@@ -43,38 +42,6 @@ class BrinSummariesTest {
       Sql.executeDdl("ALTER TABLE " + table + " RESET (autovacuum_enabled)");
     }
     TestDatabase.reset();
-  }
-
-  @Test
-  void aRetentionPassWithNothingOldReadsAFewPagesBehindAHundredThousandFreshRows() {
-    List.of("outbox", "order_log", "idempotency_keys").forEach(this::withoutAutovacuum);
-    Sql.execute("""
-        INSERT INTO outbox (order_id, client, type, payload)
-        SELECT n, 'client-a', 'ORDER_CREATED', jsonb_build_object('orderId', n::text)
-        FROM generate_series(1, ?) AS n""", ROWS);
-    Sql.execute("INSERT INTO order_log (order_id, event) SELECT n, 'CREATED' FROM generate_series(1, ?) AS n", ROWS);
-    Sql.execute("""
-        INSERT INTO idempotency_keys (client, key, request_hash, response_status, response_body, order_id)
-        SELECT 'client-a', 'key-' || n, 'hash', 201, '{}', n FROM generate_series(1, ?) AS n""", ROWS);
-    withoutAutovacuum.forEach(table -> Sql.executeDdl("ANALYZE " + table)); // as autovacuum's would: no old row
-    Map<String, String> passes = new LinkedHashMap<>(); // retention's statements with its default ages, Kafka off
-    passes.put("events delivered",
-        ordertimeout.store.Sql.DELETE_DELIVERED_EVENTS.replace("$1", "24").replace("$3", "false"));
-    passes.put("events expired",
-        ordertimeout.store.Sql.DELETE_EXPIRED_EVENTS.replace("$1", "7").replace("$3", "false"));
-    passes.put("log lines", ordertimeout.store.Sql.DELETE_OLD_ORDER_LOG.replace("$1", "72"));
-    passes.put("idempotency keys", ordertimeout.store.Sql.DELETE_OLD_IDEMPOTENCY_KEYS.replace("$1", "169"));
-    passes.replaceAll((pass, statement) -> statement.replace("$2", "1000")); // a batch of retention's default size
-    long pagesOfOneTable = Sql.count("SELECT pg_relation_size('outbox') / 8192");
-
-    Map<String, Long> buffers = buffersOnceSummarized(passes);
-
-    System.out.printf("BrinSummariesTest: buffers a pass read with nothing to delete, behind %,d fresh rows (%d pages "
-        + "of events): %s%n", ROWS, pagesOfOneTable, buffers);
-    assertThat(pagesOfOneTable).as("the events' pages, against the buffers a pass may read")
-        .isGreaterThan(3 * FEW_BUFFERS);
-    assertThat(buffers).as("buffers each pass read")
-        .allSatisfy((pass, read) -> assertThat(read).isLessThan(FEW_BUFFERS));
   }
 
   @Test
