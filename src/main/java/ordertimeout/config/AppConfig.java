@@ -402,6 +402,7 @@ public record AppConfig(
             source.integer("bulkJobs.pollMillis", 1000, 10, 60_000)));
     config.refuseDevKeysOffLoopback();
     config.requireAnswerAfterDeadline();
+    config.requirePartitionLockWaitShorterThanIntakes();
     return config;
   }
 
@@ -497,7 +498,7 @@ public record AppConfig(
             source.integer("retention.partitionDays", 7, 1, 31),
             source.integer("retention.partitionsAhead", 3, 1, 366),
             archive.equals(Partitions.TABLE),
-            source.integer("retention.partitionLockTimeoutMillis", 2000, 10, 60_000)));
+            source.integer("retention.partitionLockTimeoutMillis", 200, 10, 60_000)));
   }
 
   /**
@@ -741,6 +742,19 @@ public record AppConfig(
     if (intake.answerWithinMillis() <= intake.requestDeadlineMillis()) {
       throw new ConfigException("intake.answerWithinMillis", "must be longer than intake.requestDeadlineMillis ("
           + intake.requestDeadlineMillis() + "), not " + intake.answerWithinMillis());
+    }
+  }
+
+  /**
+   * While a partition's DDL waits for its lock on orders, every statement on orders that comes after it waits behind
+   * it: past the intake's own lock wait, every create, pay and read of the node would fail ({@code row_locked}).
+   */
+  private void requirePartitionLockWaitShorterThanIntakes() {
+    int partitionWait = retention.partitions().lockTimeoutMillis();
+    if (partitionWait >= database.intake().lockTimeoutMillis()) {
+      throw new ConfigException("retention.partitionLockTimeoutMillis", "must be shorter than "
+          + "database.intake.lockTimeoutMillis (" + database.intake().lockTimeoutMillis() + "), not " + partitionWait
+          + ": requests on orders wait behind a partition's DDL while it waits for its lock");
     }
   }
 

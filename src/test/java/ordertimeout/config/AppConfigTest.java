@@ -60,6 +60,11 @@ class AppConfigTest {
         .isInstanceOf(ConfigException.class).hasMessageContaining("database.deadlines.statementTimeoutMillis");
     assertThatThrownBy(() -> load(Map.of("OT_INTAKE_MAX_QUEUED", "0")))
         .isInstanceOf(ConfigException.class).hasMessageContaining("intake.maxQueued");
+    assertThat(config.retention().partitions().lockTimeoutMillis()).as("a partition's DDL waits less than a request")
+        .isLessThan(config.database().intake().lockTimeoutMillis());
+    assertThatThrownBy(() -> load(Map.of("OT_RETENTION_PARTITION_LOCK_TIMEOUT_MILLIS", "1000")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("retention.partitionLockTimeoutMillis")
+        .hasMessageContaining("database.intake.lockTimeoutMillis");
   }
 
   @Test
