@@ -26,7 +26,7 @@ class MaintenanceConfigTest {
     assertThat(config.reconciliation().daily()).isTrue();
     assertThat(config.close().parkAfterFailures()).isEqualTo(10);
     assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 169, 7,
-        new AppConfig.Partitions(600, 30, 7, 3, false, 2000)));
+        new AppConfig.Partitions(600, 30, 7, 3, false, 200)));
   }
 
   @Test
