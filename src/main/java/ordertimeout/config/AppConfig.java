@@ -403,6 +403,7 @@ public record AppConfig(
     config.refuseDevKeysOffLoopback();
     config.requireAnswerAfterDeadline();
     config.requirePartitionLockWaitShorterThanIntakes();
+    source.requireEveryKeyRead();
     return config;
   }
 

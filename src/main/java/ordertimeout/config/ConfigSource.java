@@ -15,6 +15,9 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 /**
@@ -28,6 +31,8 @@ public final class ConfigSource {
 
   private final Map<String, Object> root;
   private final Function<String, String> environment;
+  /** Every dotted key looked up: a key of the file outside all of them is read by nobody (a misspelling). */
+  private final Set<String> lookedUp = ConcurrentHashMap.newKeySet();
 
   private ConfigSource(Map<String, Object> root, Function<String, String> environment) {
     this.root = root;
@@ -98,6 +103,7 @@ public final class ConfigSource {
 
   /** The value at the dotted key, an environment override winning over the file; null when absent. */
   public Object raw(String key) {
+    lookedUp.add(key);
     String override = environment.apply(environmentVariable(key));
     if (override != null) {
       try {
@@ -199,5 +205,33 @@ public final class ConfigSource {
       return "a list";
     }
     return value instanceof String ? "a text value" : "a " + value.getClass().getSimpleName().toLowerCase(Locale.ROOT);
+  }
+
+  /**
+   * Fails naming the first key of the file that no setting read, such as {@code retention.batchSzie}: it would
+   * otherwise be ignored in silence and its setting keep its default. A mapping read whole (a client's overrides, the
+   * webhooks) counts as read with everything under it.
+   */
+  public void requireEveryKeyRead() {
+    unread("", root).ifPresent(key -> {
+      throw new ConfigException(key, "not a setting of this service (misspelled, or under the wrong section?)");
+    });
+  }
+
+  private Optional<String> unread(String prefix, Object node) {
+    if (!prefix.isEmpty() && lookedUp.contains(prefix)) {
+      return Optional.empty();
+    }
+    if (!(node instanceof Map<?, ?> map) || map.isEmpty()) {
+      return prefix.isEmpty() ? Optional.empty() : Optional.of(prefix);
+    }
+    for (Map.Entry<?, ?> entry : map.entrySet()) {
+      Optional<String> key = unread(prefix.isEmpty() ? String.valueOf(entry.getKey()) : prefix + "." + entry.getKey(),
+          entry.getValue());
+      if (key.isPresent()) {
+        return key;
+      }
+    }
+    return Optional.empty();
   }
 }

@@ -3,7 +3,10 @@ package ordertimeout.config;
 import ordertimeout.store.DatabaseSetup;
 import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -13,6 +16,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class AppConfigTest {
+  @TempDir
+  Path tempDir;
+
   private static AppConfig load(Map<String, String> environment) {
     return AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
   }
@@ -79,6 +85,27 @@ class AppConfigTest {
     assertThat(config.orders().maxUnpaidPerUser()).isEqualTo(7);
     assertThat(config.orders().categoryTimeoutSeconds()).containsEntry("fresh", 120);
     assertThat(config.apiKeys()).containsExactly(new AppConfig.ApiKey("a-long-user-key", AppConfig.Role.USER, "shop-1"));
+  }
+
+  private AppConfig loadText(String yaml) throws IOException {
+    Path file = Files.createTempFile(tempDir, "application", ".yaml");
+    Files.writeString(file, yaml);
+    return AppConfig.from(ConfigSource.load(file, name -> null));
+  }
+
+  @Test
+  void aKeyNoSettingReadsStopsTheServiceNamingIt() throws IOException {
+    for (String profile : List.of("conf/application.yaml", "conf/local.yaml", "conf/cluster.yaml")) {
+      assertThat(AppConfig.from(ConfigSource.load(Path.of(profile), Map.<String, String>of()::get)))
+          .as("every key of %s is a setting", profile).isNotNull();
+    }
+    String packaged = Files.readString(Path.of("conf/application.yaml"));
+    assertThatThrownBy(() -> loadText(packaged.replace("  batchSize: 1000            # rows per delete",
+        "  batchSzie: 1000            # rows per delete")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("retention.batchSzie")
+        .hasMessageContaining("not a setting");
+    assertThatThrownBy(() -> loadText(packaged.replace("    createsPerSecond: 1000", "    createsPerSecnd: 1000")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("clients.default.createsPerSecnd");
   }
 
   @Test
