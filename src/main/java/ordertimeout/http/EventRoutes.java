@@ -45,12 +45,27 @@ final class EventRoutes {
     AppConfig.ApiKey caller = Auth.caller(ctx);
     String client = caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
     long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
-    page(after, client, limit, deadline, true).onSuccess(page -> {
+    notExpired(after, client).compose(none -> page(after, client, limit, deadline, true)).onSuccess(page -> {
       JsonArray list = new JsonArray();
       page.forEach(event -> list.add(toJson(event)));
       long next = page.isEmpty() ? after : page.get(page.size() - 1).position();
       OrderRoutes.json(ctx, 200, new JsonObject().put("events", list).put("next", Long.toString(next)));
     }).onFailure(ctx::fail);
+  }
+
+  /**
+   * Refuses (410 {@code cursor_expired}) a cursor below the highest position retention deleted of the reader's events:
+   * the reader missed events it never read, and going on after them would hide that.
+   */
+  private Future<Void> notExpired(long after, String client) {
+    if (after == 0) {
+      return Future.succeededFuture();
+    }
+    return events.deletedThrough(client).compose(through -> after < through
+        ? Future.failedFuture(new ApiException(410, "cursor_expired", "events after the cursor " + after + ", up to "
+            + "position " + through + ", were deleted by retention before this reader read them; ask again with after="
+            + through + " (or 0) to go on from the oldest event kept, and look for what was missed by other means"))
+        : Future.succeededFuture());
   }
 
   /**

@@ -164,6 +164,12 @@ public final class EventStore {
         .map(rows -> rows.iterator().next().getLong("last_position"));
   }
 
+  /** The highest feed position retention deleted of {@code eventClient}'s events (every client's when null); 0: none. */
+  public Future<Long> deletedThrough(String eventClient) {
+    return pool.preparedQuery(Sql.FEED_DELETED_THROUGH).execute(Tuple.of(eventClient))
+        .map(rows -> rows.iterator().next().getLong("through"));
+  }
+
   /** Up to {@code limit} events after feed position {@code after}, of {@code eventClient} (all when null), in feed order. */
   public Future<List<Event>> feed(long after, String eventClient, int limit) {
     return pool.preparedQuery(eventClient == null ? Sql.FEED_PAGE : Sql.FEED_PAGE_OF_CLIENT)

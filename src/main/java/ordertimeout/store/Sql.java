@@ -1020,6 +1020,12 @@ final class Sql {
    * and every pass read the whole table (decision 0045).
    */
 
+  /** Within a delete of events: the highest feed position it deleted of each client, kept for the feed's readers. */
+  private static final String NOTE_FEED_DELETED = """
+      INSERT INTO outbox_feed_deleted AS d (client, through)
+        SELECT coalesce(u.client, ''), max(u.position) FROM unfed u GROUP BY 1
+        ON CONFLICT (client) DO UPDATE SET through = greatest(d.through, EXCLUDED.through)""";
+
   /** Log lines older than {@code $1} hours among the {@code $2} first by id. */
   static final String DELETE_OLD_ORDER_LOG = """
       DELETE FROM order_log WHERE id IN (
@@ -1032,13 +1038,16 @@ final class Sql {
    * It looks at the {@code $2} events after id {@code $4} and answers how far it looked ({@code up_to}: the last of them
    * before the first not old enough) and whether more may follow. The caller starts its next look there, so that events
    * some sink does not have (a webhook failing, or no longer configured) are not read again every pass; they go at the
-   * maximum age ({@link #DELETE_EXPIRED_EVENTS}). Their positions go with them, their deliveries too (ON DELETE
+   * maximum age ({@link #DELETE_EXPIRED_EVENTS}). A mark above every event id (a database restored or emptied under a
+   * running node) starts from the first again. Their positions go with them, their deliveries too (ON DELETE
    * CASCADE). Each event's position is looked up by key in a subquery (no position: null, and the event stays).
    */
   static final String DELETE_DELIVERED_EVENTS = """
       WITH head AS (
         SELECT o.event_id, o.created_at < now() - $1::int * interval '1 hour' AS old
-        FROM outbox o WHERE o.event_id > $4::bigint ORDER BY o.event_id LIMIT $2::int),
+        FROM outbox o
+        WHERE o.event_id > (SELECT CASE WHEN $4::bigint > coalesce(max(event_id), 0) THEN 0 ELSE $4::bigint END FROM outbox)
+        ORDER BY o.event_id LIMIT $2::int),
       looked AS (
         SELECT coalesce((SELECT min(event_id) - 1 FROM head WHERE NOT old), (SELECT max(event_id) FROM head), $4::bigint)
                  AS up_to,
@@ -1050,10 +1059,11 @@ final class Sql {
                FROM outbox_feed f WHERE f.event_id = h.event_id)
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = h.event_id AND d.status <> 'DELIVERED')),
       unfed AS (
-        DELETE FROM outbox_feed WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed))),
+        DELETE FROM outbox_feed WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING client, position),
+      noted AS (%s),
       gone AS (
         DELETE FROM outbox WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING 1)
-      SELECT (SELECT count(*) FROM gone) AS deleted, up_to, more FROM looked""";
+      SELECT (SELECT count(*) FROM gone) AS deleted, up_to, more FROM looked""".formatted(NOTE_FEED_DELETED);
 
   /**
    * Events older than {@code $1} days among the {@code $2} first by id, delivered or not: how many went, and how many
@@ -1073,8 +1083,10 @@ final class Sql {
       unqueued AS (
         DELETE FROM outbox_pending q USING doomed WHERE q.event_id = doomed.event_id),
       unfed AS (
-        DELETE FROM outbox_feed f USING doomed WHERE f.event_id = doomed.event_id)
-      SELECT count(*) AS deleted, count(*) FILTER (WHERE undelivered) AS undelivered FROM gone""";
+        DELETE FROM outbox_feed f USING doomed WHERE f.event_id = doomed.event_id RETURNING f.client, f.position),
+      noted AS (%s)
+      SELECT count(*) AS deleted, count(*) FILTER (WHERE undelivered) AS undelivered FROM gone""".formatted(
+      NOTE_FEED_DELETED);
 
   /** Idempotency keys older than {@code $1} hours, the oldest {@code $2}: a replay after that creates a new order. */
   static final String DELETE_OLD_IDEMPOTENCY_KEYS = """
@@ -1221,6 +1233,10 @@ final class Sql {
   static final String DELIVERY_STATUS = "SELECT status FROM webhook_deliveries WHERE id = $1";
 
   static final String LAST_FEED_POSITION = "SELECT last_position FROM outbox_positions";
+
+  /** The highest feed position retention deleted of client {@code $1} (every client's when null); 0 when none. */
+  static final String FEED_DELETED_THROUGH = """
+      SELECT coalesce(max(through), 0) AS through FROM outbox_feed_deleted WHERE $1::text IS NULL OR client = $1""";
 
   /**
    * The feed for admins: events with a position above {@code $1}, {@code $2} at most, in position order (each event

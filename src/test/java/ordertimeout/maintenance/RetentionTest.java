@@ -64,6 +64,38 @@ class RetentionTest extends ServiceTestBase {
   }
 
   @Test
+  void aFeedReaderWhoseCursorLiesBelowEventsRetentionDeletedIsToldSo() {
+    api.setStock("SKU-1", 100);
+    Await.until("the events of earlier tests dispatched", Duration.ofSeconds(30),
+        () -> Sql.count("SELECT count(*) FROM outbox_pending") == 0);
+    long start = Sql.count("SELECT last_position FROM outbox_positions");
+    List<Long> read = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      read.add(Long.parseLong(create("u-1", 3600, "SKU-1", 1).getString("id")));
+    }
+    Await.until("the events dispatched", Duration.ofSeconds(30),
+        () -> Sql.count("SELECT count(*) FROM outbox_pending") == 0);
+    JsonObject page = api.get("/v1/events?after=" + start + "&limit=1", Api.USER_KEY).json();
+    String cursor = page.getString("next"); // the reader has read the first event, then stopped for a while
+    long unread = Long.parseLong(create("u-1", 3600, "SKU-1", 1).getString("id"));
+
+    Sql.execute("UPDATE outbox SET created_at = now() - interval '25 hours' WHERE order_id = ANY(?)",
+        (Object) new Long[] {read.get(0), read.get(1), read.get(2), unread});
+    Await.until("its events deleted", Duration.ofSeconds(30),
+        () -> Sql.count("SELECT count(*) FROM outbox WHERE order_id = ?", unread) == 0);
+
+    Api.Response expired = api.get("/v1/events?after=" + cursor, Api.USER_KEY);
+    assertThat(expired.status()).as(expired.body()).isEqualTo(410);
+    assertThat(expired.code()).isEqualTo("cursor_expired");
+    assertThat(api.get("/v1/events?after=0", Api.USER_KEY).status()).as("from the oldest event kept").isEqualTo(200);
+    String through = Long.toString(Sql.count("SELECT through FROM outbox_feed_deleted WHERE client = 'dev-user'"));
+    assertThat(expired.json().getString("detail")).contains("after=" + through);
+    assertThat(api.get("/v1/events?after=" + through, Api.USER_KEY).status()).as("on from the gap").isEqualTo(200);
+    assertThat(api.get("/v1/events?after=" + cursor, Api.ADMIN_KEY).status()).as("the admin's feed, every client's")
+        .isEqualTo(410);
+  }
+
+  @Test
   void aReplayAfterTheIdempotencyWindowCreatesANewOrder() {
     api.setStock("SKU-1", 100);
     String key = UUID.randomUUID().toString();
