@@ -29,7 +29,7 @@ final class Auth {
   /** Any valid key; 401 otherwise. */
   void authenticate(RoutingContext ctx) {
     String header = ctx.request().getHeader("Authorization");
-    ApiKey key = header != null && header.startsWith(BEARER) ? find(header.substring(BEARER.length()).trim()) : null;
+    ApiKey key = isBearer(header) ? find(header.substring(BEARER.length()).trim()) : null;
     if (key == null) {
       ctx.response().putHeader("WWW-Authenticate", "Bearer");
       ctx.fail(new ApiException(401, "unauthorized", "a valid 'Authorization: Bearer <key>' header is required"));
@@ -37,6 +37,11 @@ final class Auth {
     }
     ctx.put(CALLER, key);
     ctx.next();
+  }
+
+  /** RFC 9110 (11.1): the scheme is case-insensitive; {@code bearer <key>} is as good as {@code Bearer <key>}. */
+  private static boolean isBearer(String header) {
+    return header != null && header.regionMatches(true, 0, BEARER, 0, BEARER.length());
   }
 
   /** The configured key equal to {@code presented}, or null; every configured key is compared, whichever matches. */
