@@ -4,8 +4,10 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.healthchecks.Status;
+import io.vertx.ext.web.Route;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.healthchecks.HealthCheckHandler;
 import io.vertx.micrometer.PrometheusScrapingHandler;
@@ -19,10 +21,11 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * GET /metrics, GET /health/live and GET /health/ready, without an API key: they are for the scraper
- * and the load balancer. Live while the event loop answers; ready only when the database answers,
- * this build's newest migration is recorded as applied, the wheel holds every owned shard, and the
- * node is not draining. 200 when every check is UP, 503 otherwise; the body lists each check with its data. A
- * database that does not answer within {@code health.databaseTimeoutMillis} is down.
+ * and the load balancer (which may check with HEAD: the same status, no body). Live while the event loop
+ * answers; ready only when the database answers, this build's newest migration is recorded as applied, the
+ * wheel holds every owned shard, and the node is not draining. 200 when every check is UP, 503 otherwise; the
+ * body lists each check with its data. A database that does not answer within
+ * {@code health.databaseTimeoutMillis} is down.
  */
 public final class OpsRoutes {
 
@@ -51,8 +54,9 @@ public final class OpsRoutes {
     OpsStore store = OpsStore.shared(vertx, connectOptions, queryTimeoutMillis);
     long checkTimeoutMillis = 2L * queryTimeoutMillis; // past the query's own bound, which reports the check's cause
     router.get("/metrics").handler(PrometheusScrapingHandler.create(registry));
-    router.get("/health/live").handler(HealthCheckHandler.create(vertx).register("eventLoop", promise -> promise.complete(Status.OK())));
-    router.get("/health/ready").handler(HealthCheckHandler.create(vertx)
+    health(router, "/health/live")
+        .handler(HealthCheckHandler.create(vertx).register("eventLoop", promise -> promise.complete(Status.OK())));
+    health(router, "/health/ready").handler(HealthCheckHandler.create(vertx)
         .register("database", checkTimeoutMillis, promise -> complete(promise, timed(store.ping()).map(ok -> Status.OK())))
         .register("migrations", checkTimeoutMillis, promise -> complete(promise, timed(store.appliedMigrations()).map(this::migrations)))
         .register("wheel", checkTimeoutMillis, promise -> promise.complete(owned.allLoaded()
@@ -61,6 +65,10 @@ public final class OpsRoutes {
         .register("drain", checkTimeoutMillis, promise -> promise.complete(draining.isOn()
             ? Status.KO(new JsonObject().put("draining", true))
             : Status.OK(new JsonObject().put("draining", false)))));
+  }
+
+  private static Route health(Router router, String path) {
+    return router.route(path).method(HttpMethod.GET).method(HttpMethod.HEAD);
   }
 
   /** Ready when no migration failed and this build's newest one is applied (a newer schema from a newer build is fine). */
