@@ -40,11 +40,27 @@ final class AnswerDeadline {
 
   /** How long after its arrival the request must be answered, or {@link #NONE}. */
   long boundMillis(RoutingContext ctx) {
-    return LONG_RUNNING.contains(ctx.request().path()) ? NONE : millis + longPollMillis(ctx);
+    String path = routedPath(ctx);
+    return LONG_RUNNING.contains(path) ? NONE : millis + longPollMillis(ctx, path);
   }
 
-  private static long longPollMillis(RoutingContext ctx) {
-    String wait = LONG_POLL.equals(ctx.request().path()) ? ctx.request().getParam("wait") : null;
+  /**
+   * The path as the router matches it: normalized, and a trailing slash ignored ({@code /v1/events/} is the feed). The
+   * bound is set before any route is matched, so it cannot ask the matched route.
+   */
+  private static String routedPath(RoutingContext ctx) {
+    String raw = ctx.request().path();
+    // normalizing a bad escape throws; such a path matches no route, and RequestTargets answers it 400 right after
+    String path = raw != null && RequestTargets.isMalformed(raw) ? raw : ctx.normalizedPath();
+    int end = path.length();
+    while (end > 1 && path.charAt(end - 1) == '/') {
+      end--;
+    }
+    return path.substring(0, end);
+  }
+
+  private static long longPollMillis(RoutingContext ctx, String path) {
+    String wait = LONG_POLL.equals(path) ? ctx.request().getParam("wait") : null;
     if (wait == null) {
       return 0;
     }

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -20,7 +21,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * A connection's one timer keeps both of its request's deadlines ({@link HttpConnections}): a router with the guard in
  * front, one route that answers at once and one that never answers, so that only the answer deadline answers it
- * (300 ms here; the read deadline 30 s).
+ * (300 ms here; the read deadline 30 s). The feed's long poll and the reconciliation never answer either: their
+ * bounds are the feed's wait on top, and none.
  */
 class RequestDeadlinesTest {
   private static final long ANSWER_WITHIN_MILLIS = 300;
@@ -40,6 +42,8 @@ class RequestDeadlinesTest {
     router.route().handler(guard::handle);
     router.get("/now").handler(ctx -> ctx.response().end("now"));
     router.get("/never").handler(ctx -> { });
+    router.get("/v1/events").handler(ctx -> { });
+    router.post("/v1/admin/reconcile").handler(ctx -> { });
     HttpServer server = vertx.createHttpServer().connectionHandler(guard::opened).requestHandler(router);
     port = server.listen(0, "127.0.0.1").await().actualPort();
   }
@@ -76,6 +80,34 @@ class RequestDeadlinesTest {
 
       assertThat(http.closedByServer()).as(answers).isTrue();
       assertThat(answers).startsWith("HTTP/1.1 200 ").contains("HTTP/1.1 504 ", "\"read_timeout\"");
+    }
+  }
+
+  /** The router takes the path with a trailing slash as the same route, and so does the bound. */
+  @Test
+  void theFeedsLongPollGetsItsWaitOnTopWithOrWithoutATrailingSlash() {
+    for (String target : List.of("/v1/events?wait=1", "/v1/events/?wait=1")) {
+      try (RawHttp http = RawHttp.connect(port)) {
+        long sent = System.nanoTime();
+        String answer = http.send(RawHttp.request("GET", target, "Connection: close")).readUntilClosed(5_000);
+        long answeredAfter = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent);
+
+        assertThat(answer).as(target).startsWith("HTTP/1.1 504 ");
+        assertThat(answeredAfter).as(target + " answered after, in ms, past the wait of 1 s")
+            .isGreaterThanOrEqualTo(1_000 + ANSWER_WITHIN_MILLIS - 5);
+      }
+    }
+  }
+
+  @Test
+  void theReconciliationIsNotBoundWithOrWithoutATrailingSlash() {
+    for (String target : List.of("/v1/admin/reconcile", "/v1/admin/reconcile/")) {
+      try (RawHttp http = RawHttp.connect(port)) {
+        String answer = http.send(RawHttp.request("POST", target, "Content-Length: 0", "Connection: close"))
+            .readUntilClosed((int) (4 * ANSWER_WITHIN_MILLIS));
+
+        assertThat(answer).as(target + ": nothing answered past the bound of other requests").isEmpty();
+      }
     }
   }
 }
