@@ -3,6 +3,7 @@ package ordertimeout.http;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
@@ -45,12 +46,15 @@ final class EventRoutes {
     AppConfig.ApiKey caller = Auth.caller(ctx);
     String client = caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
     long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
-    notExpired(after, client).compose(none -> page(after, client, limit, deadline, true)).onSuccess(page -> {
-      JsonArray list = new JsonArray();
-      page.forEach(event -> list.add(toJson(event)));
-      long next = page.isEmpty() ? after : page.get(page.size() - 1).position();
-      OrderRoutes.json(ctx, 200, new JsonObject().put("events", list).put("next", Long.toString(next)));
-    }).onFailure(ctx::fail);
+    notExpired(after, client)
+        .compose(none -> page(after, client, limit, deadline, true, ctx.response()))
+        .onSuccess(page -> {
+          JsonArray list = new JsonArray();
+          page.forEach(event -> list.add(toJson(event)));
+          long next = page.isEmpty() ? after : page.get(page.size() - 1).position();
+          OrderRoutes.json(ctx, 200, new JsonObject().put("events", list).put("next", Long.toString(next)));
+        })
+        .onFailure(ctx::fail);
   }
 
   /**
@@ -70,11 +74,14 @@ final class EventRoutes {
 
   /**
    * The page after {@code after}; while it is empty and the deadline has not passed, asked again every
-   * {@link #POLL_MILLIS}. On the {@code first} look an empty page's cursor is checked: one past the last position the
-   * feed has given is refused (400 {@code invalid_cursor}) rather than answered with empty pages, as its reader (a
-   * cursor of another database, a typo) would skip every event up to it without knowing.
+   * {@link #POLL_MILLIS}, unless the {@code response} is closed (the client left) or ended (answered 504 by
+   * {@link AnswerDeadline}): nobody would read the page then. On the {@code first} look an empty page's cursor is
+   * checked: one past the last position the feed has given is refused (400 {@code invalid_cursor}) rather than
+   * answered with empty pages, as its reader (a cursor of another database, a typo) would skip every event up to it
+   * without knowing.
    */
-  private Future<List<Event>> page(long after, String client, int limit, long deadlineNanos, boolean first) {
+  private Future<List<Event>> page(long after, String client, int limit, long deadlineNanos, boolean first,
+                                   HttpServerResponse response) {
     return events.feed(after, client, limit).compose(page -> {
       if (!page.isEmpty()) {
         return Future.succeededFuture(page);
@@ -89,8 +96,9 @@ final class EventRoutes {
           return Future.succeededFuture(page);
         }
         Promise<List<Event>> later = Promise.promise();
-        vertx.setTimer(Math.min(POLL_MILLIS, leftMillis),
-            id -> page(after, client, limit, deadlineNanos, false).onComplete(later));
+        vertx.setTimer(Math.min(POLL_MILLIS, leftMillis), id -> (response.closed() || response.ended()
+            ? Future.succeededFuture(page)
+            : page(after, client, limit, deadlineNanos, false, response)).onComplete(later));
         return later.future();
       });
     });

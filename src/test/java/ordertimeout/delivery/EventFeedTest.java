@@ -4,6 +4,7 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import ordertimeout.support.Api;
 import ordertimeout.support.Await;
+import ordertimeout.support.RawHttp;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import org.junit.jupiter.api.Test;
@@ -22,7 +23,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * GET /v1/events against the real service on the embedded default (Kafka off, no webhook): pages follow the cursor
  * in commit order without a gap or a repeat, each client sees its own orders' events only (admins all), and a long
- * poll answers as soon as an event arrives.
+ * poll answers as soon as an event arrives, and stops looking once its client left.
  */
 class EventFeedTest extends ServiceTestBase {
   private static final String OTHER_KEY = "other-client-key";
@@ -123,6 +124,28 @@ class EventFeedTest extends ServiceTestBase {
     assertThat(closed.getString("closeAt")).isEqualTo(reminder.getString("closeAt"));
     assertThat(closed.getString("closedAt")).isNotNull();
     assertThat(closed.containsKey("paidAt")).isFalse();
+  }
+
+  /** A long poll looks every 200 ms while it waits; once its client closed the connection, it stops looking. */
+  @Test
+  void aLongPollStopsLookingOnceItsClientLeft() {
+    Sql.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    String cursor = drain(Api.USER_KEY, "0");
+    long before = clientFeedLooks();
+    try (RawHttp http = RawHttp.connect(service.config().http().port())) {
+      http.send(RawHttp.request("GET", "/v1/events?after=" + cursor + "&wait=25",
+          "Authorization: Bearer " + Api.USER_KEY));
+      Await.until("the long poll looking again", Duration.ofSeconds(10), () -> clientFeedLooks() >= before + 3);
+    }
+    Await.sleep(500); // a look under way when the client left ends
+    long afterLeaving = clientFeedLooks();
+    Await.sleep(1_000);
+    assertThat(clientFeedLooks() - afterLeaving).as("looks at the feed in the second after its client left").isZero();
+  }
+
+  /** Every look of a user key's feed at the database so far (pg_stat_statements, which the test database preloads). */
+  private static long clientFeedLooks() {
+    return Sql.count("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE '%WHERE f.client = $3%'");
   }
 
   @Test
