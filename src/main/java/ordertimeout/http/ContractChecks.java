@@ -22,6 +22,7 @@ import ordertimeout.config.AppConfig;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Pattern;
 
@@ -141,11 +142,21 @@ public final class ContractChecks {
         Object schema = requestBody.getOpenAPIModel().getJsonObject("content").getJsonObject(JSON).getValue("schema");
         body = new BodyCheck(requestBody.isRequired(), SchemaPrecheck.of(document, schema),
             contract.getSchemaRepository().validator(requestBody.getContent().get(JSON).getSchema()),
-            document, (JsonObject) ApiDocument.resolve(document, schema));
+            document, (JsonObject) ApiDocument.resolve(document, documentedBodySchema(document, operation)));
       }
       checks.put(operation.getOperationId(), new Check(List.copyOf(parameters), body));
     }
     return checks;
+  }
+
+  /**
+   * The body's schema as the document writes it, not as vertx-openapi's model of it: there each {@code $ref} is
+   * replaced by the schema it names, and what stands beside it (a property's {@code x-problem-codes}) is lost.
+   */
+  private static Object documentedBodySchema(JsonObject document, Operation operation) {
+    return document.getJsonObject("paths").getJsonObject(operation.getOpenAPIPath())
+        .getJsonObject(operation.getHttpMethod().name().toLowerCase(Locale.ROOT)).getJsonObject("requestBody")
+        .getJsonObject("content").getJsonObject(JSON).getValue("schema");
   }
 
   private static void checkParameter(RoutingContext ctx, ParameterCheck check) {

@@ -8,9 +8,10 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The problem codes the service answers besides those of each domain refusal. Which stable code a request that failed its check answers, read from the document: {@code malformed_json}
- * (no body, not JSON, not an object), {@code unknown_field} ({@code additionalProperties}), a schema keyword's
- * {@code x-problem-codes}, else {@code invalid_field}. A parameter answers its own {@code x-problem-code} (or
+ * The problem codes the service answers besides those of each domain refusal. Which stable code a request that failed
+ * its check answers, read from the document: {@code malformed_json} (no body, not JSON, not an object),
+ * {@code unknown_field} ({@code additionalProperties}), a schema keyword's {@code x-problem-codes} (on its schema, or
+ * beside a {@code $ref} to it), else {@code invalid_field}. A parameter answers its own {@code x-problem-code} (or
  * {@code x-missing-problem-code} when it is absent), which {@link ContractChecks} reads with the parameter.
  */
 final class ProblemCodes {
@@ -76,7 +77,7 @@ final class ProblemCodes {
 
   private static boolean isKnownProperty(JsonObject document, JsonObject schema, OutputUnit error) {
     List<String> instance = ApiDocument.pointer(error.getInstanceLocation());
-    Object holder = holder(document, schema, error);
+    Object holder = holders(document, schema, error).get(0);
     return !instance.isEmpty() && holder instanceof JsonObject holding && holding.getValue("properties") instanceof JsonObject properties
         && properties.containsKey(instance.get(instance.size() - 1));
   }
@@ -88,17 +89,24 @@ final class ProblemCodes {
   }
 
   /**
-   * The schema that holds the failed keyword: the error's keyword location walked from the body's schema,
-   * following each {@code $ref} on the way (the absolute locations are not reliable for the root schema).
+   * The schema that holds the failed keyword, then the schemas that lead to it by {@code $ref}, nearest first (a
+   * property {@code {$ref: ..., x-problem-codes: ...}} of a shared schema): the error's keyword location walked from
+   * the body's schema, following each {@code $ref} on the way (the absolute locations are not reliable for the root
+   * schema).
    */
-  private static Object holder(JsonObject document, JsonObject schema, OutputUnit error) {
+  private static List<Object> holders(JsonObject document, JsonObject schema, OutputUnit error) {
     List<String> path = ApiDocument.pointer(error.getKeywordLocation());
     Object node = schema;
+    List<Object> referrers = new ArrayList<>();
     for (int i = 0; i < path.size() - 1 && node != null; i++) {
       String segment = path.get(i);
       if ("$ref".equals(segment)) {
+        referrers.add(0, node);
         node = ApiDocument.resolve(document, node);
-      } else if (node instanceof JsonObject object) {
+        continue;
+      }
+      referrers.clear();
+      if (node instanceof JsonObject object) {
         node = object.getValue(segment);
       } else if (node instanceof JsonArray array && segment.matches("[0-9]+") && Integer.parseInt(segment) < array.size()) {
         node = array.getValue(Integer.parseInt(segment));
@@ -106,16 +114,27 @@ final class ProblemCodes {
         node = null;
       }
     }
-    return ApiDocument.resolve(document, node);
+    Object holder = ApiDocument.resolve(document, node);
+    if (holder != node) {
+      referrers.add(0, node);
+    }
+    List<Object> holders = new ArrayList<>();
+    holders.add(holder);
+    holders.addAll(referrers);
+    return holders;
   }
 
-  /** {@code x-problem-codes: {keyword: code}} on the schema that holds the failed keyword; else invalid_field. */
+  /**
+   * {@code x-problem-codes: {keyword: code}} on the schema that holds the failed keyword, else on the nearest schema
+   * that refers to it; else invalid_field.
+   */
   private static String problemCode(JsonObject document, JsonObject schema, OutputUnit error) {
-    Object holder = holder(document, schema, error);
-    if (holder instanceof JsonObject holding && holding.getValue("x-problem-codes") instanceof JsonObject codes) {
-      String code = codes.getString(keyword(error));
-      if (code != null) {
-        return code;
+    for (Object holder : holders(document, schema, error)) {
+      if (holder instanceof JsonObject holding && holding.getValue("x-problem-codes") instanceof JsonObject codes) {
+        String code = codes.getString(keyword(error));
+        if (code != null) {
+          return code;
+        }
       }
     }
     return INVALID_FIELD;

@@ -16,6 +16,8 @@ import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.time.Duration;
@@ -346,6 +348,26 @@ class BulkJobTest extends ServiceTestBase {
     assertThat(notANumber.status()).isEqualTo(400);
     assertThat(notANumber.code()).isEqualTo("invalid_job_id");
     assertThat(api.send(api.request("POST", "/v1/admin/orders/bulk-close", Api.USER_KEY, "{\"ids\":[\"1\"]}")).status()).isEqualTo(403);
+  }
+
+  /** The search's parameters and a bulk body's filter are the same fields: a bad value answers the same code. */
+  @Test
+  void aBadFilterValueAnswersInvalidFilterInTheSearchAndInABulkBody() {
+    Map<String, String> badValues = Map.of("sku", "SKU 1", "client", "c".repeat(65), "userId", "",
+        "status", "LOST", "dueAfter", "2026-12-01T09:00:00Z".repeat(4), "createdBefore", "tomorrow");
+    badValues.forEach((field, value) -> {
+      String query = field + "=" + URLEncoder.encode(value, StandardCharsets.UTF_8);
+      Api.Response search = api.get("/v1/admin/orders?" + query, Api.ADMIN_KEY);
+      assertThat(search.status()).as("search by " + field + ": " + search.body()).isEqualTo(400);
+      assertThat(search.code()).as("search by " + field).isEqualTo("invalid_filter");
+      JsonObject filter = new JsonObject().put(field, value);
+      assertCode("bulk-close", new JsonObject().put("filter", filter).encode(), "invalid_filter");
+      assertCode("bulk-extend", new JsonObject().put("filter", filter).put("extendSeconds", 60).encode(),
+          "invalid_filter");
+    });
+    assertCode("bulk-close", "{\"filter\":{\"sku\":1}}", "invalid_filter");
+    assertCode("bulk-close", "{\"filter\":{\"status\":true}}", "invalid_filter");
+    assertThat(Sql.count("SELECT count(*) FROM bulk_jobs")).isZero();
   }
 
   private void assertCode(String action, String body, String code) {
