@@ -11,10 +11,12 @@ import java.util.Set;
  * database's own timeouts cannot end a statement whose connection stopped answering (a cut or blackholed
  * network), and the client side of the connection has no timeout of its own: without this, such a request waits
  * until TCP gives up, minutes later. A request that changes something and is still running then answers 504
- * {@code outcome_unknown}: it may still be committed (a create with its Idempotency-Key, a pay or a cancel are
- * safe to send again and then answer what happened); a read answers 504 {@code read_timeout}. What the request
- * would have answered later is dropped. An admin's reconciliation, which reads every unpaid order, answers when
- * it is done (bounded by its own wait); the feed's long poll ({@code GET /v1/events?wait=s}) gets its wait on top.
+ * {@code outcome_unknown}: it may still be committed, and its advice names only the requests that are safe to send
+ * again and then answer what happened (one with its Idempotency-Key, a pay, an extend to a closeAt; not an extend by
+ * seconds, nor a bulk action without a key, which would apply twice); a read answers 504 {@code read_timeout}. What
+ * the request would have answered later is dropped. An admin's reconciliation, which reads every unpaid order,
+ * answers when it is done (bounded by its own wait); the feed's long poll ({@code GET /v1/events?wait=s}) gets its
+ * wait on top.
  * The bound is kept by the request's connection ({@link HttpConnections}), which has a timer anyway.
  */
 final class AnswerDeadline {
@@ -24,6 +26,12 @@ final class AnswerDeadline {
   private static final String LONG_POLL = "/v1/events";
   /** Past the feed's own bound on {@code wait} (its document's maximum), so that a bad value never stretches this. */
   private static final int LONG_POLL_MAX_SECONDS = 60;
+
+  /** The writes that take effect once however often they are sent; any other would apply twice, or not tell. */
+  private static final String SAFE_TO_SEND_AGAIN = "Sent again, these answer what happened and take effect once: "
+      + "a create, an adjust, a bulk-close or a bulk-extend with the same Idempotency-Key; a pay, a cancel, a close, "
+      + "a payment-started; an extend to a closeAt. Read the order or the jobs before sending anything else again: "
+      + "an extend by extendSeconds or a bulk action without a key would apply twice";
 
   private final long millis;
   private final NodeStats stats;
@@ -82,7 +90,7 @@ final class AnswerDeadline {
     ctx.response().putHeader("Retry-After", "1");
     Problems.send(ctx, 504, code, read
         ? "no answer within " + millis + " ms (the database did not answer in time); retry later"
-        : "not decided within " + millis + " ms (the database did not answer in time): it may still take effect; "
-            + "send it again (a create with the same Idempotency-Key) to learn what happened");
+        : "not decided within " + millis + " ms (the database did not answer in time): it may still take effect. "
+            + SAFE_TO_SEND_AGAIN);
   }
 }

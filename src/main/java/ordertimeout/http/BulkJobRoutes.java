@@ -5,15 +5,22 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import ordertimeout.bus.Addresses;
+import ordertimeout.order.Digests;
+import ordertimeout.order.IdempotencyKey;
 import ordertimeout.order.OrderFilter;
 import ordertimeout.store.BulkJobStore;
 import ordertimeout.store.BulkJobStore.Kind;
+
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.stream.Collectors;
 
 /**
  * Operators' bulk actions: POST /v1/admin/orders/bulk-close and bulk-extend, by ids or by a filter (the search's fields).
  * A dry run answers the counts at once; otherwise the job is stored and answered 202, and runs in batches on whichever
  * node claims it ({@link ordertimeout.maintenance.BulkJobVerticle}); GET /v1/admin/jobs/{id} shows its progress,
- * GET /v1/admin/jobs the latest jobs.
+ * GET /v1/admin/jobs the latest jobs. With an Idempotency-Key the same request sent again answers the same job rather
+ * than submitting another (an extend applied twice moves each deadline twice); a dry run neither reads nor stores it.
  */
 final class BulkJobRoutes {
   private final BulkJobStore jobs;
@@ -49,11 +56,22 @@ final class BulkJobRoutes {
       return;
     }
     String client = Auth.caller(ctx).client();
-    jobs.submit(kind, client, ids, filter, extendSeconds).onSuccess(job -> {
+    String key = (String) ContractChecks.parameter(ctx, "Idempotency-Key");
+    IdempotencyKey idempotency = key == null ? null
+        : new IdempotencyKey(client, key, requestHash(kind, ids, filter, extendSeconds));
+    jobs.submit(kind, client, ids, filter, extendSeconds, idempotency).onSuccess(job -> {
       ctx.vertx().eventBus().send(Addresses.BULK_JOBS_WAKE, null);
-      ctx.response().putHeader("Location", "/v1/admin/jobs/" + job.id());
-      OrderRoutes.json(ctx, 202, job.toJson());
+      ctx.response().putHeader("Location", "/v1/admin/jobs/" + job.getString("id"));
+      OrderRoutes.json(ctx, 202, job);
     }).onFailure(ctx::fail);
+  }
+
+  /** What tells a retry from another request under the same key: the action, the orders it names, its change. */
+  private static String requestHash(Kind kind, Long[] ids, OrderFilter filter, Integer extendSeconds) {
+    String orders = ids != null
+        ? "ids:" + Arrays.stream(ids).distinct().sorted().map(String::valueOf).collect(Collectors.joining(","))
+        : "filter:" + filter.toJson().encode();
+    return HexFormat.of().formatHex(Digests.sha256(kind.name(), orders, String.valueOf(extendSeconds)));
   }
 
   /** The ids the contract checked as digits; 400 {@code invalid_order_id} for one beyond 64 bits. */

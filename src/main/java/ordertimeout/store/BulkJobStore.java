@@ -9,7 +9,9 @@ import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
 import ordertimeout.bus.Deadlines;
 import ordertimeout.order.CloseReason;
+import ordertimeout.order.IdempotencyKey;
 import ordertimeout.order.OrderFilter;
+import ordertimeout.order.OrderRejected.Reason;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -103,29 +105,43 @@ public final class BulkJobStore {
   }
 
   /**
-   * A new job (QUEUED): by ids (each once; total the ids given), or by filter (total the orders matching now). A
-   * filter's count and the job's row are written in one transaction, so the job's {@code created_at} is the time the
-   * count saw the orders by (its {@code now()}).
+   * A new job (QUEUED), answered as JSON: by ids (each once; total the ids given), or by filter (total the orders
+   * matching now). A filter's count and the job's row are written in one transaction, so the job's {@code created_at}
+   * is the time the count saw the orders by (its {@code now()}). With an {@code idempotency} key (null: none) the job
+   * is submitted once per key, its key stored in its transaction: a retry with the key answers what the first request
+   * answered (the same job, as it was then), the key with another request {@link Reason#IDEMPOTENCY_KEY_REUSED}, and
+   * while the first request with the key runs {@link Reason#REQUEST_IN_PROGRESS}.
    */
-  public Future<Job> submit(Kind kind, String client, Long[] ids, OrderFilter filter, Integer extendSeconds) {
-    if (ids != null) {
-      Long[] sorted = Arrays.stream(ids).distinct().sorted().toArray(Long[]::new);
-      return insert(pool, kind, client, sorted, null, null, extendSeconds, sorted.length);
-    }
-    OrderSearch.Where where = OrderSearch.where(filter, null);
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.countMatches(where.sql())).execute(where.tuple())
-        .compose(rows -> {
-          Row row = rows.iterator().next();
-          return insert(conn, kind, client, null, filter.toJson(), row.getLong("upper_id"), extendSeconds, row.getLong("total"));
-        }));
+  public Future<JsonObject> submit(Kind kind, String client, Long[] ids, OrderFilter filter, Integer extendSeconds,
+                                   IdempotencyKey idempotency) {
+    return pool.withTransaction(conn -> idempotency == null
+        ? newJob(conn, kind, client, ids, filter, extendSeconds)
+        : IdempotencyKeys.lockAndFind(conn, idempotency).compose(stored -> stored != null
+            ? Future.succeededFuture(new JsonObject(stored))
+            : newJob(conn, kind, client, ids, filter, extendSeconds)
+                .compose(job -> IdempotencyKeys.store(conn, idempotency, 202, job.encode()).map(job))));
   }
 
-  private static Future<Job> insert(io.vertx.sqlclient.SqlClient sql, Kind kind, String client, Long[] ids, JsonObject filter,
-                                    Long upperId, Integer extendSeconds, long total) {
-    return sql.preparedQuery(Sql.INSERT_JOB)
+  private static Future<JsonObject> newJob(SqlConnection conn, Kind kind, String client, Long[] ids, OrderFilter filter,
+                                           Integer extendSeconds) {
+    if (ids != null) {
+      Long[] sorted = Arrays.stream(ids).distinct().sorted().toArray(Long[]::new);
+      return insert(conn, kind, client, sorted, null, null, extendSeconds, sorted.length);
+    }
+    OrderSearch.Where where = OrderSearch.where(filter, null);
+    return conn.preparedQuery(Sql.countMatches(where.sql())).execute(where.tuple()).compose(rows -> {
+      Row row = rows.iterator().next();
+      return insert(conn, kind, client, null, filter.toJson(), row.getLong("upper_id"), extendSeconds,
+          row.getLong("total"));
+    });
+  }
+
+  private static Future<JsonObject> insert(SqlConnection conn, Kind kind, String client, Long[] ids, JsonObject filter,
+                                           Long upperId, Integer extendSeconds, long total) {
+    return conn.preparedQuery(Sql.INSERT_JOB)
         .execute(Tuple.tuple().addString(kind.name()).addString(client).addArrayOfLong(ids).addValue(filter)
             .addLong(upperId).addInteger(extendSeconds).addLong(total))
-        .map(rows -> toJob(rows.iterator().next()));
+        .map(rows -> toJob(rows.iterator().next()).toJson());
   }
 
   public Future<Optional<Job>> find(long id) {

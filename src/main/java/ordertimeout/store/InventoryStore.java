@@ -89,38 +89,17 @@ public final class InventoryStore {
    * route it came to first. A refused adjust stores nothing.
    */
   public Future<Stock> adjust(String sku, long delta, long maxAvailable, IdempotencyKey idempotency) {
-    String client = idempotency.client();
-    return pool.withTransaction(conn -> conn.preparedQuery(Sql.TRY_LOCK_IDEMPOTENCY_KEYS)
-        .execute(Tuple.of(new Long[] {OrderCreates.lockKey("idempotency", client, idempotency.key())}))
-        .compose(locked -> {
-          if (!locked.iterator().next().getBoolean("locked")) {
-            throw new OrderRejected(Reason.REQUEST_IN_PROGRESS, "a request with this Idempotency-Key is still running");
-          }
-          return conn.preparedQuery(Sql.SELECT_IDEMPOTENCY_KEYS)
-              .execute(Tuple.tuple().addArrayOfString(new String[] {client}).addArrayOfString(new String[] {idempotency.key()}));
-        })
-        .compose(stored -> stored.size() == 1
-            ? Future.succeededFuture(replay(stored.iterator().next(), idempotency))
-            : conn.preparedQuery(Sql.ADJUST_AVAILABLE).execute(Tuple.of(sku, delta, maxAvailable, client))
+    return pool.withTransaction(conn -> IdempotencyKeys.lockAndFind(conn, idempotency)
+        .compose(stored -> stored != null
+            ? Future.succeededFuture(Stock.replayed(stored))
+            : conn.preparedQuery(Sql.ADJUST_AVAILABLE).execute(Tuple.of(sku, delta, maxAvailable, idempotency.client()))
                 .compose(adjusted -> adjusted.size() == 1
                     ? storeKey(conn, toStock(adjusted.iterator().next()), idempotency)
                     : refuseAdjust(conn, sku, delta, maxAvailable))));
   }
 
-  private static Stock replay(Row stored, IdempotencyKey idempotency) {
-    if (!stored.getString("request_hash").equals(idempotency.requestHash())) {
-      throw new OrderRejected(Reason.IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was used for a different request");
-    }
-    return Stock.replayed(stored.getString("response_body"));
-  }
-
   private static Future<Stock> storeKey(SqlConnection conn, Stock stock, IdempotencyKey idempotency) {
-    return conn.preparedQuery(Sql.INSERT_IDEMPOTENCY_KEYS)
-        .execute(Tuple.tuple().addArrayOfString(new String[] {idempotency.client()})
-            .addArrayOfString(new String[] {idempotency.key()}).addArrayOfString(new String[] {idempotency.requestHash()})
-            .addArrayOfInteger(new Integer[] {200}).addArrayOfString(new String[] {stock.toJson().encode()})
-            .addArrayOfLong(new Long[] {null}))
-        .map(stock);
+    return IdempotencyKeys.store(conn, idempotency, 200, stock.toJson().encode()).map(stock);
   }
 
   /** Why the adjust changed nothing: no such SKU, or the result out of range (read after the fact, for the message). */

@@ -42,6 +42,7 @@ class RequestDeadlinesTest {
     router.route().handler(guard::handle);
     router.get("/now").handler(ctx -> ctx.response().end("now"));
     router.get("/never").handler(ctx -> { });
+    router.post("/never").handler(ctx -> { });
     router.get("/v1/events").handler(ctx -> { });
     router.post("/v1/admin/reconcile").handler(ctx -> { });
     HttpServer server = vertx.createHttpServer().connectionHandler(guard::opened).requestHandler(router);
@@ -80,6 +81,23 @@ class RequestDeadlinesTest {
 
       assertThat(http.closedByServer()).as(answers).isTrue();
       assertThat(answers).startsWith("HTTP/1.1 200 ").contains("HTTP/1.1 504 ", "\"read_timeout\"");
+    }
+  }
+
+  /**
+   * A write not decided in time may still take effect: the answer names the writes that are safe to send again, and
+   * warns off the ones that would apply twice (an extend by seconds, a bulk action without its key).
+   */
+  @Test
+  void aWriteNotDecidedInTimeNamesOnlyTheSafeRetries() {
+    try (RawHttp http = RawHttp.connect(port)) {
+      String answer = http.send(RawHttp.request("POST", "/never", "Content-Length: 0", "Connection: close"))
+          .readUntilClosed(5_000);
+
+      assertThat(answer).startsWith("HTTP/1.1 504 ").contains("\"outcome_unknown\"")
+          .contains("a bulk-close or a bulk-extend with the same Idempotency-Key", "an extend to a closeAt")
+          .contains("an extend by extendSeconds or a bulk action without a key would apply twice")
+          .doesNotContain("send it again");
     }
   }
 

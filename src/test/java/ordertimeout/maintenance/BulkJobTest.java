@@ -17,31 +17,40 @@ import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.net.URLEncoder;
+import java.net.http.HttpRequest;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * POST /v1/admin/orders/bulk-close and bulk-extend on the real service: dry runs count and change nothing, a job closes
  * exactly the matched unpaid orders once (stock given back once: the invariants after each test), its progress shows
- * while it runs, bad bodies answer 400 with their codes.
+ * while it runs, a request sent again with its Idempotency-Key answers the first one's job, bad bodies answer 400 with
+ * their codes.
  */
 class BulkJobTest extends ServiceTestBase {
   private static final Duration JOB_TIME = Duration.ofSeconds(30);
 
-  /** Batches of 7: a job of tens of orders runs in several. */
+  /**
+   * Batches of 7: a job of tens of orders runs in several. A submission waits for a lock long enough for a test to send
+   * a second one meanwhile.
+   */
   @Override
   protected Map<String, String> overrides() {
-    return Map.of("OT_BULK_JOBS_BATCH_SIZE", "7", "OT_BULK_JOBS_POLL_MILLIS", "200");
+    return Map.of("OT_BULK_JOBS_BATCH_SIZE", "7", "OT_BULK_JOBS_POLL_MILLIS", "200",
+        "OT_DATABASE_INTAKE_LOCK_TIMEOUT_MILLIS", "5000");
   }
 
   @Test
@@ -327,6 +336,72 @@ class BulkJobTest extends ServiceTestBase {
         .containsExactly(holdUntil.toEpochMilli());
   }
 
+  /**
+   * A bulk-extend sent again (its answer lost, or answered 504 outcome_unknown) with its Idempotency-Key answers the
+   * first request's job, and each deadline moves once. The key with another request changes nothing; a dry run
+   * neither reads nor stores it.
+   */
+  @Test
+  void aBulkExtendSentAgainWithItsIdempotencyKeyMovesEachDeadlineOnce() {
+    api.setStock("SKU-K", 10);
+    List<String> orders = api.createOrders(3, 600, "SKU-K");
+    List<Instant> before = new ArrayList<>();
+    orders.forEach(order -> before.add(Instant.parse(api.order(order).json().getString("closeAt"))));
+    JsonObject extend = new JsonObject().put("ids", new JsonArray(new ArrayList<>(orders))).put("extendSeconds", 120);
+
+    Api.Response dryRun = api.send(keyed("bulk-extend", extend.copy().put("dryRun", true), "extend-1"));
+    assertThat(dryRun.status()).as(dryRun.body()).isEqualTo(200);
+    Api.Response first = api.send(keyed("bulk-extend", extend, "extend-1"));
+    Api.Response again = api.send(keyed("bulk-extend", extend, "extend-1"));
+    assertThat(first.status()).as(first.body()).isEqualTo(202);
+    assertThat(again.status()).as(again.body()).isEqualTo(202);
+    String id = first.json().getString("id");
+    assertThat(again.json().getString("id")).as("the first request's job").isEqualTo(id);
+    assertThat(again.json()).as("answered as it was then").isEqualTo(first.json());
+    assertThat(again.raw().headers().firstValue("Location")).hasValue("/v1/admin/jobs/" + id);
+    Await.until("the job finished", JOB_TIME, () -> job(id).getString("status").equals("SUCCEEDED"));
+
+    Api.Response otherSeconds = api.send(keyed("bulk-extend", extend.copy().put("extendSeconds", 60), "extend-1"));
+    Api.Response otherAction = api.send(keyed("bulk-close", new JsonObject().put("ids", extend.getJsonArray("ids")),
+        "extend-1"));
+    for (Api.Response reused : List.of(otherSeconds, otherAction)) {
+      assertThat(reused.status()).as(reused.body()).isEqualTo(422);
+      assertThat(reused.code()).isEqualTo("idempotency_key_reused");
+    }
+    assertThat(Sql.count("SELECT count(*) FROM bulk_jobs")).isEqualTo(1);
+    for (int i = 0; i < orders.size(); i++) {
+      JsonObject order = api.order(orders.get(i)).json();
+      assertThat(order.getString("status")).isEqualTo("UNPAID");
+      assertThat(Instant.parse(order.getString("closeAt"))).as("moved once").isEqualTo(before.get(i).plusSeconds(120));
+    }
+  }
+
+  /** While the first request with a key is still running (its job's insert held here), the key answers 409. */
+  @Test
+  void aBulkCloseWithTheKeyOfARequestStillRunningAnswers409() throws Exception {
+    api.setStock("SKU-P", 10);
+    List<String> orders = api.createOrders(2, 600, "SKU-P");
+    JsonObject close = new JsonObject().put("ids", new JsonArray(new ArrayList<>(orders)));
+    CompletableFuture<Api.Response> first;
+    try (Connection lock = TestDatabase.jdbc(); Statement statement = lock.createStatement()) {
+      lock.setAutoCommit(false);
+      statement.execute("LOCK TABLE bulk_jobs IN SHARE MODE");
+      first = api.sendAsync(keyed("bulk-close", close, "close-1"));
+      Await.until("the first request waiting to insert its job", JOB_TIME, () -> Sql.count("SELECT count(*) FROM "
+          + "pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO bulk_jobs%'") == 1);
+      Api.Response second = api.send(keyed("bulk-close", close, "close-1"));
+      assertThat(second.status()).as(second.body()).isEqualTo(409);
+      assertThat(second.code()).isEqualTo("request_in_progress");
+      lock.rollback();
+    }
+    Api.Response answered = first.get(30, TimeUnit.SECONDS);
+    assertThat(answered.status()).as(answered.body()).isEqualTo(202);
+    String id = answered.json().getString("id");
+    Await.until("the job finished", JOB_TIME, () -> job(id).getString("status").equals("SUCCEEDED"));
+    assertThat(Sql.count("SELECT count(*) FROM bulk_jobs")).isEqualTo(1);
+    assertThat(orders).allSatisfy(order -> assertThat(statusOf(order)).isEqualTo("CLOSED"));
+  }
+
   @Test
   void badBodiesAnswer400WithTheirCodes() {
     assertCode("bulk-close", "{}", "ids_or_filter");
@@ -340,6 +415,10 @@ class BulkJobTest extends ServiceTestBase {
     assertCode("bulk-extend", "{\"ids\":[\"1\"]}", "invalid_field");
     assertCode("bulk-extend", "{\"ids\":[\"1\"],\"extendSeconds\":0}", "invalid_field");
     assertCode("bulk-close", "[1]", "malformed_json");
+    JsonObject oneId = new JsonObject().put("ids", new JsonArray().add("1"));
+    Api.Response badKey = api.send(keyed("bulk-close", oneId, "two words"));
+    assertThat(badKey.status()).as(badKey.body()).isEqualTo(400);
+    assertThat(badKey.code()).isEqualTo("invalid_idempotency_key");
     assertThat(Sql.count("SELECT count(*) FROM bulk_jobs")).isZero();
     Api.Response none = api.get("/v1/admin/jobs/424242", Api.ADMIN_KEY);
     assertThat(none.status()).isEqualTo(404);
@@ -374,6 +453,11 @@ class BulkJobTest extends ServiceTestBase {
     Api.Response response = api.send(api.request("POST", "/v1/admin/orders/" + action, Api.ADMIN_KEY, body));
     assertThat(response.status()).as(body + ": " + response.body()).isEqualTo(400);
     assertThat(response.code()).as(body).isEqualTo(code);
+  }
+
+  private HttpRequest.Builder keyed(String action, JsonObject body, String idempotencyKey) {
+    return api.request("POST", "/v1/admin/orders/" + action, Api.ADMIN_KEY, body.encode())
+        .header("Idempotency-Key", idempotencyKey);
   }
 
   private JsonObject bulk(String action, JsonObject body) {
