@@ -268,7 +268,8 @@ public final class CloseVerticle extends VerticleBase {
           long[] later = Arrays.copyOfRange(ids, grant.granted(), ids.length);
           return runBatch(job, now).compose(closedNow -> later.length == 0
               ? Future.succeededFuture(closedNow)
-              : waitForPermits(grant.retryAfterMillis()).compose(waited -> draining ? Future.succeededFuture(0) : run(job, later))
+              : waitForPermits(grant.retryAfterMillis())
+                  .compose(waited -> draining ? Future.succeededFuture(0) : run(job, later))
                   .map(closedLater -> closedNow + closedLater));
         });
   }
@@ -392,6 +393,9 @@ public final class CloseVerticle extends VerticleBase {
 
   /** Until the permits refill, or the drain starts. */
   private Future<Void> waitForPermits(long millis) {
+    if (draining) {
+      return Future.succeededFuture();
+    }
     Promise<Void> refilled = Promise.promise();
     long timer = vertx.setTimer(Math.max(1, millis), id -> refilled.tryComplete());
     permitWaits.add(refilled);

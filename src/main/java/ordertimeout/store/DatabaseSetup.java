@@ -141,7 +141,10 @@ public final class DatabaseSetup implements AutoCloseable {
   private void migrate() {
     FluentConfiguration flyway = Flyway.configure()
         .dataSource(jdbcUrl(), connectOptions.getUser(), connectOptions.getPassword())
-        .locations("classpath:db/migration");
+        .locations("classpath:db/migration")
+        // a node starting while another migrates waits for it, trying every second for up to an hour (V30 builds an
+        // index over every idempotency key)
+        .lockRetryCount(3600);
     // A session-level lock between nodes migrating at once, not one held in a transaction: CREATE INDEX CONCURRENTLY
     // (V30) waits for every open transaction, Flyway's own lock's included, and would wait forever.
     flyway.getConfigurationExtension(PostgreSQLConfigurationExtension.class).setTransactionalLock(false);

@@ -1023,7 +1023,7 @@ final class Sql {
   /** Within a delete of events: the highest feed position it deleted of each client, kept for the feed's readers. */
   private static final String NOTE_FEED_DELETED = """
       INSERT INTO outbox_feed_deleted AS d (client, through)
-        SELECT coalesce(u.client, ''), max(u.position) FROM unfed u GROUP BY 1
+        SELECT coalesce(u.client, ''), max(u.position) FROM unfed u GROUP BY 1 ORDER BY 1
         ON CONFLICT (client) DO UPDATE SET through = greatest(d.through, EXCLUDED.through)""";
 
   /** Log lines older than {@code $1} hours among the {@code $2} first by id. */
@@ -1038,15 +1038,17 @@ final class Sql {
    * It looks at the {@code $2} events after id {@code $4} and answers how far it looked ({@code up_to}: the last of them
    * before the first not old enough) and whether more may follow. The caller starts its next look there, so that events
    * some sink does not have (a webhook failing, or no longer configured) are not read again every pass; they go at the
-   * maximum age ({@link #DELETE_EXPIRED_EVENTS}). A mark above every event id (a database restored or emptied under a
-   * running node) starts from the first again. Their positions go with them, their deliveries too (ON DELETE
+   * maximum age ({@link #DELETE_EXPIRED_EVENTS}). A mark above every event id the identity has given (a database
+   * restored or re-created under a running node) starts from the first again. Their positions go with them, their deliveries too (ON DELETE
    * CASCADE). Each event's position is looked up by key in a subquery (no position: null, and the event stays).
    */
   static final String DELETE_DELIVERED_EVENTS = """
       WITH head AS (
         SELECT o.event_id, o.created_at < now() - $1::int * interval '1 hour' AS old
         FROM outbox o
-        WHERE o.event_id > (SELECT CASE WHEN $4::bigint > coalesce(max(event_id), 0) THEN 0 ELSE $4::bigint END FROM outbox)
+        WHERE o.event_id > (SELECT CASE WHEN $4::bigint > coalesce(pg_sequence_last_value(
+                                             pg_get_serial_sequence('outbox', 'event_id')::regclass), 0)
+                                        THEN 0 ELSE $4::bigint END)
         ORDER BY o.event_id LIMIT $2::int),
       looked AS (
         SELECT coalesce((SELECT min(event_id) - 1 FROM head WHERE NOT old), (SELECT max(event_id) FROM head), $4::bigint)

@@ -100,8 +100,8 @@ class AppConfigTest {
           .as("every key of %s is a setting", profile).isNotNull();
     }
     String packaged = Files.readString(Path.of("conf/application.yaml"));
-    assertThatThrownBy(() -> loadText(packaged.replace("  batchSize: 1000            # rows per delete",
-        "  batchSzie: 1000            # rows per delete")))
+    assertThatThrownBy(() -> loadText(packaged.replace("  batchSize: 1000            # the oldest rows",
+        "  batchSzie: 1000            # the oldest rows")))
         .isInstanceOf(ConfigException.class).hasMessageContaining("retention.batchSzie")
         .hasMessageContaining("not a setting");
     assertThatThrownBy(() -> loadText(packaged.replace("    createsPerSecond: 1000", "    createsPerSecnd: 1000")))

@@ -92,10 +92,12 @@ public final class TestDatabase {
         connection.setAutoCommit(false);
         statement.execute(many
             ? "TRUNCATE orders, order_items, inventory, inventory_paid, inventory_released, inventory_log, "
-                + "idempotency_keys, outbox, outbox_pending, outbox_feed, webhook_deliveries, order_log, close_failures, "
+                + "idempotency_keys, outbox, outbox_pending, outbox_feed, outbox_feed_deleted, webhook_deliveries, order_log, "
+                + "close_failures, "
                 + "reconciliation_runs, bulk_jobs"
             : """
                 DELETE FROM webhook_deliveries; DELETE FROM outbox; DELETE FROM outbox_pending; DELETE FROM outbox_feed;
+                DELETE FROM outbox_feed_deleted;
                 DELETE FROM order_items;
                 DELETE FROM orders; DELETE FROM client_holdings; DELETE FROM inventory; DELETE FROM inventory_paid;
                 DELETE FROM inventory_released; DELETE FROM inventory_log; DELETE FROM idempotency_keys;
