@@ -82,7 +82,8 @@ public final class RetentionVerticle extends VerticleBase {
   private record Batch(int deleted, boolean more) {}
 
   /** A delete that takes the oldest rows first: more may follow while it took a whole batch. */
-  private static BiFunction<Integer, Integer, Future<Batch>> full(BiFunction<Integer, Integer, Future<Integer>> delete) {
+  private static BiFunction<Integer, Integer, Future<Batch>> full(
+      BiFunction<Integer, Integer, Future<Integer>> delete) {
     return (age, batchSize) -> delete.apply(age, batchSize).map(deleted -> new Batch(deleted, deleted >= batchSize));
   }
 

@@ -164,7 +164,7 @@ public final class EventStore {
         .map(rows -> rows.iterator().next().getLong("last_position"));
   }
 
-  /** The highest feed position retention deleted of {@code eventClient}'s events (every client's when null); 0: none. */
+  /** The highest feed position retention deleted of {@code eventClient}'s events (all clients' when null), or 0. */
   public Future<Long> deletedThrough(String eventClient) {
     return pool.preparedQuery(Sql.FEED_DELETED_THROUGH).execute(Tuple.of(eventClient))
         .map(rows -> rows.iterator().next().getLong("through"));

@@ -162,7 +162,8 @@ public final class MaintenanceStore {
    * wanting them has ({@code kafka}: the relay runs, so an event must be published too); never an undelivered one.
    */
   public Future<DeliveredEvents> deleteDeliveredEvents(int hours, int batchSize, boolean kafka, long after) {
-    return pool.preparedQuery(Sql.DELETE_DELIVERED_EVENTS).execute(Tuple.of(hours, batchSize, kafka, after)).map(rows -> {
+    Tuple parameters = Tuple.of(hours, batchSize, kafka, after);
+    return pool.preparedQuery(Sql.DELETE_DELIVERED_EVENTS).execute(parameters).map(rows -> {
       Row row = rows.iterator().next();
       return new DeliveredEvents(row.getLong("deleted").intValue(), row.getLong("up_to"), row.getBoolean("more"));
     });

@@ -1035,12 +1035,13 @@ final class Sql {
   /**
    * Events older than {@code $1} hours that every sink wanting them has: a feed position given (so their webhook
    * deliveries exist), published to Kafka when the relay runs ({@code $3}), and no delivery of theirs pending or failed.
-   * It looks at the {@code $2} events after id {@code $4} and answers how far it looked ({@code up_to}: the last of them
-   * before the first not old enough) and whether more may follow. The caller starts its next look there, so that events
-   * some sink does not have (a webhook failing, or no longer configured) are not read again every pass; they go at the
-   * maximum age ({@link #DELETE_EXPIRED_EVENTS}). A mark above every event id the identity has given (a database
-   * restored or re-created under a running node) starts from the first again. Their positions go with them, their deliveries too (ON DELETE
-   * CASCADE). Each event's position is looked up by key in a subquery (no position: null, and the event stays).
+   * It looks at the {@code $2} events after id {@code $4} and answers how far it looked ({@code up_to}: the last one
+   * before the first not old enough) and whether more may follow. The caller starts its next look there, so that
+   * events some sink does not have (a webhook failing, or no longer configured) are not read again every pass; they
+   * go at the maximum age ({@link #DELETE_EXPIRED_EVENTS}). A mark above every event id the identity has given (a
+   * database restored or re-created under a running node) starts from the first again. Their positions go with them,
+   * their deliveries too (ON DELETE CASCADE). Each event's position is looked up by key in a subquery (no position:
+   * null, and the event stays).
    */
   static final String DELETE_DELIVERED_EVENTS = """
       WITH head AS (
@@ -1051,15 +1052,16 @@ final class Sql {
                                         THEN 0 ELSE $4::bigint END)
         ORDER BY o.event_id LIMIT $2::int),
       looked AS (
-        SELECT coalesce((SELECT min(event_id) - 1 FROM head WHERE NOT old), (SELECT max(event_id) FROM head), $4::bigint)
-                 AS up_to,
+        SELECT coalesce((SELECT min(event_id) - 1 FROM head WHERE NOT old), (SELECT max(event_id) FROM head),
+                        $4::bigint) AS up_to,
                (SELECT count(*) FROM head) = $2::int AND coalesce((SELECT bool_and(old) FROM head), false) AS more),
       doomed AS (
         SELECT h.event_id FROM head h
         WHERE h.event_id <= (SELECT up_to FROM looked)
           AND (SELECT NOT $3::boolean OR f.position <= (SELECT last_position FROM outbox_relayed)
                FROM outbox_feed f WHERE f.event_id = h.event_id)
-          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = h.event_id AND d.status <> 'DELIVERED')),
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                          WHERE d.event_id = h.event_id AND d.status <> 'DELIVERED')),
       unfed AS (
         DELETE FROM outbox_feed WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING client, position),
       noted AS (%s),

@@ -35,8 +35,8 @@ class PartitionLockWaitTest {
   void aPartitionToDetach() {
     TestDatabase.reset();
     long from = Long.MAX_VALUE - 2_000_000;
-    Sql.executeDdl("CREATE TABLE " + FAR + " PARTITION OF orders FOR VALUES FROM (" + from + ") TO (" + (from + 1_000_000)
-        + ")");
+    Sql.executeDdl("CREATE TABLE " + FAR + " PARTITION OF orders FOR VALUES FROM (" + from + ") TO ("
+        + (from + 1_000_000) + ")");
   }
 
   @AfterEach

@@ -44,12 +44,14 @@ class RetentionReadsTest {
     long pagesBefore = pages("outbox");
     write("new", ROWS + KEPT + 1, 2 * ROWS + KEPT, "now()");
     TABLES.forEach(table -> Sql.executeDdl("ANALYZE " + table));
-    assertThat(pages("outbox")).as("the new rows went into the pages the deleted ones left").isLessThan(pagesBefore * 3 / 2);
+    assertThat(pages("outbox")).as("the new rows went into the pages the deleted ones left")
+        .isLessThan(pagesBefore * 3 / 2);
 
     Map<String, String> passes = new LinkedHashMap<>(); // retention's statements with its default ages, Kafka off
     passes.put("events delivered", ordertimeout.store.Sql.DELETE_DELIVERED_EVENTS.replace("$1", "24")
         .replace("$3", "false").replace("$4", "0"));
-    passes.put("events expired", ordertimeout.store.Sql.DELETE_EXPIRED_EVENTS.replace("$1", "7").replace("$3", "false"));
+    passes.put("events expired",
+        ordertimeout.store.Sql.DELETE_EXPIRED_EVENTS.replace("$1", "7").replace("$3", "false"));
     passes.put("log lines", ordertimeout.store.Sql.DELETE_OLD_ORDER_LOG.replace("$1", "72"));
     passes.put("idempotency keys", ordertimeout.store.Sql.DELETE_OLD_IDEMPOTENCY_KEYS.replace("$1", "169"));
     Map<String, Long> buffers = new LinkedHashMap<>();
@@ -66,8 +68,8 @@ class RetentionReadsTest {
   @Test
   void eventsAWebhookLacksAreLookedAtOnceAndTheDeliveredOnesBehindThemGo() {
     List<Long> failed = events(5, "now() - interval '2 days'");
-    failed.forEach(id -> Sql.execute("INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, status) "
-        + "VALUES (?, ?, 1, 0, 'http://127.0.0.1:9/hook', 'FAILED')", id, id));
+    failed.forEach(id -> Sql.execute("INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, "
+        + "status) VALUES (?, ?, 1, 0, 'http://127.0.0.1:9/hook', 'FAILED')", id, id));
     List<Long> delivered = events(3, "now() - interval '2 days'");
     List<Long> young = events(2, "now()");
 

@@ -92,9 +92,8 @@ public final class TestDatabase {
         connection.setAutoCommit(false);
         statement.execute(many
             ? "TRUNCATE orders, order_items, inventory, inventory_paid, inventory_released, inventory_log, "
-                + "idempotency_keys, outbox, outbox_pending, outbox_feed, outbox_feed_deleted, webhook_deliveries, order_log, "
-                + "close_failures, "
-                + "reconciliation_runs, bulk_jobs"
+                + "idempotency_keys, outbox, outbox_pending, outbox_feed, outbox_feed_deleted, webhook_deliveries, "
+                + "order_log, close_failures, reconciliation_runs, bulk_jobs"
             : """
                 DELETE FROM webhook_deliveries; DELETE FROM outbox; DELETE FROM outbox_pending; DELETE FROM outbox_feed;
                 DELETE FROM outbox_feed_deleted;
