@@ -163,7 +163,7 @@ public record AppConfig(
    * not, counted), and idempotency keys older than {@code idempotencyKeyHours} (a replay after that creates a new order).
    */
   public record Retention(int intervalSeconds, int batchSize, int orderLogHours, int publishedOutboxHours,
-                          int idempotencyKeyHours, int eventsMaxDays, Partitions partitions) {}
+                          int idempotencyKeyHours, int eventsMaxDays, int jobsDays, Partitions partitions) {}
 
   /**
    * The partitions of orders and order_items (V11), kept by the partitions job every {@code intervalSeconds}: one per
@@ -493,6 +493,7 @@ public record AppConfig(
         source.integer("retention.publishedOutboxHours", 24, 1, 24 * 365 * 10),
         keyHours,
         source.integer("retention.eventsMaxDays", 7, 1, 3650),
+        source.integer("retention.jobsDays", 90, 1, 3650),
         new Partitions(
             source.integer("retention.partitionsIntervalSeconds", 600, 1, 24 * 3600),
             source.integer("retention.ordersDays", 30, 1, 3650),

@@ -18,7 +18,8 @@ import java.util.function.BiFunction;
  * wants them has them (the Kafka relay when on, each matching webhook; the pull feed holds nothing back), every
  * event older than {@code retention.eventsMaxDays} (those some sink did not have are counted in
  * {@code ordertimeout_events_dropped_undelivered_total} and logged) and idempotency keys older than
- * {@code retention.idempotencyKeyHours}.
+ * {@code retention.idempotencyKeyHours}, and finished bulk jobs and reconciliation runs older than
+ * {@code retention.jobsDays} (never the latest finished run).
  * Each delete looks at most at {@code retention.batchSize} rows, the oldest, in a transaction of its own, and the next
  * batch follows only while the last one found a whole batch old, so no lock is held for long and closes interleave.
  * With Redis on, one node of the cluster runs it per interval ({@link SingletonJob}).
@@ -27,6 +28,8 @@ public final class RetentionVerticle extends VerticleBase {
   public static final String ORDER_LOG = "order_log";
   public static final String OUTBOX = "outbox";
   public static final String IDEMPOTENCY_KEYS = "idempotency_keys";
+  public static final String BULK_JOBS = "bulk_jobs";
+  public static final String RECONCILIATION_RUNS = "reconciliation_runs";
   public static final String JOB = "retention";
   private static final Logger log = LoggerFactory.getLogger(RetentionVerticle.class);
 
@@ -52,7 +55,7 @@ public final class RetentionVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     store = MaintenanceStore.shared(vertx, connectOptions, config.database().background());
-    for (String table : new String[] {ORDER_LOG, OUTBOX, IDEMPOTENCY_KEYS}) {
+    for (String table : new String[] {ORDER_LOG, OUTBOX, IDEMPOTENCY_KEYS, BULK_JOBS, RECONCILIATION_RUNS}) {
       stats.retentionDeleted(table, 0);
     }
     long intervalMillis = config.retention().intervalSeconds() * 1000L;
@@ -75,7 +78,9 @@ public final class RetentionVerticle extends VerticleBase {
             .compose(none -> purge(OUTBOX, retention.publishedOutboxHours(), this::deleteDeliveredEvents))
             .compose(none -> purge(OUTBOX, retention.eventsMaxDays(), full(this::deleteExpiredEvents)))
             .compose(none -> purge(IDEMPOTENCY_KEYS, retention.idempotencyKeyHours(),
-                full(store::deleteOldIdempotencyKeys))));
+                full(store::deleteOldIdempotencyKeys)))
+            .compose(none -> purge(BULK_JOBS, retention.jobsDays(), full(store::deleteOldBulkJobs)))
+            .compose(none -> purge(RECONCILIATION_RUNS, retention.jobsDays(), full(store::deleteOldReconciliationRuns))));
   }
 
   /** How many rows one batch deleted, and whether another batch may find more. */

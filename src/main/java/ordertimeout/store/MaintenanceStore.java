@@ -180,6 +180,16 @@ public final class MaintenanceStore {
     });
   }
 
+  /** Deletes up to {@code batchSize} bulk jobs finished more than {@code days} ago. */
+  public Future<Integer> deleteOldBulkJobs(int days, int batchSize) {
+    return delete(Sql.DELETE_OLD_BULK_JOBS, days, batchSize);
+  }
+
+  /** Deletes up to {@code batchSize} reconciliation runs older than {@code days}, never the latest finished one. */
+  public Future<Integer> deleteOldReconciliationRuns(int days, int batchSize) {
+    return delete(Sql.DELETE_OLD_RECONCILIATION_RUNS, days, batchSize);
+  }
+
   /** Deletes up to {@code batchSize} idempotency keys older than {@code hours}. */
   public Future<Integer> deleteOldIdempotencyKeys(int hours, int batchSize) {
     return delete(Sql.DELETE_OLD_IDEMPOTENCY_KEYS, hours, batchSize);

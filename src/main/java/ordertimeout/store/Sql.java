@@ -1092,6 +1092,23 @@ final class Sql {
       SELECT count(*) AS deleted, count(*) FILTER (WHERE undelivered) AS undelivered FROM gone""".formatted(
       NOTE_FEED_DELETED);
 
+  /** Bulk jobs finished more than {@code $1} days ago, {@code $2} at most (operators' pace: a few a day). */
+  static final String DELETE_OLD_BULK_JOBS = """
+      DELETE FROM bulk_jobs WHERE id IN (
+        SELECT id FROM bulk_jobs WHERE finished_at < now() - $1::int * interval '1 day' ORDER BY id LIMIT $2)""";
+
+  /**
+   * Reconciliation runs started more than {@code $1} days ago, {@code $2} at most, but never the latest finished with a
+   * report ({@code GET /v1/admin/reconciliation/latest} answers it).
+   */
+  static final String DELETE_OLD_RECONCILIATION_RUNS = """
+      DELETE FROM reconciliation_runs WHERE id IN (
+        SELECT id FROM reconciliation_runs WHERE started_at < now() - $1::int * interval '1 day'
+          AND id IS DISTINCT FROM (SELECT id FROM reconciliation_runs
+                                   WHERE finished_at IS NOT NULL AND report IS NOT NULL
+                                   ORDER BY finished_at DESC, id DESC LIMIT 1)
+        ORDER BY id LIMIT $2)""";
+
   /** Idempotency keys older than {@code $1} hours, the oldest {@code $2}: a replay after that creates a new order. */
   static final String DELETE_OLD_IDEMPOTENCY_KEYS = """
       DELETE FROM idempotency_keys WHERE (client, key) IN (

@@ -25,7 +25,7 @@ class MaintenanceConfigTest {
     assertThat(config.reconciliation()).isEqualTo(new AppConfig.Reconciliation(24, LocalTime.of(3, 0), ZoneId.of("UTC")));
     assertThat(config.reconciliation().daily()).isTrue();
     assertThat(config.close().parkAfterFailures()).isEqualTo(10);
-    assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 169, 7,
+    assertThat(config.retention()).isEqualTo(new AppConfig.Retention(60, 1000, 72, 24, 169, 7, 90,
         new AppConfig.Partitions(600, 30, 7, 3, false, 200)));
   }
 

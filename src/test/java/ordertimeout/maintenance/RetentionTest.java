@@ -96,6 +96,32 @@ class RetentionTest extends ServiceTestBase {
   }
 
   @Test
+  void deletesFinishedBulkJobsAndReconciliationRunsPastTheirWindowButNeverTheLatestRun() {
+    String job = """
+        INSERT INTO bulk_jobs (kind, status, client, ids, total, created_at, finished_at)
+        VALUES ('BULK_CLOSE', ?, 'dev-admin', '{1}', 1, now() - interval '100 days', %s) RETURNING id""";
+    long oldFinished = Sql.count(job.formatted("now() - interval '91 days'"), "SUCCEEDED");
+    long recentFinished = Sql.count(job.formatted("now() - interval '89 days'"), "FAILED");
+    long running = Sql.count(job.formatted("NULL"), "RUNNING");
+    String run = """
+        INSERT INTO reconciliation_runs (trigger, node_id, repair, started_at, finished_at, report)
+        VALUES ('REQUEST', 1, false, now() - interval '%d days', now() - interval '%d days', %s) RETURNING id""";
+    long oldRun = Sql.count(run.formatted(120, 120, "'{}'"));
+    long latestRun = Sql.count(run.formatted(100, 100, "'{}'")); // the latest finished: kept, however old
+    long failedAfterIt = Sql.count(run.formatted(95, 95, "NULL"));
+
+    Await.until("the old job and runs deleted", Duration.ofSeconds(30),
+        () -> Sql.count("SELECT count(*) FROM bulk_jobs WHERE id = ?", oldFinished) == 0
+            && Sql.count("SELECT count(*) FROM reconciliation_runs WHERE id IN (?, ?)", oldRun, failedAfterIt) == 0);
+    assertThat(Sql.count("SELECT count(*) FROM bulk_jobs WHERE id IN (?, ?)", recentFinished, running))
+        .as("a job finished within the window, and one not finished").isEqualTo(2);
+    assertThat(Sql.count("SELECT count(*) FROM reconciliation_runs WHERE id = ?", latestRun))
+        .as("the latest finished run, which GET /v1/admin/reconciliation/latest answers").isEqualTo(1);
+    assertThat(api.get("/v1/admin/reconciliation/latest", Api.ADMIN_KEY).json().getString("id"))
+        .isEqualTo(Long.toString(latestRun));
+  }
+
+  @Test
   void aReplayAfterTheIdempotencyWindowCreatesANewOrder() {
     api.setStock("SKU-1", 100);
     String key = UUID.randomUUID().toString();
