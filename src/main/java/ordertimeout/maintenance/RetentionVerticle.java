@@ -80,7 +80,8 @@ public final class RetentionVerticle extends VerticleBase {
             .compose(none -> purge(IDEMPOTENCY_KEYS, retention.idempotencyKeyHours(),
                 full(store::deleteOldIdempotencyKeys)))
             .compose(none -> purge(BULK_JOBS, retention.jobsDays(), full(store::deleteOldBulkJobs)))
-            .compose(none -> purge(RECONCILIATION_RUNS, retention.jobsDays(), full(store::deleteOldReconciliationRuns))));
+            .compose(none -> purge(RECONCILIATION_RUNS, retention.jobsDays(),
+                full(store::deleteOldReconciliationRuns))));
   }
 
   /** How many rows one batch deleted, and whether another batch may find more. */

@@ -74,16 +74,8 @@ class CloseLimitWithoutRedisTest {
       redis.stop();
       List<String> ids = node.api().createOrders(10, 1, SKU);
 
-      // Creates on a loaded machine may take longer than the 1 s timeout: wait until the last one is due, then for
-      // the wheel's batches to ask for permits, be denied, and ask again when Redis is to be tried again.
-      String theseOrders = "id IN (" + String.join(",", ids) + ")";
-      Await.until("every order due", SAFETY, () -> Sql.count("SELECT count(*) FROM orders WHERE close_at >= now() AND "
-          + theseOrders) == 0);
-      double deniedBefore = Metrics.value(node.api(), CLOSE_FALLBACKS);
-      Await.until("close permits denied twice more once every order is due", SAFETY,
-          () -> Metrics.value(node.api(), CLOSE_FALLBACKS) >= deniedBefore + 2);
-      assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID' AND " + theseOrders))
-          .as("due, and still unpaid: no permits while Redis is down").isEqualTo(ids.size());
+      awaitPermitsDeniedOnceEveryOrderIsDue(node, ids);
+      assertThat(unpaid(ids)).as("due, and still unpaid: no permits while Redis is down").isEqualTo(ids.size());
       assertThat(node.service().stats().timeoutCloses(DueOrders.Path.WHEEL)).isZero();
       assertThat(Sql.count("SELECT count(*) FROM outbox WHERE type = 'ORDER_CLOSED'")).isZero();
       assertThat(Metrics.value(node.api(), UP)).isZero();
@@ -108,12 +100,7 @@ class CloseLimitWithoutRedisTest {
       node.api().setStock(SKU, 1000);
       redis.stop();
       List<String> ids = node.api().createOrders(10, 1, SKU);
-      String theseOrders = "id IN (" + String.join(",", ids) + ")";
-      Await.until("every order due", SAFETY, () -> Sql.count("SELECT count(*) FROM orders WHERE close_at >= now() AND "
-          + theseOrders) == 0);
-      double deniedBefore = Metrics.value(node.api(), CLOSE_FALLBACKS);
-      Await.until("the wheel's batch waiting for close permits", SAFETY,
-          () -> Metrics.value(node.api(), CLOSE_FALLBACKS) >= deniedBefore + 2);
+      awaitPermitsDeniedOnceEveryOrderIsDue(node, ids);
 
       long start = System.nanoTime();
       TestService.await(node.service().drain());
@@ -122,6 +109,18 @@ class CloseLimitWithoutRedisTest {
           .isLessThan(Duration.ofSeconds(10));
       assertThat(unpaid(ids)).as("left for the sweep or the next node").isEqualTo(ids.size());
     }
+  }
+
+  /**
+   * Creates on a loaded machine may take longer than the 1 s timeout: waits until the last order is due, then for the
+   * wheel's batches to ask for permits, be denied, and ask again when Redis is to be tried again.
+   */
+  private static void awaitPermitsDeniedOnceEveryOrderIsDue(TestService node, List<String> ids) {
+    Await.until("every order due", SAFETY, () -> Sql.count("SELECT count(*) FROM orders WHERE close_at >= now() AND "
+        + "id IN (" + String.join(",", ids) + ")") == 0);
+    double deniedBefore = Metrics.value(node.api(), CLOSE_FALLBACKS);
+    Await.until("close permits denied twice more once every order is due", SAFETY,
+        () -> Metrics.value(node.api(), CLOSE_FALLBACKS) >= deniedBefore + 2);
   }
 
   private static long unpaid(List<String> ids) {
