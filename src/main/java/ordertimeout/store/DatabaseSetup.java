@@ -139,8 +139,13 @@ public final class DatabaseSetup implements AutoCloseable {
   }
 
   private void migrate() {
+    flyway(jdbcUrl(), connectOptions.getUser(), connectOptions.getPassword()).load().migrate();
+  }
+
+  /** Flyway as the service runs the migrations, on the database at {@code jdbcUrl}. */
+  public static FluentConfiguration flyway(String jdbcUrl, String user, String password) {
     FluentConfiguration flyway = Flyway.configure()
-        .dataSource(jdbcUrl(), connectOptions.getUser(), connectOptions.getPassword())
+        .dataSource(jdbcUrl, user, password)
         .locations("classpath:db/migration")
         // a node starting while another migrates waits for it, trying every second for up to an hour (V30 builds an
         // index over every idempotency key)
@@ -148,7 +153,7 @@ public final class DatabaseSetup implements AutoCloseable {
     // A session-level lock between nodes migrating at once, not one held in a transaction: CREATE INDEX CONCURRENTLY
     // (V30) waits for every open transaction, Flyway's own lock's included, and would wait forever.
     flyway.getConfigurationExtension(PostgreSQLConfigurationExtension.class).setTransactionalLock(false);
-    flyway.load().migrate();
+    return flyway;
   }
 
   private void pinShardCount(int shards) {

@@ -1,8 +1,8 @@
 package ordertimeout.store;
 
+import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.support.Sql;
 import ordertimeout.support.TestDatabase;
-import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.configuration.FluentConfiguration;
 
 import java.sql.Connection;
@@ -49,8 +49,7 @@ final class OwnDatabase implements AutoCloseable {
   }
 
   private FluentConfiguration flyway() {
-    return Flyway.configure()
-        .dataSource(url, TestDatabase.connectOptions().getUser(), TestDatabase.connectOptions().getPassword())
-        .locations("classpath:db/migration");
+    PgConnectOptions options = TestDatabase.connectOptions();
+    return DatabaseSetup.flyway(url, options.getUser(), options.getPassword());
   }
 }
