@@ -1,7 +1,5 @@
 package ordertimeout.store;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -90,7 +88,7 @@ public final class StatusCache {
     }
   }
 
-  private final Cache<Long, Entry> entries;
+  private final KeptOrders entries;
   private final long keptForNanos;
   /** Orders whose write transaction is under way: how many. */
   private final ConcurrentHashMap<Long, Integer> writing = new ConcurrentHashMap<>();
@@ -124,10 +122,7 @@ public final class StatusCache {
     this.vouchedFor = vouchedFor;
     aloneUntilNanos = System.nanoTime();
     keptForNanos = keptFor.toNanos();
-    // Its upkeep (eviction, expiry) runs on the thread that wrote, an event loop, a few entries at a time: handed to
-    // the common pool, as by default, every write woke a pool thread, about 9% of the JVM's CPU under creates.
-    entries = maxEntries == 0 ? null : Caffeine.newBuilder().maximumSize(maxEntries).expireAfterWrite(keptFor)
-        .executor(Runnable::run).build();
+    entries = maxEntries == 0 ? null : new KeptOrders(maxEntries, keptForNanos);
   }
 
   /**
@@ -172,7 +167,7 @@ public final class StatusCache {
     if (entries == null) {
       return null;
     }
-    Entry entry = writing.containsKey(id) || !answering() ? null : entries.getIfPresent(id);
+    Entry entry = writing.containsKey(id) || !answering() ? null : entries.get(id);
     if (entry != null && System.nanoTime() - entry.readAtNanos > keptForNanos) {
       entry = null; // built on an older entry by a write that changed a few fields
     }
@@ -191,8 +186,7 @@ public final class StatusCache {
       return;
     }
     Entry fresh = new Entry(client, order);
-    entries.asMap().compute(id, (key, old) ->
-        writesEnded.get(stripe(id)) == ticket && !writing.containsKey(id) ? fresh : old);
+    entries.put(id, fresh, () -> writesEnded.get(stripe(id)) == ticket && !writing.containsKey(id), true);
   }
 
   /** Runs {@code write}, one transaction that may change {@code ids}, between {@link #begin} and {@link #end}. */
@@ -291,7 +285,7 @@ public final class StatusCache {
     for (Long id : ids) {
       if (!write.tickets.containsKey(id)) {
         write.tickets.put(id, writesEnded.get(stripe(id)));
-        Entry kept = writing.containsKey(id) ? null : entries.getIfPresent(id);
+        Entry kept = writing.containsKey(id) ? null : entries.get(id);
         if (kept != null) {
           write.before.put(id, kept);
         }
@@ -308,7 +302,7 @@ public final class StatusCache {
     }
     for (Long id : ids) {
       writesEnded.incrementAndGet(stripe(id));
-      entries.invalidate(id);
+      entries.remove(id);
       writing.computeIfPresent(id, (key, count) -> count == 1 ? null : count - 1);
     }
   }
@@ -329,8 +323,7 @@ public final class StatusCache {
       int stripe = stripe(id);
       long unmoved = ticket + ownEnds.get(stripe);
       Entry fresh = write.committed.get(id);
-      entries.asMap().compute(id, (key, old) ->
-          fresh != null && !shared && writesEnded.get(stripe) == unmoved ? fresh : null);
+      entries.put(id, fresh, () -> !shared && writesEnded.get(stripe) == unmoved, false);
     });
     for (Long id : ids) {
       writing.computeIfPresent(id, (key, count) -> count == 1 ? null : count - 1);
@@ -345,7 +338,7 @@ public final class StatusCache {
     for (int i = 0; i < STRIPES; i++) {
       writesEnded.incrementAndGet(i);
     }
-    entries.invalidateAll();
+    entries.clear();
   }
 
   /** Its reads by result ({@code hit}: answered from here) and its size, on {@code registry}. */
@@ -361,7 +354,7 @@ public final class StatusCache {
 
   /** How many orders it keeps. */
   long size() {
-    return entries == null ? 0 : entries.estimatedSize();
+    return entries == null ? 0 : entries.size();
   }
 
   private static int stripe(long id) {

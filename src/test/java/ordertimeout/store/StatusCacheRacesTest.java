@@ -155,6 +155,39 @@ class StatusCacheRacesTest {
     }
   }
 
+  /**
+   * A full cache takes the newest orders in place of the oldest, read or not: a buyer's page reads the order it has
+   * just created. A cache that weighs how often each was read (Caffeine's) kept the old ones and turned the new away.
+   */
+  @Test
+  void newOrdersTakeThePlaceOfTheOldestWhenTheCacheIsFull() {
+    StatusCache cache = new StatusCache(1_000);
+    for (long id = 1; id <= 1_000; id++) {
+      cache.keep(id, cache.ticket(id), CLIENT, order(id, 0));
+    }
+    for (long id = 1; id <= 500; id++) {
+      assertThat(cache.get(id)).as("order %d, read once", id).isNotNull();
+    }
+    for (long id = 1_001; id <= 2_000; id++) {
+      cache.keep(id, cache.ticket(id), CLIENT, order(id, 0));
+    }
+    for (long id = 1_001; id <= 2_000; id++) {
+      assertThat(cache.get(id)).as("new order %d", id).isNotNull();
+    }
+    assertThat(cache.get(1)).as("the oldest").isNull();
+    assertThat(cache.size()).isEqualTo(1_000);
+  }
+
+  @Test
+  void anEntryIsNotHeldPastItsTime() throws InterruptedException {
+    StatusCache cache = new StatusCache(100, Duration.ofMillis(200));
+    cache.keep(1, cache.ticket(1), CLIENT, order(1, 0));
+    Thread.sleep(300);
+    cache.keep(2, cache.ticket(2), CLIENT, order(2, 0));
+    assertThat(cache.get(1)).isNull();
+    assertThat(cache.size()).as("the expired one evicted by the next keep").isEqualTo(1);
+  }
+
   @Test
   void aWriteThatFailedForgetsItsOrdersToo() {
     StatusCache cache = new StatusCache(100);
