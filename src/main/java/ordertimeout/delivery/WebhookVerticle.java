@@ -36,7 +36,8 @@ import java.util.concurrent.TimeUnit;
  * backoff with jitter, for {@code events.retrySeconds} after the first attempt, then the delivery is marked FAILED.
  * One order's events go to a webhook one after another: a later one waits while an earlier one is pending. At most
  * {@code events.maxInFlight} requests at once. A node that lost a shard and has not noticed may send a delivery
- * again: receivers de-duplicate by {@code webhook-id} (the event id).
+ * again: receivers de-duplicate by {@code webhook-id} (the event id). A delivery whose new state the database refused
+ * to write is sent again too, but not before the backoff it would have had.
  */
 public final class WebhookVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(WebhookVerticle.class);
@@ -54,6 +55,12 @@ public final class WebhookVerticle extends VerticleBase {
   /** Webhooks whose last attempt failed: one WARN when one starts failing, one INFO when it answers again. */
   private final Set<String> failing = new HashSet<>();
   private final Map<Long, Promise<Void>> deliveredMarks = new HashMap<>();
+  /**
+   * Deliveries whose state the database refused to write (a lock or statement timeout, a standby after a failover):
+   * their next_attempt_at did not move, so every poll would take them again at once. They are left out of the polls
+   * until the backoff of a written attempt would have let them go, each refused write counting as one more attempt.
+   */
+  private final Map<Long, Unwritten> unwritten = new HashMap<>();
   private long deliveredFlush = -1;
   private boolean writingMarks;
   private EventStore store;
@@ -136,8 +143,7 @@ public final class WebhookVerticle extends VerticleBase {
       return;
     }
     polling = true;
-    Long[] sent = inFlight.keySet().toArray(Long[]::new);
-    store.due(shards, sent, sinks.toArray(String[]::new), rooms.toArray(Integer[]::new))
+    store.due(shards, notToTake(), sinks.toArray(String[]::new), rooms.toArray(Integer[]::new))
         .onComplete(taken -> {
           polling = false;
           if (taken.failed()) {
@@ -182,11 +188,46 @@ public final class WebhookVerticle extends VerticleBase {
             : failed(due, webhook, answered.succeeded() ? "HTTP " + answered.result() : String.valueOf(answered.cause())))
         .onComplete(written -> {
           if (written.failed()) {
-            log.warn("could not write the state of webhook delivery {}: {}; it is tried again", due.id(), written.cause().toString());
+            log.warn("could not write the state of webhook delivery {}: {}; it is sent again in {} ms at the earliest",
+                due.id(), written.cause().toString(), holdUnwritten(due));
+          } else {
+            unwritten.remove(due.id());
           }
           inFlight.remove(due.id());
           later(0);
         });
+  }
+
+  /** How many writes of a delivery's state were refused in a row, and until when (System.nanoTime) it is held. */
+  private record Unwritten(int refusedWrites, long heldUntilNanos) {}
+
+  /** Holds a delivery whose state write was refused for the backoff of its next attempt; answers that backoff. */
+  private long holdUnwritten(Due due) {
+    Unwritten before = unwritten.get(due.id());
+    int refusedBefore = before == null ? 0 : before.refusedWrites();
+    long holdMillis = backoffMillis(due.attempts() + refusedBefore);
+    long heldUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(holdMillis);
+    unwritten.put(due.id(), new Unwritten(refusedBefore + 1, heldUntil));
+    return holdMillis;
+  }
+
+  /**
+   * The deliveries a poll must not take: those in flight and those held after a refused write. A hold that ended
+   * longer than the longest backoff ago without its delivery being taken again (its shard moved, its event deleted)
+   * is forgotten.
+   */
+  private Long[] notToTake() {
+    long now = System.nanoTime();
+    long forgetAfterNanos = TimeUnit.MILLISECONDS.toNanos(config.events().backoffMaxMillis());
+    unwritten.entrySet().removeIf(held ->
+        !inFlight.containsKey(held.getKey()) && now - held.getValue().heldUntilNanos() > forgetAfterNanos);
+    List<Long> ids = new ArrayList<>(inFlight.keySet());
+    unwritten.forEach((id, held) -> {
+      if (held.heldUntilNanos() - now > 0) {
+        ids.add(id);
+      }
+    });
+    return ids.toArray(Long[]::new);
   }
 
   private Future<Void> delivered(Due due, AppConfig.Webhook webhook) {
