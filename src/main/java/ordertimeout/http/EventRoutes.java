@@ -46,8 +46,7 @@ final class EventRoutes {
     AppConfig.ApiKey caller = Auth.caller(ctx);
     String client = caller.role() == AppConfig.Role.ADMIN ? null : caller.client();
     long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
-    notExpired(after, client)
-        .compose(none -> page(after, client, limit, deadline, true, ctx.response()))
+    page(after, client, limit, deadline, true, ctx.response())
         .onSuccess(page -> {
           JsonArray list = new JsonArray();
           page.forEach(event -> list.add(toJson(event)));
@@ -58,31 +57,23 @@ final class EventRoutes {
   }
 
   /**
-   * Refuses (410 {@code cursor_expired}) a cursor below the highest position retention deleted of the reader's events:
-   * the reader missed events it never read, and going on after them would hide that.
-   */
-  private Future<Void> notExpired(long after, String client) {
-    if (after == 0) {
-      return Future.succeededFuture();
-    }
-    return events.deletedThrough(client).compose(through -> after < through
-        ? Future.failedFuture(new ApiException(410, "cursor_expired", "events after the cursor " + after + ", up to "
-            + "position " + through + ", were deleted by retention before this reader read them; ask again with after="
-            + through + " (or 0) to go on from the oldest event kept, and look for what was missed by other means"))
-        : Future.succeededFuture());
-  }
-
-  /**
-   * The page after {@code after}; while it is empty and the deadline has not passed, asked again every
-   * {@link #POLL_MILLIS}, unless the {@code response} is closed (the client left) or ended (answered 504 by
-   * {@link AnswerDeadline}): nobody would read the page then. On the {@code first} look an empty page's cursor is
-   * checked: one past the last position the feed has given is refused (400 {@code invalid_cursor}) rather than
+   * The page after {@code after}, refused (410 {@code cursor_expired}) when the cursor lies below the highest position
+   * retention deleted of the reader's events: the reader missed events it never read, and going on after them would
+   * hide that. That mark comes with the page, from the same snapshot: read before it, it could miss a delete committed
+   * in between, and the page would start after the gap. While the page is empty and the deadline has not passed, it is
+   * asked again every {@link #POLL_MILLIS}, unless the {@code response} is closed (the client left) or ended (answered
+   * 504 by {@link AnswerDeadline}): nobody would read the page then. On the {@code first} look an empty page's cursor
+   * is checked: one past the last position the feed has given is refused (400 {@code invalid_cursor}) rather than
    * answered with empty pages, as its reader (a cursor of another database, a typo) would skip every event up to it
    * without knowing.
    */
   private Future<List<Event>> page(long after, String client, int limit, long deadlineNanos, boolean first,
                                    HttpServerResponse response) {
-    return events.feed(after, client, limit).compose(page -> {
+    return events.feed(after, client, limit).compose(feedPage -> {
+      if (after < feedPage.deletedThrough()) {
+        return Future.failedFuture(expired(after, feedPage.deletedThrough()));
+      }
+      List<Event> page = feedPage.events();
       if (!page.isEmpty()) {
         return Future.succeededFuture(page);
       }
@@ -102,6 +93,12 @@ final class EventRoutes {
         return later.future();
       });
     });
+  }
+
+  private static ApiException expired(long after, long deletedThrough) {
+    return new ApiException(410, "cursor_expired", "events after the cursor " + after + ", up to position "
+        + deletedThrough + ", were deleted by retention before this reader read them; ask again with after="
+        + deletedThrough + " (or 0) to go on from the oldest event kept, and look for what was missed by other means");
   }
 
   private static long cursor(String after) {

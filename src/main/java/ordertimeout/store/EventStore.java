@@ -50,6 +50,9 @@ public final class EventStore {
   /** An event as the feed and a webhook show it; {@code payload} is its stored JSON. */
   public record Event(long id, String type, long orderId, Instant at, String payload, long position) {}
 
+  /** A page of the pull feed, and the highest position retention deleted of its reader's events. */
+  public record FeedPage(long deletedThrough, List<Event> events) {}
+
   /** A delivery to send: its event and the webhook (by url). */
   public record Due(long id, String sink, int attempts, Event event) {}
 
@@ -164,23 +167,25 @@ public final class EventStore {
         .map(rows -> rows.iterator().next().getLong("last_position"));
   }
 
-  /** The highest feed position retention deleted of {@code eventClient}'s events (all clients' when null), or 0. */
-  public Future<Long> deletedThrough(String eventClient) {
-    return pool.preparedQuery(Sql.FEED_DELETED_THROUGH).execute(Tuple.of(eventClient))
-        .map(rows -> rows.iterator().next().getLong("through"));
-  }
-
-  /** Up to {@code limit} events after feed position {@code after}, of {@code eventClient} (all when null), in feed order. */
-  public Future<List<Event>> feed(long after, String eventClient, int limit) {
+  /**
+   * Up to {@code limit} events after feed position {@code after}, of {@code eventClient} (all when null), in feed
+   * order, and the highest position retention deleted of that client's events (any client's when null; 0 when none,
+   * or when {@code after} is 0), read in the same snapshot as the events.
+   */
+  public Future<FeedPage> feed(long after, String eventClient, int limit) {
     return pool.preparedQuery(eventClient == null ? Sql.FEED_PAGE : Sql.FEED_PAGE_OF_CLIENT)
         .execute(eventClient == null ? Tuple.of(after, limit) : Tuple.of(after, limit, eventClient))
         .map(rows -> {
+          long deletedThrough = 0;
           List<Event> events = new ArrayList<>();
           for (Row row : rows) {
-            events.add(new Event(row.getLong("event_id"), row.getString("type"), row.getLong("order_id"),
-                row.getOffsetDateTime("created_at").toInstant(), row.getString("payload"), row.getLong("position")));
+            deletedThrough = row.getLong("deleted_through");
+            if (row.getValue("event_id") != null) {
+              events.add(new Event(row.getLong("event_id"), row.getString("type"), row.getLong("order_id"),
+                  row.getOffsetDateTime("created_at").toInstant(), row.getString("payload"), row.getLong("position")));
+            }
           }
-          return events;
+          return new FeedPage(deletedThrough, events);
         });
   }
 

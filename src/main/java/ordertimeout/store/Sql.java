@@ -1255,24 +1255,33 @@ final class Sql {
 
   static final String LAST_FEED_POSITION = "SELECT last_position FROM outbox_positions";
 
-  /** The highest feed position retention deleted of client {@code $1} (every client's when null); 0 when none. */
-  static final String FEED_DELETED_THROUGH = """
-      SELECT coalesce(max(through), 0) AS through FROM outbox_feed_deleted WHERE $1::text IS NULL OR client = $1""";
-
   /**
    * The feed for admins: events with a position above {@code $1}, {@code $2} at most, in position order (each event
-   * looked up by key, as in {@link #EVENTS_AFTER_POSITION}).
+   * looked up by key, as in {@link #EVENTS_AFTER_POSITION}), each row with {@code deleted_through}, the highest
+   * position retention deleted of any client's events (0 when none, or when {@code $1} is 0); no events, one row of
+   * that alone. Both in one statement, so in one snapshot: a page that starts after positions a retention delete took
+   * also sees the mark that delete wrote with them (decision 0046).
    */
   static final String FEED_PAGE = """
-      SELECT f.event_id, o.type, o.order_id, o.created_at, o.payload::text AS payload, f.position FROM outbox_feed f
-      CROSS JOIN LATERAL (SELECT type, order_id, created_at, payload FROM outbox WHERE event_id = f.event_id LIMIT 1) o
-      WHERE f.position > $1 ORDER BY f.position LIMIT $2""";
+      SELECT d.through AS deleted_through, p.* FROM
+        (SELECT coalesce(max(through), 0) AS through FROM outbox_feed_deleted WHERE $1::bigint > 0) d
+      LEFT JOIN (
+        SELECT f.event_id, o.type, o.order_id, o.created_at, o.payload::text AS payload, f.position FROM outbox_feed f
+        CROSS JOIN LATERAL (
+          SELECT type, order_id, created_at, payload FROM outbox WHERE event_id = f.event_id LIMIT 1) o
+        WHERE f.position > $1 ORDER BY f.position LIMIT $2) p ON true
+      ORDER BY p.position""";
 
-  /** {@link #FEED_PAGE} of client {@code $3}'s orders (outbox_feed_by_client). */
+  /** {@link #FEED_PAGE} of client {@code $3}'s orders (outbox_feed_by_client), with that client's deleted mark. */
   static final String FEED_PAGE_OF_CLIENT = """
-      SELECT f.event_id, o.type, o.order_id, o.created_at, o.payload::text AS payload, f.position FROM outbox_feed f
-      CROSS JOIN LATERAL (SELECT type, order_id, created_at, payload FROM outbox WHERE event_id = f.event_id LIMIT 1) o
-      WHERE f.client = $3 AND f.position > $1 ORDER BY f.position LIMIT $2""";
+      SELECT d.through AS deleted_through, p.* FROM
+        (SELECT coalesce(max(through), 0) AS through FROM outbox_feed_deleted WHERE $1::bigint > 0 AND client = $3) d
+      LEFT JOIN (
+        SELECT f.event_id, o.type, o.order_id, o.created_at, o.payload::text AS payload, f.position FROM outbox_feed f
+        CROSS JOIN LATERAL (
+          SELECT type, order_id, created_at, payload FROM outbox WHERE event_id = f.event_id LIMIT 1) o
+        WHERE f.client = $3 AND f.position > $1 ORDER BY f.position LIMIT $2) p ON true
+      ORDER BY p.position""";
 
   // ---- health checks and gauges
 

@@ -5,13 +5,18 @@ import ordertimeout.support.Api;
 import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
+import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -22,7 +27,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 class RetentionTest extends ServiceTestBase {
   @Override
   protected Map<String, String> overrides() {
-    return Map.of("OT_RETENTION_INTERVAL_SECONDS", "1", "OT_RETENTION_BATCH_SIZE", "2");
+    // the feed's read waits for a lock of the test's own until the test sees it wait (a moment past the 1 s default)
+    return Map.of("OT_RETENTION_INTERVAL_SECONDS", "1", "OT_RETENTION_BATCH_SIZE", "2",
+        "OT_DATABASE_INTAKE_LOCK_TIMEOUT_MILLIS", "5000");
   }
 
   @Test
@@ -93,6 +100,51 @@ class RetentionTest extends ServiceTestBase {
     assertThat(api.get("/v1/events?after=" + through, Api.USER_KEY).status()).as("on from the gap").isEqualTo(200);
     assertThat(api.get("/v1/events?after=" + cursor, Api.ADMIN_KEY).status()).as("the admin's feed, every client's")
         .isEqualTo(410);
+  }
+
+  /**
+   * A retention delete that commits while the feed reads: the page, read after it, starts after the gap, so the mark
+   * of what was deleted must be read in the page's snapshot too, not before it. The test's own transaction deletes the
+   * reader's next event as retention does (its position, the mark, the event) and holds outbox_feed locked, so that
+   * the feed's read of the page waits for it; it commits once that read waits, and the read goes on in a snapshot
+   * with the delete. A mark read before the page, in a snapshot of its own, did not have it: 200 after the gap.
+   */
+  @Test
+  void aFeedReaderWhoseNextEventRetentionDeletesWhileItReadsIsToldSo() throws SQLException {
+    api.setStock("SKU-1", 100);
+    Await.until("the events of earlier tests dispatched", Duration.ofSeconds(30),
+        () -> Sql.count("SELECT count(*) FROM outbox_pending") == 0);
+    long start = Sql.count("SELECT last_position FROM outbox_positions");
+    List<Long> orders = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      orders.add(Long.parseLong(create("u-1", 3600, "SKU-1", 1).getString("id")));
+    }
+    Await.until("the events dispatched", Duration.ofSeconds(30),
+        () -> Sql.count("SELECT count(*) FROM outbox_pending") == 0);
+    String cursor = api.get("/v1/events?after=" + start + "&limit=1", Api.USER_KEY).json().getString("next");
+    long next = Sql.count("SELECT event_id FROM outbox WHERE order_id = ?", orders.get(1));
+
+    try (Connection retention = TestDatabase.jdbc(); Connection watcher = TestDatabase.jdbc()) {
+      retention.setAutoCommit(false);
+      Sql.rows(retention, "LOCK TABLE outbox_feed IN ACCESS EXCLUSIVE MODE");
+      Sql.rows(retention, """
+          WITH unfed AS (DELETE FROM outbox_feed WHERE event_id = ? RETURNING client, position)
+          INSERT INTO outbox_feed_deleted AS d (client, through) SELECT coalesce(client, ''), position FROM unfed
+          ON CONFLICT (client) DO UPDATE SET through = greatest(d.through, EXCLUDED.through)""", next);
+      Sql.rows(retention, "DELETE FROM outbox WHERE event_id = ?", next);
+      CompletableFuture<Api.Response> reading =
+          api.sendAsync(api.request("GET", "/v1/events?after=" + cursor, Api.USER_KEY, null));
+      Await.until("the feed's read of the page waiting for the lock", Duration.ofSeconds(4),
+          () -> Sql.count(watcher, """
+              SELECT count(*) FROM pg_stat_activity
+              WHERE wait_event_type = 'Lock' AND query LIKE '%f.client = $3 AND f.position > $1%'
+                AND pid <> pg_backend_pid()""") > 0);
+      retention.commit();
+
+      Api.Response answer = reading.orTimeout(30, TimeUnit.SECONDS).join();
+      assertThat(answer.status()).as(answer.body()).isEqualTo(410);
+      assertThat(answer.code()).isEqualTo("cursor_expired");
+    }
   }
 
   @Test
