@@ -15,6 +15,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * (204 unless told), after the delay set for the event type (none unless told).
  */
 public final class WebhookReceiver implements AutoCloseable {
+  public static final long TRICKLE_EVERY_MILLIS = 200;
   /** One request: {@code receivedNanos} and {@code answeredNanos} from System.nanoTime(). */
   public record Received(String path, String id, String timestamp, String signature, String body, int status,
                          long receivedNanos, long answeredNanos) {
@@ -37,6 +38,7 @@ public final class WebhookReceiver implements AutoCloseable {
   private final Map<String, Integer> statusByPath = new ConcurrentHashMap<>();
   private final Map<String, Long> delayByType = new ConcurrentHashMap<>();
   private final Map<String, Long> delayByPath = new ConcurrentHashMap<>();
+  private final Map<String, Long> trickleByPath = new ConcurrentHashMap<>();
 
   public WebhookReceiver() {
     server = TestService.await(vertx.createHttpServer().requestHandler(request -> request.body().onSuccess(body -> {
@@ -45,6 +47,24 @@ public final class WebhookReceiver implements AutoCloseable {
       String type = text.isEmpty() ? "" : new JsonObject(text).getString("type", "");
       int status = statusByPath.getOrDefault(request.path(), 204);
       long delay = Math.max(delayByType.getOrDefault(type, 0L), delayByPath.getOrDefault(request.path(), 0L));
+      Long trickle = trickleByPath.get(request.path());
+      if (trickle != null) {
+        received.add(new Received(request.path(), request.getHeader("webhook-id"),
+            request.getHeader("webhook-timestamp"), request.getHeader("webhook-signature"), text, 200, at, at));
+        request.response().setChunked(true).setStatusCode(200);
+        long end = at + trickle * 1_000_000;
+        vertx.setPeriodic(TRICKLE_EVERY_MILLIS, timer -> {
+          if (request.response().closed()) {
+            vertx.cancelTimer(timer);
+          } else if (System.nanoTime() - end > 0) {
+            vertx.cancelTimer(timer);
+            request.response().end();
+          } else {
+            request.response().write(".");
+          }
+        });
+        return;
+      }
       Runnable answer = () -> {
         received.add(new Received(request.path(), request.getHeader("webhook-id"), request.getHeader("webhook-timestamp"),
             request.getHeader("webhook-signature"), text, status, at, System.nanoTime()));
@@ -70,6 +90,14 @@ public final class WebhookReceiver implements AutoCloseable {
     delayByType.put(type, millis);
   }
 
+  /**
+   * Every request at {@code path} is answered 200 at once, and its body sent a byte every {@link #TRICKLE_EVERY_MILLIS}
+   * for {@code millis} (or until the client closes the connection): an answer that never idles. Recorded on arrival.
+   */
+  public void tricklePath(String path, long millis) {
+    trickleByPath.put(path, millis);
+  }
+
   /** Every request at {@code path} is answered {@code millis} after it arrived. */
   public void delayPath(String path, long millis) {
     delayByPath.put(path, millis);
@@ -84,6 +112,7 @@ public final class WebhookReceiver implements AutoCloseable {
     statusByPath.clear();
     delayByType.clear();
     delayByPath.clear();
+    trickleByPath.clear();
   }
 
   @Override
