@@ -180,9 +180,10 @@ public final class WebhookVerticle extends VerticleBase {
         .putHeader(WebhookSignature.ID, id)
         .putHeader(WebhookSignature.TIMESTAMP, Long.toString(timestamp))
         .putHeader(WebhookSignature.SIGNATURE, WebhookSignature.sign(webhook.secret(), id, timestamp, body));
-    // A receiver that sends its answer a byte at a time never lets the connection idle out: past the timeout the
-    // request is reset, which closes its connection, or each attempt would keep one until the receiver stops. Its
-    // body is not kept (only the status counts), so a long one costs no memory.
+    // The whole answer must arrive within the timeout (a 2xx whose body is still coming then counts as failed). A
+    // receiver that sends it a byte at a time never lets the connection idle out: past the timeout the request is
+    // reset, which closes its connection, or each attempt would keep one until the receiver stops. The body is read
+    // but not kept, so a long one costs no memory.
     HttpClientRequest[] sending = new HttpClientRequest[1];
     client.request(request)
         .compose(sent -> {

@@ -7,7 +7,7 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The status cache's store: entries by order id, at most {@code maxEntries}, the one kept longest ago evicted first,
- * and none answered or held past {@code keptFor} after it was kept. First in, first out, because a buyer's page reads
+ * and none answered past {@code keptFor} after it was kept (dropped by the next keep). First in, first out, because a buyer's page reads
  * the order it has just created or paid: a cache that weighs how often an entry was read (Caffeine's admission, used
  * until decision 0027's amendment of 2026-12-07) turns the newest orders away once it is full of older ones read as
  * often, once or never. Its upkeep runs on the thread that kept an entry, a few entries at a time.
@@ -62,7 +62,11 @@ final class KeptOrders {
     byId.remove(id);
   }
 
+  /** Forgets every entry, also those the queue holds: a cache gone off keeps no more, and frees what it held. */
   void clear() {
+    while (inOrder.poll() != null) {
+      queued.decrementAndGet();
+    }
     byId.clear();
   }
 

@@ -80,7 +80,7 @@ class RefusedDeliveryStateTest extends ServiceTestBase {
           .filter(attempt -> attempt.receivedNanos() - first <= WATCHED.toNanos()).toList();
       assertThat(watched).extracting(Received::id).as("one event").containsOnly(watched.get(0).id());
       assertThat(watched.size()).as("attempts within %s of the first, answered %d, none written", WATCHED, answer)
-          .isBetween(2, 3);
+          .isBetween(2, 4); // holds of 0.5-1, 1-2, 1-2 s: a fourth attempt may come at 2.5 s, a fifth not before 3.5
       for (int i = 1; i < watched.size(); i++) {
         long gapMillis = (watched.get(i).receivedNanos() - watched.get(i - 1).receivedNanos()) / 1_000_000;
         long backoff = BACKOFF_MIN_MILLIS << (i - 1);
