@@ -53,6 +53,8 @@ public final class WebhookVerticle extends VerticleBase {
   private final Map<String, AppConfig.Webhook> webhooks = new HashMap<>();
   /** Requests in flight: each delivery's id and its webhook's url. */
   private final Map<Long, String> inFlight = new HashMap<>();
+  /** Where each webhook's next read of its due deliveries starts walking. */
+  private final Map<String, DueCursor> cursors = new HashMap<>();
   /** Webhooks whose last attempt failed: one WARN when one starts failing, one INFO when it answers again. */
   private final Set<String> failing = new HashSet<>();
   private final Map<Long, Promise<Void>> deliveredMarks = new HashMap<>();
@@ -76,6 +78,7 @@ public final class WebhookVerticle extends VerticleBase {
     this.stats = stats;
     this.owned = owned;
     config.events().webhooks().forEach(webhook -> webhooks.put(webhook.url(), webhook));
+    webhooks.keySet().forEach(sink -> cursors.put(sink, new DueCursor(System.nanoTime())));
   }
 
   @Override
@@ -120,7 +123,8 @@ public final class WebhookVerticle extends VerticleBase {
   /**
    * Takes as many due deliveries as each webhook has room for ({@code events.maxInFlight} each, so that a slow webhook
    * holds back only its own); a full take looks again at once (the answers to what it sent poll again). Only the
-   * webhooks configured here are read, so whatever is taken is sent.
+   * webhooks configured here are read, so whatever is taken is sent. Each webhook's read walks its pending deliveries
+   * from its {@link DueCursor}, a bounded number of them.
    */
   private void poll() {
     Map<String, Integer> bySink = new HashMap<>();
@@ -144,7 +148,8 @@ public final class WebhookVerticle extends VerticleBase {
       return;
     }
     polling = true;
-    store.due(shards, notToTake(), sinks.toArray(String[]::new), rooms.toArray(Integer[]::new))
+    Long[] after = sinks.stream().map(sink -> cursors.get(sink).after()).toArray(Long[]::new);
+    store.due(shards, notToTake(), sinks.toArray(String[]::new), rooms.toArray(Integer[]::new), after)
         .onComplete(taken -> {
           polling = false;
           if (taken.failed()) {
@@ -152,7 +157,11 @@ public final class WebhookVerticle extends VerticleBase {
             later(Math.max(1000, config.events().dispatchIntervalMillis()));
             return;
           }
-          List<Due> due = stopped ? List.of() : taken.result();
+          long now = System.nanoTime();
+          for (int i = 0; i < sinks.size(); i++) {
+            cursors.get(sinks.get(i)).walked(taken.result().walks().get(sinks.get(i)), rooms.get(i), now);
+          }
+          List<Due> due = stopped ? List.of() : taken.result().due();
           due.forEach(this::send);
           if (due.size() < room) {
             later(config.events().dispatchIntervalMillis());

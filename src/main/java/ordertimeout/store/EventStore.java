@@ -13,7 +13,9 @@ import org.slf4j.LoggerFactory;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Events out without Kafka: the dispatcher that gives committed events their feed position and their webhook
@@ -28,6 +30,11 @@ public final class EventStore {
    * that the next reads walk until a vacuum, and autovacuum looks at a table once a minute at best (decision 0031).
    */
   static final int VACUUM_QUEUE_AFTER = 10_000;
+  /**
+   * How many pending deliveries of a webhook one read of the due deliveries looks at, at most: a read costs no more
+   * whatever the backlog behind them, the deliveries in backoff of a failing webhook or other nodes' shards.
+   */
+  public static final int LOOK_AT_MOST = 1_000;
   private static final Logger log = LoggerFactory.getLogger(EventStore.class);
 
   private final Pool pool;
@@ -55,6 +62,16 @@ public final class EventStore {
 
   /** A delivery to send: its event and the webhook (by url). */
   public record Due(long id, String sink, int attempts, Event event) {}
+
+  /**
+   * One webhook's walk in a read of the due deliveries: the position of the first pending delivery it met (0 when it
+   * met none); of the {@link #LOOK_AT_MOST}th, when it got that far (0 otherwise: it met the end first, or stopped
+   * once it had filled the webhook's room); and how many deliveries it took.
+   */
+  public record Walk(long first, long last, int taken) {}
+
+  /** A read of the due deliveries: those to send, and each webhook's walk by its url. */
+  public record DueRead(List<Due> due, Map<String, Walk> walks) {}
 
   /** A delivery as the admin listing shows it. */
   public record Delivery(long id, long eventId, long orderId, String type, String sink, Status status, int attempts,
@@ -101,23 +118,47 @@ public final class EventStore {
 
   /**
    * Deliveries due now of the shards {@code shards} to the webhooks {@code sinks}, at most {@code rooms[i]} to
-   * {@code sinks[i]}, leaving out {@code inFlight}; a later event of an order waits for the earlier.
+   * {@code sinks[i]}, leaving out {@code inFlight}; a later event of an order waits for the earlier. Each webhook's
+   * pending deliveries are walked in position order from after {@code after[i]}, at most {@link #LOOK_AT_MOST} of them
+   * (decision 0047); the read says where each walk went.
    */
-  public Future<List<Due>> due(int[] shards, Long[] inFlight, String[] sinks, Integer[] rooms) {
+  public Future<DueRead> due(int[] shards, Long[] inFlight, String[] sinks, Integer[] rooms, Long[] after) {
     Integer[] boxed = new Integer[shards.length];
     for (int i = 0; i < shards.length; i++) {
       boxed[i] = shards[i];
     }
+    Map<String, Integer> roomOf = new HashMap<>();
+    for (int i = 0; i < sinks.length; i++) {
+      roomOf.put(sinks[i], rooms[i]);
+    }
     return pool.preparedQuery(Sql.DUE_DELIVERIES)
-        .execute(Tuple.of(boxed, inFlight, rooms, sinks))
+        .execute(Tuple.of(boxed, inFlight, rooms, sinks, after, LOOK_AT_MOST))
         .map(rows -> {
           List<Due> due = new ArrayList<>();
+          Map<String, Integer> taken = new HashMap<>();
+          Map<String, Long> first = new HashMap<>();
+          Map<String, Long> last = new HashMap<>();
           for (Row row : rows) {
-            due.add(new Due(row.getLong("id"), row.getString("sink"), row.getInteger("attempts"),
-                new Event(row.getLong("event_id"), row.getString("type"), row.getLong("order_id"),
-                    row.getOffsetDateTime("created_at").toInstant(), row.getString("payload"), 0)));
+            String sink = row.getString("sink");
+            long looked = row.getLong("looked");
+            if (looked == 1) {
+              first.put(sink, row.getLong("position"));
+            }
+            if (looked == LOOK_AT_MOST) {
+              last.put(sink, row.getLong("position"));
+            }
+            if (row.getBoolean("due") && taken.merge(sink, 1, Integer::sum) <= roomOf.get(sink)) {
+              due.add(new Due(row.getLong("id"), sink, row.getInteger("attempts"),
+                  new Event(row.getLong("event_id"), row.getString("type"), row.getLong("order_id"),
+                      row.getOffsetDateTime("created_at").toInstant(), row.getString("payload"), 0)));
+            }
           }
-          return due;
+          Map<String, Walk> walks = new HashMap<>();
+          for (String sink : sinks) {
+            walks.put(sink, new Walk(first.getOrDefault(sink, 0L), last.getOrDefault(sink, 0L),
+                Math.min(taken.getOrDefault(sink, 0), roomOf.get(sink))));
+          }
+          return new DueRead(due, walks);
         });
   }
 

@@ -1199,22 +1199,38 @@ final class Sql {
 
   /**
    * Deliveries to send now, of the shards {@code $1}, not among {@code $2} (in flight here), to each webhook of
-   * {@code $4} (those configured here) as many as {@code $3} gives it room for, each webhook's oldest first; a delivery
-   * waits while an earlier event of its order to the same sink is pending. Each webhook has its own room, so a slow
-   * one holds back only its own deliveries; and one no longer configured keeps its deliveries pending, taking none.
+   * {@code $4} (those configured here) as many as {@code $3} gives it room for; a delivery waits while an earlier event
+   * of its order to the same sink is pending. Each webhook's pending deliveries are walked in position order
+   * (webhook_deliveries_pending_by_position, V32) from after its cursor {@code $5}, and at most {@code $6} of them are
+   * looked at, however many are not due, of other shards or waiting for their order (decision 0047). Each row says how
+   * far down the walk it was ({@code looked}) and whether it is to be sent ({@code due}); the first and the
+   * {@code $6}th row looked at come back either way, to move the cursor, and a webhook may get one due row more than
+   * its room, which the caller leaves. Each webhook has its own room, so a slow one holds back only its own
+   * deliveries; and one no longer configured keeps its deliveries pending, taking none. {@code OFFSET 0} keeps
+   * {@code due} computed once a row: the subquery merged into the filter would run its NOT EXISTS again there.
    */
   static final String DUE_DELIVERIES = """
-      SELECT d.id, d.event_id, d.sink, d.attempts, o.type, o.order_id, o.created_at, o.payload::text AS payload
-      FROM unnest($4::text[], $3::int[]) AS s (sink, room)
+      SELECT d.id, d.event_id, d.sink, d.attempts, d.position, d.looked, d.due, o.type, o.order_id, o.created_at,
+             o.payload::text AS payload
+      FROM unnest($4::text[], $3::int[], $5::bigint[]) AS s (sink, room, after)
       CROSS JOIN LATERAL (
-        SELECT d.id, d.event_id, d.sink, d.attempts, d.position FROM webhook_deliveries d
-        WHERE d.sink = s.sink AND d.status = 'PENDING' AND d.shard = ANY($1::int[]) AND d.next_attempt_at <= now()
-          AND NOT (d.id = ANY($2))
-          AND NOT EXISTS (
-            SELECT 1 FROM webhook_deliveries e
-            WHERE e.sink = d.sink AND e.order_id = d.order_id AND e.status = 'PENDING' AND e.position < d.position)
-        ORDER BY d.position LIMIT s.room) d
-      JOIN outbox o ON o.event_id = d.event_id
+        SELECT * FROM (
+          SELECT w.id, w.event_id, w.sink, w.attempts, w.position, w.looked,
+                 w.shard = ANY($1::int[]) AND w.next_attempt_at <= now() AND NOT (w.id = ANY($2::bigint[]))
+                   AND NOT EXISTS (
+                     SELECT 1 FROM webhook_deliveries e
+                     WHERE e.sink = w.sink AND e.order_id = w.order_id AND e.status = 'PENDING'
+                       AND e.position < w.position) AS due
+          FROM (
+            SELECT d.id, d.event_id, d.sink, d.attempts, d.position, d.shard, d.next_attempt_at, d.order_id,
+                   row_number() OVER (ORDER BY d.position) AS looked
+            FROM webhook_deliveries d
+            WHERE d.sink = s.sink AND d.status = 'PENDING' AND d.position > s.after
+            ORDER BY d.position LIMIT $6::int) w
+          ORDER BY w.position OFFSET 0) v
+        WHERE v.due OR v.looked = 1 OR v.looked = $6::int
+        ORDER BY v.position LIMIT s.room + 1) d
+      LEFT JOIN outbox o ON d.due AND o.event_id = d.event_id
       ORDER BY d.position""";
 
   /** The deliveries {@code $1} answered 2xx, in one statement. */

@@ -39,6 +39,24 @@ public final class Sql {
   }
 
   /**
+   * Pending deliveries to {@code sink} of new events of orders {@code fromOrder} to {@code toOrder}, one each, in
+   * shard {@code shard}, next tried at {@code nextAttemptAt} (SQL); each positioned at its event id, without a feed
+   * row. Then the deliveries are vacuumed and analyzed, as autovacuum would after so many: no dead rows of an earlier
+   * test lie in the way of a read, nor stale statistics.
+   */
+  public static void webhookDeliveries(String sink, long fromOrder, long toOrder, int shard, String nextAttemptAt) {
+    execute("""
+        WITH events AS (
+          INSERT INTO outbox (order_id, client, type, payload)
+          SELECT n, 'client-a', 'ORDER_CLOSED', jsonb_build_object('orderId', n::text) FROM generate_series(?, ?) AS n
+          RETURNING event_id, order_id)
+        INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, next_attempt_at)
+        SELECT event_id, event_id, order_id, ?, ?, %s FROM events""".formatted(nextAttemptAt),
+        fromOrder, toOrder, shard, sink);
+    executeDdl("VACUUM ANALYZE webhook_deliveries");
+  }
+
+  /**
    * A connection whose open transaction holds {@code sku}'s stock ({@link #holdStock}); rollback (or close) lets it go.
    */
   public static Connection connectionHoldingStock(String sku) throws SQLException {
