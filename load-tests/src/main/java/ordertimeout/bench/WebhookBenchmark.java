@@ -9,6 +9,7 @@ import org.HdrHistogram.Histogram;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Instant;
 import java.util.Map;
@@ -26,7 +27,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@value #WARMUP_SECONDS} s and then the measured seconds; lag p50, p99 and max of the measured ones, and how many
  * of them arrived, and per second of the measured writes the events received and their lag p50/p99 (by arrival).
  *
- * <p>Arguments: events per second (1000), measured seconds (30).
+ * <p>With a backlog, the measured events are that many written in one statement (a storm of closes) after the warm-up,
+ * and the run waits up to the measured seconds for them: it prints how long the dispatcher took to position them all,
+ * how long they took to arrive and so the rate they were delivered at, and what the sender's reads of the due
+ * deliveries cost (calls, time and buffers each, from pg_stat_statements).
+ *
+ * <p>Arguments: events per second (1000), measured seconds (30), backlog (0: none).
  */
 public final class WebhookBenchmark {
   private static final int WARMUP_SECONDS = 5;
@@ -40,15 +46,17 @@ public final class WebhookBenchmark {
   public static void main(String[] args) throws Exception {
     int rate = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
     int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 30;
+    int backlog = args.length > 2 ? Integer.parseInt(args[2]) : 0;
     try (BenchDatabase db = BenchDatabase.fresh("bench-db-webhook")) {
-      run(db, rate, seconds);
+      run(db, rate, seconds, backlog);
     }
     System.exit(0);
   }
 
-  private static void run(BenchDatabase db, int rate, int seconds) throws Exception {
+  private static void run(BenchDatabase db, int rate, int seconds, int backlog) throws Exception {
     Histogram lagMicros = new Histogram(3_600_000_000L, 3);
     AtomicLong received = new AtomicLong();
+    AtomicLong lastArrivalNanos = new AtomicLong();
     // per second of the measured writes, guarded by lagMicros: events received, and their lag by the second they arrived
     AtomicReference<PerSecond> perSecond = new AtomicReference<>();
     Vertx receiverVertx = Vertx.vertx();
@@ -69,6 +77,7 @@ public final class WebhookBenchmark {
           }
         }
         received.incrementAndGet();
+        lastArrivalNanos.set(System.nanoTime());
       }
       request.response().setStatusCode(204).end();
     })).listen(0, "127.0.0.1").toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -79,19 +88,32 @@ public final class WebhookBenchmark {
     Vertx vertx = Vertx.vertx(Service.vertxOptions());
     Service service = Service.start(vertx, config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
         .get(1, TimeUnit.MINUTES);
-    long planned = (long) rate * seconds;
-    long lateWrites;
-    JsonObject statements;
+    long planned = backlog > 0 ? backlog : (long) rate * seconds;
+    long lateWrites = 0;
+    long startedNanos;
+    long positionedNanos = 0;
+    JsonObject statements = null;
     try (Connection connection = db.setup.openJdbc()) {
       writeEvents(connection, rate, WARMUP_SECONDS, WARMUP_ORDER_IDS);
       db.countStatements();
       perSecond.set(new PerSecond(System.nanoTime(), seconds + 120,
           "second of the measured writes (events by the second they arrived, and their lag)").counts("received"));
-      lateWrites = writeEvents(connection, rate, seconds, 1);
-      statements = db.statementCosts(TOP_STATEMENTS);
-      long waitUntil = System.currentTimeMillis() + 60_000;
+      startedNanos = System.nanoTime();
+      if (backlog > 0) {
+        writeBacklog(connection, backlog);
+      } else {
+        lateWrites = writeEvents(connection, rate, seconds, 1);
+        statements = db.statementCosts(TOP_STATEMENTS);
+      }
+      long waitUntil = System.currentTimeMillis() + (backlog > 0 ? Math.max(60, seconds) * 1000L : 60_000);
       while (received.get() < planned && System.currentTimeMillis() < waitUntil) {
+        if (backlog > 0 && positionedNanos == 0 && db.number("SELECT count(*) FROM outbox_pending") == 0) {
+          positionedNanos = System.nanoTime() - startedNanos;
+        }
         Thread.sleep(100);
+      }
+      if (backlog > 0) {
+        statements = db.statementCosts(TOP_STATEMENTS);
       }
     } finally {
       service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
@@ -112,15 +134,37 @@ public final class WebhookBenchmark {
         .put("lagP99Ms", OpenLoad.Result.ms(lagMicros.getValueAtPercentile(99)))
         .put("lagMaxMs", OpenLoad.Result.ms(lagMicros.getMaxValue()))
         .put("postgresStatements", statements);
+    if (backlog > 0) {
+      double drainSeconds = (lastArrivalNanos.get() - startedNanos) / 1e9;
+      result.put("backlog", backlog)
+          .put("positionedSeconds", Math.round(positionedNanos / 1e6) / 1000.0)
+          .put("drainSeconds", Math.round(drainSeconds * 1000) / 1000.0)
+          .put("deliveredPerSecond", Math.round(received.get() / drainSeconds))
+          .put("dueReads", dueReads(db));
+    }
     synchronized (lagMicros) {
       result.put("perSecond", perSecond.get().toJson());
     }
     Results.write("webhook", result);
-    System.out.printf("webhook: %d events/s for %d s after a %d s warm-up: %d of %d received; lag p50 %.1f ms, p99 %.1f ms, "
-            + "max %.1f ms; %d writes late by more than a period; %d deliveries not delivered at the end%n",
-        rate, seconds, WARMUP_SECONDS, received.get(), planned, result.getDouble("lagP50Ms"), result.getDouble("lagP99Ms"),
-        result.getDouble("lagMaxMs"), lateWrites, (long) pendingOrFailed);
-    System.out.println("webhook: the statements that took most while the measured events were written:");
+    if (backlog > 0) {
+      JsonObject reads = result.getJsonObject("dueReads");
+      System.out.printf("webhook: a backlog of %d events written at once after a %d s warm-up: %d received; all "
+              + "positioned after %.1f s, arrived after %.1f s: %d delivered/s; lag p50 %.1f ms, p99 %.1f ms, "
+              + "max %.1f ms; %d deliveries not delivered at the end%n", backlog, WARMUP_SECONDS, received.get(),
+          result.getDouble("positionedSeconds"), result.getDouble("drainSeconds"), result.getLong("deliveredPerSecond"),
+          result.getDouble("lagP50Ms"), result.getDouble("lagP99Ms"), result.getDouble("lagMaxMs"),
+          (long) pendingOrFailed);
+      System.out.printf("webhook: the sender's reads of the due deliveries: %d calls, %.2f ms and %.0f buffers each, "
+              + "%d ms in all%n", reads.getLong("calls"), reads.getDouble("meanMs"), reads.getDouble("buffersPerCall"),
+          reads.getLong("totalMs"));
+    } else {
+      System.out.printf("webhook: %d events/s for %d s after a %d s warm-up: %d of %d received; lag p50 %.1f ms, "
+              + "p99 %.1f ms, max %.1f ms; %d writes late by more than a period; %d deliveries not delivered at the "
+              + "end%n", rate, seconds, WARMUP_SECONDS, received.get(), planned, result.getDouble("lagP50Ms"),
+          result.getDouble("lagP99Ms"), result.getDouble("lagMaxMs"), lateWrites, (long) pendingOrFailed);
+    }
+    System.out.println(backlog > 0 ? "webhook: the statements that took most until the backlog arrived:"
+        : "webhook: the statements that took most while the measured events were written:");
     for (Object entry : statements.getJsonArray("top")) {
       JsonObject statement = (JsonObject) entry;
       System.out.printf("  %7d ms %7d calls %7.2f ms each %s%n", statement.getLong("totalMs"), statement.getLong("calls"),
@@ -158,6 +202,38 @@ public final class WebhookBenchmark {
       }
     }
     return late;
+  }
+
+  /** {@code count} events of orders 1 to {@code count} in one statement, as a storm's closes. */
+  private static void writeBacklog(Connection connection, int count) throws SQLException {
+    try (PreparedStatement insert = connection.prepareStatement("""
+        INSERT INTO outbox (order_id, client, type, payload, created_at)
+        SELECT n, 'dev-user', 'ORDER_CLOSED',
+               jsonb_build_object('orderId', n::text, 'client', 'dev-user', 'status', 'CLOSED'), clock_timestamp()
+        FROM generate_series(1, ?::bigint) AS n""")) {
+      insert.setLong(1, count);
+      insert.executeUpdate();
+    }
+  }
+
+  /**
+   * The sender's reads of the due deliveries since the statements were counted (the statement of any version: it
+   * reads {@code unnest($4::text[], $3::int[] ...)}): calls, their time, and the buffers they touched per call.
+   */
+  private static JsonObject dueReads(BenchDatabase db) throws SQLException {
+    try (Connection connection = db.setup.openJdbc(); PreparedStatement select = connection.prepareStatement("""
+        SELECT coalesce(sum(calls), 0) AS calls, coalesce(sum(total_exec_time), 0) AS ms,
+               coalesce(sum(shared_blks_hit + shared_blks_read), 0) AS buffers
+        FROM pg_stat_statements WHERE query LIKE '%unnest($4::text[], $3::int[]%'""");
+         ResultSet row = select.executeQuery()) {
+      row.next();
+      long calls = row.getLong("calls");
+      return new JsonObject()
+          .put("calls", calls)
+          .put("totalMs", Math.round(row.getDouble("ms")))
+          .put("meanMs", calls == 0 ? 0 : Math.round(row.getDouble("ms") / calls * 100) / 100.0)
+          .put("buffersPerCall", calls == 0 ? 0 : Math.round(row.getDouble("buffers") / calls * 10) / 10.0);
+    }
   }
 
   private static long nowMicros() {
