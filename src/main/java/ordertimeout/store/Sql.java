@@ -1201,13 +1201,14 @@ final class Sql {
    * Deliveries to send now, of the shards {@code $1}, not among {@code $2} (in flight here), to each webhook of
    * {@code $4} (those configured here) as many as {@code $3} gives it room for; a delivery waits while an earlier event
    * of its order to the same sink is pending. Each webhook's pending deliveries are walked in position order
-   * (webhook_deliveries_pending_by_position, V32) from after its cursor {@code $5}, and at most {@code $6} of them are
-   * looked at, however many are not due, of other shards or waiting for their order (decision 0047). Each row says how
-   * far down the walk it was ({@code looked}) and whether it is to be sent ({@code due}); the first and the
-   * {@code $6}th row looked at come back either way, to move the cursor, and a webhook may get one due row more than
-   * its room, which the caller leaves. Each webhook has its own room, so a slow one holds back only its own
-   * deliveries; and one no longer configured keeps its deliveries pending, taking none. {@code OFFSET 0} keeps
-   * {@code due} computed once a row: the subquery merged into the filter would run its NOT EXISTS again there.
+   * (webhook_deliveries_pending_by_position, V32, whose {@code position > 0} only the walk says) from after its cursor
+   * {@code $5}, and at most {@code $6} of them are looked at, however many are not due, of other shards or waiting for
+   * their order (decision 0047). Each row says how far down the walk it was ({@code looked}) and whether it is to be
+   * sent ({@code due}); the first and the {@code $6}th row looked at come back either way, to move the cursor, and a
+   * webhook may get one due row more than its room, which the caller leaves. Each webhook has its own room, so a slow
+   * one holds back only its own deliveries; and one no longer configured keeps its deliveries pending, taking none.
+   * {@code OFFSET 0} keeps {@code due} computed once a row: the subquery merged into the filter would run its NOT
+   * EXISTS again there.
    */
   static final String DUE_DELIVERIES = """
       SELECT d.id, d.event_id, d.sink, d.attempts, d.position, d.looked, d.due, o.type, o.order_id, o.created_at,
@@ -1225,7 +1226,7 @@ final class Sql {
             SELECT d.id, d.event_id, d.sink, d.attempts, d.position, d.shard, d.next_attempt_at, d.order_id,
                    row_number() OVER (ORDER BY d.position) AS looked
             FROM webhook_deliveries d
-            WHERE d.sink = s.sink AND d.status = 'PENDING' AND d.position > s.after
+            WHERE d.sink = s.sink AND d.status = 'PENDING' AND d.position > 0 AND d.position > s.after
             ORDER BY d.position LIMIT $6::int) w
           ORDER BY w.position OFFSET 0) v
         WHERE v.due OR v.looked = 1 OR v.looked = $6::int

@@ -4,6 +4,10 @@
 -- other reader. CONCURRENTLY: the dispatcher and the senders write deliveries meanwhile; a build that failed halfway
 -- leaves an invalid index of that name, dropped first.
 DROP INDEX CONCURRENTLY IF EXISTS webhook_deliveries_pending_by_position;
+-- position > 0 (every position is): the read's walk says so, and its look for an earlier pending event of the order
+-- (position < its own) cannot, so that look never takes this index. A partial index vacuumed while no delivery was
+-- pending counts as empty until the next vacuum, whatever it holds; planned so, the look walked this index over every
+-- pending delivery of the webhook before the one looked at, not webhook_deliveries_pending_by_order to its order's.
 CREATE INDEX CONCURRENTLY webhook_deliveries_pending_by_position ON webhook_deliveries (sink, position)
-  WHERE status = 'PENDING';
+  WHERE status = 'PENDING' AND position > 0;
 DROP INDEX CONCURRENTLY IF EXISTS webhook_deliveries_due;

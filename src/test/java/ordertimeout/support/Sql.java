@@ -41,8 +41,7 @@ public final class Sql {
   /**
    * Pending deliveries to {@code sink} of new events of orders {@code fromOrder} to {@code toOrder}, one each, in
    * shard {@code shard}, next tried at {@code nextAttemptAt} (SQL); each positioned at its event id, without a feed
-   * row. Then the deliveries are vacuumed and analyzed, as autovacuum would after so many: no dead rows of an earlier
-   * test lie in the way of a read, nor stale statistics.
+   * row.
    */
   public static void webhookDeliveries(String sink, long fromOrder, long toOrder, int shard, String nextAttemptAt) {
     execute("""
@@ -53,7 +52,6 @@ public final class Sql {
         INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, next_attempt_at)
         SELECT event_id, event_id, order_id, ?, ?, %s FROM events""".formatted(nextAttemptAt),
         fromOrder, toOrder, shard, sink);
-    executeDdl("VACUUM ANALYZE webhook_deliveries");
   }
 
   /**
