@@ -129,6 +129,14 @@ public final class WebhookVerticle extends VerticleBase {
   private void poll() {
     Map<String, Integer> bySink = new HashMap<>();
     inFlight.values().forEach(sink -> bySink.merge(sink, 1, Integer::sum));
+    // A held delivery takes its place as one in flight does: with the database refusing every state write, a webhook
+    // is sent at most events.maxInFlight deliveries again and again, not the whole backlog one after another.
+    long polledAt = System.nanoTime();
+    unwritten.values().forEach(held -> {
+      if (held.heldUntilNanos() - polledAt > 0) {
+        bySink.merge(held.sink(), 1, Integer::sum);
+      }
+    });
     List<String> sinks = new ArrayList<>();
     List<Integer> rooms = new ArrayList<>();
     webhooks.keySet().forEach(sink -> {
@@ -140,7 +148,13 @@ public final class WebhookVerticle extends VerticleBase {
     });
     int room = rooms.stream().mapToInt(Integer::intValue).sum();
     int[] shards = owned.list();
-    if (stopped || polling || room <= 0) {
+    if (stopped || polling) {
+      return;
+    }
+    if (room <= 0) {
+      if (inFlight.isEmpty()) { // all held: no answer will poll again
+        later(config.events().dispatchIntervalMillis());
+      }
       return;
     }
     if (shards.length == 0) {
@@ -222,7 +236,7 @@ public final class WebhookVerticle extends VerticleBase {
   }
 
   /** How many writes of a delivery's state were refused in a row, and until when (System.nanoTime) it is held. */
-  private record Unwritten(int refusedWrites, long heldUntilNanos) {}
+  private record Unwritten(String sink, int refusedWrites, long heldUntilNanos) {}
 
   /** Holds a delivery whose state write was refused for the backoff of its next attempt; answers that backoff. */
   private long holdUnwritten(Due due) {
@@ -230,7 +244,7 @@ public final class WebhookVerticle extends VerticleBase {
     int refusedBefore = before == null ? 0 : before.refusedWrites();
     long holdMillis = backoffMillis(due.attempts() + refusedBefore);
     long heldUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(holdMillis);
-    unwritten.put(due.id(), new Unwritten(refusedBefore + 1, heldUntil));
+    unwritten.put(due.id(), new Unwritten(due.sink(), refusedBefore + 1, heldUntil));
     return holdMillis;
   }
 

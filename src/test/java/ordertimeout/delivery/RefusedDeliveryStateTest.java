@@ -11,8 +11,10 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -27,6 +29,7 @@ class RefusedDeliveryStateTest extends ServiceTestBase {
   private static final String SECRET = "refused-state-secret-0123456789";
   private static final long BACKOFF_MIN_MILLIS = 1000;
   private static final Duration WATCHED = Duration.ofSeconds(3);
+  private static final int MAX_IN_FLIGHT = 2;
 
   private WebhookReceiver receiver;
 
@@ -37,7 +40,8 @@ class RefusedDeliveryStateTest extends ServiceTestBase {
         "OT_WEBHOOKS", "[{url: '" + receiver.url("/hook") + "', secret: " + SECRET + "}]",
         "OT_EVENTS_BACKOFF_MIN_MILLIS", Long.toString(BACKOFF_MIN_MILLIS),
         "OT_EVENTS_BACKOFF_MAX_MILLIS", Long.toString(2 * BACKOFF_MIN_MILLIS),
-        "OT_EVENTS_TIMEOUT_MILLIS", "5000");
+        "OT_EVENTS_TIMEOUT_MILLIS", "5000",
+        "OT_EVENTS_MAX_IN_FLIGHT", Integer.toString(MAX_IN_FLIGHT));
   }
 
   @BeforeEach
@@ -63,13 +67,7 @@ class RefusedDeliveryStateTest extends ServiceTestBase {
   private void sentAgainOnlyAfterBackoffWhileWritesAreRefusedThenDelivered(int answer) {
     api.setStock("SKU-1", 100);
     receiver.answer("/hook", answer);
-    Sql.execute("""
-        CREATE FUNCTION refuse_delivery_writes() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          RAISE EXCEPTION 'webhook_deliveries refuses writes (test)';
-        END $$""");
-    Sql.executeDdl("CREATE TRIGGER refuse_delivery_writes BEFORE UPDATE ON webhook_deliveries "
-        + "FOR EACH ROW EXECUTE FUNCTION refuse_delivery_writes()");
+    refuseDeliveryWrites();
     String id;
     try {
       id = create("u-1", 3600, "SKU-1", 1).getString("id");
@@ -88,8 +86,7 @@ class RefusedDeliveryStateTest extends ServiceTestBase {
             .isGreaterThanOrEqualTo(backoff / 2);
       }
     } finally {
-      Sql.executeDdl("DROP TRIGGER refuse_delivery_writes ON webhook_deliveries");
-      Sql.execute("DROP FUNCTION refuse_delivery_writes()");
+      writeDeliveriesAgain();
     }
 
     receiver.answer("/hook", 204);
@@ -98,6 +95,55 @@ class RefusedDeliveryStateTest extends ServiceTestBase {
             Long.parseLong(id)).get(0).get("status")));
     List<Received> all = attempts(id);
     assertThat(all.get(all.size() - 1).id()).as("the same webhook-id").isEqualTo(all.get(0).id());
+  }
+
+  /**
+   * A held delivery takes its webhook's room as one in flight does: while every state write is refused, the webhook
+   * gets its first {@code events.maxInFlight} deliveries again and again, not each of its backlog in turn.
+   */
+  @Test
+  void heldDeliveriesTakeTheirWebhooksRoom() {
+    api.setStock("SKU-1", 100);
+    receiver.answer("/hook", 500);
+    refuseDeliveryWrites();
+    Set<String> ids = new HashSet<>();
+    try {
+      for (int i = 0; i < 10; i++) {
+        ids.add(create("u-held-" + i, 3600, "SKU-1", 1).getString("id"));
+      }
+      Await.until("the first attempts", Duration.ofSeconds(30), () -> !attemptedOrders(ids).isEmpty());
+      Await.sleep(WATCHED.toMillis());
+      assertThat(attemptedOrders(ids)).as("orders whose event was sent while every state write was refused")
+          .hasSizeLessThanOrEqualTo(MAX_IN_FLIGHT);
+    } finally {
+      writeDeliveriesAgain();
+    }
+    receiver.answer("/hook", 204);
+    Await.until("every order's event delivered once its state can be written", Duration.ofSeconds(60),
+        () -> attemptedOrders(ids).size() == ids.size()
+            && Sql.rows("SELECT 1 FROM webhook_deliveries WHERE status <> 'DELIVERED'").isEmpty());
+  }
+
+  private Set<String> attemptedOrders(Set<String> ids) {
+    Set<String> attempted = new HashSet<>();
+    receiver.received("/hook").forEach(received -> attempted.add(received.orderId()));
+    attempted.retainAll(ids);
+    return attempted;
+  }
+
+  private static void refuseDeliveryWrites() {
+    Sql.execute("""
+        CREATE FUNCTION refuse_delivery_writes() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          RAISE EXCEPTION 'webhook_deliveries refuses writes (test)';
+        END $$""");
+    Sql.executeDdl("CREATE TRIGGER refuse_delivery_writes BEFORE UPDATE ON webhook_deliveries "
+        + "FOR EACH ROW EXECUTE FUNCTION refuse_delivery_writes()");
+  }
+
+  private static void writeDeliveriesAgain() {
+    Sql.executeDdl("DROP TRIGGER refuse_delivery_writes ON webhook_deliveries");
+    Sql.execute("DROP FUNCTION refuse_delivery_writes()");
   }
 
   /** The requests about order {@code id}, in the order they arrived. */
