@@ -7,10 +7,10 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The status cache's store: entries by order id, at most {@code maxEntries}, the one kept longest ago evicted first,
- * and none answered past {@code keptFor} after it was kept (dropped by the next keep). First in, first out, because a buyer's page reads
- * the order it has just created or paid: a cache that weighs how often an entry was read (Caffeine's admission, used
- * until decision 0027's amendment of 2026-12-07) turns the newest orders away once it is full of older ones read as
- * often, once or never. Its upkeep runs on the thread that kept an entry, a few entries at a time.
+ * and none answered past {@code keptFor} after it was kept (dropped by the next keep). First in, first out, because a
+ * buyer's page reads the order it has just created or paid: a cache that weighs how often an entry was read
+ * (Caffeine's admission, used until decision 0027's amendment of 2026-12-07) turns the newest orders away once it is
+ * full of older ones read as often, once or never. Its upkeep runs on the thread that kept an entry, a few at a time.
  */
 final class KeptOrders {
   /** One keep: the entry, when, and under which id (evicted from the map only if this keep is still the one there). */

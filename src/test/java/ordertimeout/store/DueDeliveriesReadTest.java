@@ -129,7 +129,10 @@ class DueDeliveriesReadTest {
     return Sql.buffersTouched(read(shards, after));
   }
 
-  /** The sender's read with room for {@link #ROOM} and nothing in flight, on the shards {@code shards}, after {@code after}. */
+  /**
+   * The sender's read with room for {@link #ROOM} and nothing in flight, on the shards {@code shards}, after
+   * {@code after}.
+   */
   private static String read(String shards, long after) {
     return ordertimeout.store.Sql.DUE_DELIVERIES.replace("$1", "'{" + shards + "}'").replace("$2", "'{}'")
         .replace("$3", "'{" + ROOM + "}'").replace("$4", "'{" + SINK + "}'").replace("$5", "'{" + after + "}'")
