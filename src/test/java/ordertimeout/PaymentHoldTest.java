@@ -166,6 +166,31 @@ class PaymentHoldTest extends ServiceTestBase {
     assertThat(api.stock("SKU-1").getLong("available")).as("the stock stays released").isEqualTo(10);
   }
 
+  /**
+   * A pay that finds its order just past its deadline, before the wheel closes it, closes it as a timeout and decides
+   * its late pay in the same transaction: 409 order_closed, one ORDER_LATE_PAYMENT, the stock given back.
+   */
+  @Test
+  void aPayJustPastTheDeadlineClosesTheOrderAndWritesOneLatePaymentEvent() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 600, "SKU-1", 2).getString("id");
+    long orderId = Long.parseLong(id);
+    Sql.execute("UPDATE orders SET close_at = now() - interval '1 second' WHERE id = ?", orderId);
+
+    Api.Response late = api.pay(id);
+    assertThat(late.status()).as(late.body()).isEqualTo(409);
+    assertThat(late.code()).isEqualTo("order_closed");
+    assertThat(statusOf(id)).isEqualTo("CLOSED");
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_CLOSED'", orderId))
+        .isEqualTo(1);
+    List<Map<String, Object>> events = Sql.rows(
+        "SELECT payload::text AS payload FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", orderId);
+    assertThat(events).hasSize(1);
+    assertThat(new JsonObject((String) events.get(0).get("payload")).getString("notReopened")).isEqualTo("REOPEN_OFF");
+    assertThat(api.stock("SKU-1").getLong("available")).as("the stock given back").isEqualTo(10);
+    assertThat(api.stock("SKU-1").getLong("reserved")).isZero();
+  }
+
   @Test
   void concurrentLatePaysWriteOneEvent() {
     api.setStock("SKU-1", 10);

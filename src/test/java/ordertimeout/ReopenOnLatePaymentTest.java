@@ -5,13 +5,17 @@ import ordertimeout.support.Api;
 import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
+import ordertimeout.support.StockLedger;
+import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
+import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -22,9 +26,14 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ReopenOnLatePaymentTest extends ServiceTestBase {
 
+  private static final Duration WAIT = Duration.ofSeconds(20);
+
   @Override
   protected Map<String, String> overrides() {
-    return Map.of("OT_ORDERS_REOPEN_ON_LATE_PAYMENT", "true");
+    // The sweep leaves an order moved past its deadline to the request under test, and a pay waits for a stock row
+    // the test holds instead of running out of its lock wait.
+    return Map.of("OT_ORDERS_REOPEN_ON_LATE_PAYMENT", "true", "OT_SWEEP_GRACE_SECONDS", "600",
+        "OT_DATABASE_INTAKE_LOCK_TIMEOUT_MILLIS", "10000");
   }
 
   @Test
@@ -112,5 +121,54 @@ class ReopenOnLatePaymentTest extends ServiceTestBase {
     assertThat(late.code()).isEqualTo("order_closed");
     assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", Long.parseLong(id)))
         .isEqualTo(1);
+  }
+
+  /**
+   * A pay that finds its order just past its deadline (the wheel's timer still to fire) closes it and decides the late
+   * pay in the same transaction, with the order's row locked: the units it gives back cannot be taken meanwhile. The
+   * test holds the SKU's inventory row, which creates lock and a reopen takes its units from (a close gives them back
+   * on a stripe of inventory_released, not there); once the pay waits for that row, a close that committed already
+   * would read CLOSED from here, and the test takes the units as a create would before it lets the row go.
+   */
+  @Test
+  void aPayThatClosesItsDueOrderReopensItBeforeTheUnitsCanBeTaken() throws Exception {
+    api.setStock("SKU-1", 2);
+    String id = create("u-1", 600, "SKU-1", 2).getString("id");
+    long orderId = Long.parseLong(id);
+    Sql.execute("UPDATE orders SET close_at = now() - interval '1 second' WHERE id = ?", orderId);
+    String seen;
+    CompletableFuture<Api.Response> pay;
+    try (Connection stock = TestDatabase.jdbc()) {
+      stock.setAutoCommit(false);
+      Sql.rows(stock, "SELECT available FROM inventory WHERE sku = ? FOR UPDATE", "SKU-1");
+      long holder = ((Number) Sql.rows(stock, "SELECT pg_backend_pid() AS pid").get(0).get("pid")).longValue();
+      pay = CompletableFuture.supplyAsync(() -> api.pay(id));
+      Await.until("the pay waiting for the SKU's inventory row", WAIT, () -> pay.isDone() || Sql.count(
+          "SELECT count(*) FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))", holder) > 0);
+      seen = (String) Sql.rows("SELECT status FROM orders WHERE id = ?", orderId).get(0).get("status");
+      if (seen.equals("CLOSED")) {
+        Sql.rows(stock, "UPDATE inventory SET available = available - 2 WHERE sku = ? "
+            + "AND available + units_released(sku) >= 2 RETURNING sku", "SKU-1");
+        stock.commit();
+        StockLedger.putIn("SKU-1", -2);
+      } else {
+        stock.rollback();
+      }
+    }
+    Api.Response paid = pay.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    assertThat(paid.status()).as(paid.body()).isEqualTo(200);
+    assertThat(paid.json().getString("status")).isEqualTo("PAID");
+    assertThat(seen).as("the order's status read by another transaction while the pay waited for the stock")
+        .isEqualTo("UNPAID");
+    assertThat(api.stock("SKU-1").getLong("available")).as("sold, nothing taken by another").isZero();
+    assertThat(api.stock("SKU-1").getLong("reserved")).isZero();
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_CLOSED'", orderId))
+        .isEqualTo(1);
+    List<Map<String, Object>> events = Sql.rows(
+        "SELECT payload::text AS payload FROM outbox WHERE order_id = ? AND type = 'ORDER_PAID'", orderId);
+    assertThat(events).hasSize(1);
+    assertThat(new JsonObject((String) events.get(0).get("payload")).getBoolean("reopened")).isTrue();
+    assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", orderId))
+        .isZero();
   }
 }

@@ -144,32 +144,28 @@ public final class OrderStore {
    * timeout: on a hot SKU the single pays queue for its row behind one another, and a queue over the lock wait is not a
    * held row; after that, or at once when an idle transaction holds the row ({@link #stockRowHeld}), a held row answers
    * {@code row_locked} rather than wait on past the answer deadline. A pay that finds its order closed
-   * is a late payment ({@link #latePay}), each in a transaction of its own. The orders the group answered are kept in
-   * the status cache as its transaction left them, for the buyer's next read.
+   * is a late payment ({@link #latePay}): an order the group found closed in a transaction of its own; a single pay
+   * decides it in its own transaction, the order's row still locked, also when that transaction closed the order (so
+   * that the units the close gave back cannot be taken before the late pay decides on them). The orders the group
+   * answered are kept in the status cache as its transaction left them, for the buyer's next read.
    */
   public Future<List<Future<StateChange>>> pay(List<PayRequest> requests) {
     Long[] ids = requests.stream().map(PayRequest::id).toArray(Long[]::new);
     return statusCache.writing(ids, write ->
             pool.withTransaction(conn -> new PayGroup(conn, ids, requests, write).run()))
         .map(results -> {
-          for (int i = 0; i < results.size(); i++) {
-            if (results.get(i) == null) results.set(i, payOne(requests.get(i)));
-          }
-          return results;
-        })
-        .recover(failure -> SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE) && requests.size() > 1
-            ? Future.succeededFuture(requests.stream().map(this::payOne).toList())
-            : Future.failedFuture(failure))
-        .map(results -> {
           List<Future<StateChange>> answered = new ArrayList<>(results.size());
           for (int i = 0; i < results.size(); i++) {
             PayRequest request = requests.get(i);
-            answered.add(results.get(i).compose(change -> change.order().status() == OrderStatus.CLOSED
-                ? latePay(request, change)
-                : Future.succeededFuture(change)));
+            Future<StateChange> result = results.get(i);
+            answered.add(result == null ? payOne(request) : result.compose(change -> change.order().status()
+                == OrderStatus.CLOSED ? latePay(request, change) : Future.succeededFuture(change)));
           }
           return answered;
-        });
+        })
+        .recover(failure -> SqlStates.is(failure, SqlStates.LOCK_NOT_AVAILABLE) && requests.size() > 1
+            ? Future.succeededFuture(requests.stream().map(this::payOne).toList())
+            : Future.failedFuture(failure));
   }
 
   /**
@@ -182,10 +178,20 @@ public final class OrderStore {
    * of its event; the order stays closed.
    */
   private Future<StateChange> latePay(PayRequest request, StateChange closed) {
+    return writeTransaction(new Long[] {request.id()}, conn -> decideLatePay(conn, request, closed))
+        .map(late -> late.answer(request.id()));
+  }
+
+  /**
+   * {@link #latePay}'s decision in the caller's transaction (which marks the order in the {@link StatusCache}): the
+   * order's row locked, then its late pay noted or the order reopened. The caller answers with {@link LatePay#answer}
+   * after its commit, so that the ORDER_LATE_PAYMENT event of a reopen refused for its stock is committed.
+   */
+  private Future<LatePay> decideLatePay(SqlConnection conn, PayRequest request, StateChange closed) {
     long id = request.id();
     String client = request.client();
     Long[] ids = {id};
-    return writeTransaction(ids, conn -> conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
+    return conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
       if (rows.size() == 0) {
         return Future.failedFuture(notFound(id));
       }
@@ -202,17 +208,20 @@ public final class OrderStore {
           : conn.preparedQuery(Sql.REOPEN_PAID).execute(Tuple.of(id, reason, row.getOffsetDateTime("closed_at")))
               .compose(reopened -> changed(conn, id, client))
               .map(paid -> new LatePay(paid, false)));
-    })).map(late -> {
-      if (late.stockGone()) {
-        throw new OrderRejected(Reason.REOPEN_INSUFFICIENT_STOCK, "order " + id + " was closed (TIMEOUT) and its stock "
-            + "is no longer available: it was not paid; an ORDER_LATE_PAYMENT event was written for the refund");
-      }
-      return late.change();
     });
   }
 
   /** The answer to a late pay; {@code stockGone}: a reopen was refused for want of stock. */
-  private record LatePay(StateChange change, boolean stockGone) {}
+  private record LatePay(StateChange change, boolean stockGone) {
+    /** The change; {@link Reason#REOPEN_INSUFFICIENT_STOCK} for a reopen refused for its stock. */
+    StateChange answer(long id) {
+      if (stockGone) {
+        throw new OrderRejected(Reason.REOPEN_INSUFFICIENT_STOCK, "order " + id + " was closed (TIMEOUT) and its stock "
+            + "is no longer available: it was not paid; an ORDER_LATE_PAYMENT event was written for the refund");
+      }
+      return change;
+    }
+  }
 
   private static Future<LatePay> noteLatePayment(SqlConnection conn, long id, String client, String notReopened,
                                                  StateChange closed, boolean stockGone) {
@@ -335,8 +344,9 @@ public final class OrderStore {
   /**
    * Whether a stock row of order {@code id} is held by a transaction that sits idle ({@link Sql#LOCKED_SKUS}): a pay
    * that waited for it answers {@code row_locked} at once instead of waiting again, which kept the pool's connections
-   * for seconds from the pays of every other SKU. A pay does not lock stock rows itself (migration V23), but it waits
-   * for its order's row, which a close of the order holds while it waits for them.
+   * for seconds from the pays of every other SKU. A pay does not lock stock rows itself (migration V23) unless it
+   * reopens a closed order ({@link #decideLatePay}), but it waits for its order's row, which a close of the order holds
+   * while it waits for them.
    */
   private Future<Boolean> stockRowHeld(long id) {
     return pool.withTransaction(conn -> conn.preparedQuery(Sql.SKUS_OF_ORDER).execute(Tuple.of(id))
@@ -356,7 +366,11 @@ public final class OrderStore {
         .compose(paid -> paid != null ? Future.succeededFuture(paid) : decideLocked(conn, id, client,
             () -> payUnpaid(conn, id, client).compose(again -> again != null ? Future.succeededFuture(again)
                 : Future.failedFuture(new IllegalStateException("order " + id + " is unpaid and not due with its row "
-                    + "locked, and the pay did not take it"))))));
+                    + "locked, and the pay did not take it")))))
+        .compose(change -> change.order().status() == OrderStatus.CLOSED
+            ? decideLatePay(conn, request, change)
+            : Future.succeededFuture(new LatePay(change, false))))
+        .map(late -> late.answer(id));
   }
 
   /** The order paid, or null when it is not unpaid before its deadline (or hold). */
