@@ -3,6 +3,7 @@ package ordertimeout.cluster;
 import io.micrometer.core.instrument.binder.kafka.KafkaClientMetrics;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.ReplyException;
 import io.vertx.core.eventbus.ReplyFailure;
@@ -24,6 +25,7 @@ import org.slf4j.LoggerFactory;
 import java.util.Arrays;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 
 /**
  * This node's membership of the consumer group on the timer topic: the partitions the group assigns
@@ -56,6 +58,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private final OwnedShards owned;
   private final NodeStats stats;
   private final LeasedOrderIds ids;
+  private final BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers;
   /** This node's membership of the group; null while it stays out (it cannot reach the database) and once stopped. */
   private Membership member;
   /** The close of the last membership left (bounded); a new one waits for it. */
@@ -67,10 +70,17 @@ public final class ShardOwnershipVerticle extends VerticleBase {
                             KafkaClientMetrics metrics) {}
 
   public ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats, LeasedOrderIds ids) {
+    this(config, owned, stats, ids, (vertx, kafka) -> KafkaConsumer.create(vertx, kafka));
+  }
+
+  /** {@code consumers} wraps each new Kafka consumer for Vert.x; a test hands out consumers it calls back itself. */
+  ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats, LeasedOrderIds ids,
+                         BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers) {
     this.config = config;
     this.owned = owned;
     this.stats = stats;
     this.ids = ids;
+    this.consumers = consumers;
   }
 
   @Override
@@ -102,7 +112,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private Future<Void> join() {
     String topic = config.kafka().timersTopic();
     OwnershipConsumer kafka = new OwnershipConsumer(KafkaClients.ownershipConsumer(config), topic);
-    KafkaConsumer<String, String> consumer = KafkaConsumer.create(vertx, kafka);
+    KafkaConsumer<String, String> consumer = consumers.apply(vertx, kafka);
     // lag per partition, fetch rates: read from the client's own metrics
     Membership joined = new Membership(kafka, consumer, new KafkaClientMetrics(kafka));
     consumer.handler(this::onRecord);
