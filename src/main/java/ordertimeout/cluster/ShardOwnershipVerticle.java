@@ -61,6 +61,8 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private final BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers;
   /** This node's membership of the group; null while it stays out (it cannot reach the database) and once stopped. */
   private Membership member;
+  /** The membership {@link #stop} closes: it reports its revocation as it closes, and no membership follows it. */
+  private Membership stopping;
   /** The close of the last membership left (bounded); a new one waits for it. */
   private Future<?> leaving = Future.succeededFuture();
   private long databaseCheck = -1;
@@ -106,6 +108,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     vertx.cancelTimer(databaseCheck);
     Membership current = member;
     member = null;
+    stopping = current;
     return current == null ? leaving : close(current);
   }
 
@@ -212,10 +215,21 @@ public final class ShardOwnershipVerticle extends VerticleBase {
    * (decision 0025). Shards the group had given away before this node heard ({@link OwnershipConsumer}: lost, not
    * revoked) were loaded by their new owners while this node may have gone on taking their new orders for as long as
    * it could not reach the broker: the timers the wheel holds for them go to their partitions too, first.
+   *
+   * <p>Only the current membership's callbacks count (and, as the node stops, the one it closes), as for assignments.
+   * A consumer the node left the group with gave up its shards when it left; its close may report them much later
+   * (it waits up to 30 s for a broker, the node only a session timeout), when the node has joined again: the shards
+   * it names may then belong to the new membership, and dropping them would leave them in no wheel here while the
+   * group thinks this node owns them.
    */
   private void onRevoked(Membership from, Set<TopicPartition> partitions) {
     int[] revoked = shardsOf(partitions);
     boolean lost = from.kafka().tookLost(revoked);
+    if (from != member && from != stopping) {
+      log.info("ignored shards {} reported {} by a consumer this node left the group with: it gave them up when it "
+          + "left", Arrays.toString(revoked), lost ? "lost" : "revoked");
+      return;
+    }
     int[] shards = Arrays.stream(revoked).filter(owned::owns).toArray(); // those this node did not give up already
     if (shards.length > 0) {
       revoke(shards, lost);
