@@ -176,9 +176,9 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   }
 
   private void onAssigned(KafkaConsumer<String, String> consumer, Set<TopicPartition> partitions) {
-    ShardChange change = new ShardChange(shardsOf(partitions), config.node().wallClock().millis());
-    int[] shards = change.shards();
-    owned.add(shards);
+    int[] shards = shardsOf(partitions);
+    long heardAtMillis = config.node().wallClock().millis();
+    ShardChange change = new ShardChange(shards, owned.add(shards), heardAtMillis);
     long started = System.nanoTime();
     positionsOf(consumer, partitions)
         .compose(positioned -> vertx.eventBus().request(Addresses.SHARDS_ASSIGNED, change, RELOAD))

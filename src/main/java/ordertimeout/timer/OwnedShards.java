@@ -10,26 +10,37 @@ import java.util.BitSet;
  * The shards whose timers this node keeps and sweeps, and which of them the wheel has loaded. One
  * node alone owns them all; in a cluster the set follows the partition assignment of the timer
  * consumer group. Read from several event loops; every change publishes new copies.
+ *
+ * <p>Each gain of shards has a number, and a shard counts as loaded only by the load of the gain that gave it to this
+ * node last: a load of an earlier gain, still running when the shard was lost and gained again, read the database
+ * before the orders another node took on the shard meanwhile.
  */
 public final class OwnedShards {
+  /** The gain of every shard of a node alone, owned from the start. */
+  public static final long FROM_THE_START = 0;
+
   private volatile BitSet owned;
   private volatile BitSet loaded = new BitSet();
   /** False in a cluster until the group's first assignment: owning nothing then means "not told yet". */
   private volatile boolean assigned;
+  /** The number of the last gain; {@code gainedIn[shard]}: that of the gain which gave this node the shard last. */
+  private long gains = FROM_THE_START;
+  private final long[] gainedIn;
 
-  private OwnedShards(BitSet owned, boolean assigned) {
+  private OwnedShards(int shards, BitSet owned, boolean assigned) {
     this.owned = owned;
     this.assigned = assigned;
+    this.gainedIn = new long[shards];
   }
 
   public static OwnedShards all(int shards) {
     BitSet owned = new BitSet(shards);
     owned.set(0, shards);
-    return new OwnedShards(owned, true);
+    return new OwnedShards(shards, owned, true);
   }
 
   public static OwnedShards none(int shards) {
-    return new OwnedShards(new BitSet(shards), false);
+    return new OwnedShards(shards, new BitSet(shards), false);
   }
 
   /** Registers the gauges of how many shards this node owns and whether the wheel holds them all. */
@@ -53,11 +64,19 @@ public final class OwnedShards {
     return owned.stream().toArray();
   }
 
-  /** Gained shards count as owned at once (their timers are taken) and as loaded once the wheel says so. */
-  public synchronized void add(int[] gained) {
+  /**
+   * Gained shards count as owned at once (their timers are taken) and as loaded once the wheel says so. Answers the
+   * number of this gain, which the wheel names when it has loaded them ({@link #markLoaded}).
+   */
+  public synchronized long add(int[] gained) {
+    long gain = ++gains;
+    for (int shard : gained) {
+      gainedIn[shard] = gain;
+    }
     owned = with(owned, gained, true);
     loaded = with(loaded, gained, false);
     assigned = true;
+    return gain;
   }
 
   public synchronized void remove(int[] lost) {
@@ -69,10 +88,19 @@ public final class OwnedShards {
     return loaded.get(shard);
   }
 
-  /** The wheel holds these shards' pending deadlines (those it still owns). */
-  public synchronized void markLoaded(int[] shardsLoaded) {
-    BitSet next = with(loaded, shardsLoaded, true);
-    next.and(owned);
+  /** Whether this node owns the shard by that gain: it was not lost, nor gained again, since. */
+  public synchronized boolean ownsSince(int shard, long gain) {
+    return owned.get(shard) && gainedIn[shard] == gain;
+  }
+
+  /** The wheel holds the pending deadlines of these shards, read for that gain: those this node owns by it. */
+  public synchronized void markLoaded(int[] shardsLoaded, long gain) {
+    BitSet next = (BitSet) loaded.clone();
+    for (int shard : shardsLoaded) {
+      if (ownsSince(shard, gain)) {
+        next.set(shard);
+      }
+    }
     loaded = next;
   }
 

@@ -69,7 +69,7 @@ public final class TimerVerticle extends VerticleBase {
             bus.<CancelTimers>consumer(Addresses.TIMER_OWNED_CANCEL, message -> cancel(message.body())).completion(),
             bus.<ShardChange>consumer(Addresses.SHARDS_ASSIGNED, this::onAssigned).completion(),
             bus.<Revocation>consumer(Addresses.SHARDS_REVOKED, this::onRevoked).completion()).mapEmpty()
-        : reload(owned.list(), false)
+        : reload(owned.list(), OwnedShards.FROM_THE_START, false)
             .compose(loaded -> Future.join(
                 bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> schedule(message.body(), false)).completion(),
                 bus.<Deadlines>consumer(Addresses.TIMER_MOVE, message -> schedule(message.body(), true)).completion(),
@@ -103,7 +103,7 @@ public final class TimerVerticle extends VerticleBase {
       long since = message.body().heardAtMillis() - catchUpMillis();
       catchUpUntilDone(kept, OrderIds.firstIdAt(since) - 1);
     }
-    reloadUntilLoaded(shards).onComplete(loaded -> message.reply(shards.length));
+    reloadUntilLoaded(shards, message.body().gain()).onComplete(loaded -> message.reply(shards.length));
   }
 
   /**
@@ -149,17 +149,20 @@ public final class TimerVerticle extends VerticleBase {
     });
   }
 
-  /** A load that fails (the database away) is tried again every second, for the shards this node still owns. */
-  private Future<Void> reloadUntilLoaded(int[] shards) {
-    return reload(shards, true).recover(failure -> {
-      int[] stillOwned = Arrays.stream(shards).filter(shard -> owned.owns(shard) && !owned.isLoaded(shard)).toArray();
+  /**
+   * A load that fails (the database away) is tried again every second, for the shards this node still owns by that
+   * gain: one lost and gained again meanwhile is the load of the later gain's.
+   */
+  private Future<Void> reloadUntilLoaded(int[] shards, long gain) {
+    return reload(shards, gain, true).recover(failure -> {
+      int[] stillOwned = Arrays.stream(shards).filter(shard -> owned.ownsSince(shard, gain)).toArray();
       if (stillOwned.length == 0) {
         return Future.succeededFuture();
       }
       log.warn("loading shards {} failed ({}); the node is not ready until they are loaded, trying again in 1 s",
           Arrays.toString(stillOwned), failure.toString());
       Promise<Void> retried = Promise.promise();
-      vertx.setTimer(1000, id -> reloadUntilLoaded(stillOwned).onComplete(retried));
+      vertx.setTimer(1000, id -> reloadUntilLoaded(stillOwned, gain).onComplete(retried));
       return retried.future();
     });
   }
@@ -222,8 +225,9 @@ public final class TimerVerticle extends VerticleBase {
    * Reads the pending deadlines, then the unsent reminders, then the holds of started payments, of the given shards
    * in keyset pages, {@value #PARALLEL_RELOADS} shards at a time, and puts them into the wheel only when all are read,
    * so that none of those shards fires before it is complete. A hold replaces the close timer its deadline gave.
+   * They count as loaded only if this node still owns them by {@code gain} ({@link OwnedShards#markLoaded}).
    */
-  private Future<Void> reload(int[] shards, boolean replaceExisting) {
+  private Future<Void> reload(int[] shards, long gain, boolean replaceExisting) {
     long started = System.nanoTime();
     List<Deadlines> pages = new ArrayList<>();
     List<Deadlines> holds = new ArrayList<>();
@@ -240,7 +244,7 @@ public final class TimerVerticle extends VerticleBase {
           for (Deadlines page : holds) {
             schedule(page, true);
           }
-          owned.markLoaded(shards);
+          owned.markLoaded(shards, gain);
           long millis = (System.nanoTime() - started) / 1_000_000;
           if (shards.length > 0) {
             stats.shardsReloaded(millis);
