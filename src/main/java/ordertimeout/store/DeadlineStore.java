@@ -267,8 +267,9 @@ public final class DeadlineStore {
   }
 
   /**
-   * Rows of ids with how long until they are due by the database clock, as deadlines on this node's
-   * clock: a node whose clock runs ahead puts them back for exactly the time the database still wants.
+   * Rows of ids with how long until they are due by the database clock when the statement ran, as deadlines on this
+   * node's clock: a node whose clock runs ahead puts them back for exactly the time the database still wants. One due
+   * already (0) goes back at once, for the next tick, whose close finds it due.
    */
   private Deadlines dueLater(RowSet<Row> rows, boolean close) {
     long now = clock.millis();

@@ -330,9 +330,15 @@ final class Sql {
   /**
    * Orders of a close batch that the database clock says are not due yet (the node's clock ran
    * ahead), with how long until they are, to be put back into the wheel by the node's clock.
+   * Which orders: those not due at {@code now()}, the time the close compared with, so that every order it left is
+   * put back. How long: from {@code clock_timestamp()}, this statement's time. The node adds it to its clock when the
+   * answer comes, so counted from the transaction's start it would put them back as late as the close waited for a
+   * row lock (in a cluster replacing the owner's timer). 0 for an order that fell due meanwhile: put back at once.
    */
   static final String SELECT_NOT_YET_DUE = """
-      SELECT id, (extract(epoch FROM greatest(close_at, hold_until) - now()) * 1000)::bigint AS due_in_millis
+      SELECT id,
+             greatest(0, (extract(epoch FROM greatest(close_at, hold_until) - clock_timestamp()) * 1000)::bigint)
+               AS due_in_millis
       FROM orders
       WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND greatest(close_at, hold_until) > now()""";
 
@@ -510,8 +516,14 @@ final class Sql {
       SELECT id FROM reminded"""
       .replace("{items}", ITEMS_OF_ORDERS_1).replace("{payload}", eventPayload("o", "it.json"));
 
+  /**
+   * Orders of a reminder batch whose reminder is not due yet by the database clock, with how long until it is:
+   * chosen by {@code now()}, as {@link #REMIND_DUE} chose, timed from {@code clock_timestamp()}, as
+   * {@link #SELECT_NOT_YET_DUE} is.
+   */
   static final String SELECT_NOT_YET_REMINDED = """
-      SELECT id, (extract(epoch FROM remind_at - now()) * 1000)::bigint AS due_in_millis FROM orders
+      SELECT id, greatest(0, (extract(epoch FROM remind_at - clock_timestamp()) * 1000)::bigint) AS due_in_millis
+      FROM orders
       WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND reminded_at IS NULL AND remind_at > now()""";
 
   // ---- reload and sweep: keyset pages over partial indexes by shard
