@@ -136,6 +136,82 @@ class PaymentHoldTest extends ServiceTestBase {
         Long.parseLong(id))).isEqualTo(2);
   }
 
+  /**
+   * Inside its hold (deadline past, hold to come) an order is payable, and extendSeconds counts from the hold's end:
+   * counted from the past deadline, +50 s was still past (400 deadline_in_past) and +300 s stayed before the hold's end
+   * (200 and an event, the order's due time unmoved). The hold ends; the reminder moves as far as the deadline.
+   */
+  @Test
+  void anExtendBySecondsInsideTheHoldCountsFromTheHoldsEndAndEndsIt() {
+    api.setStock("SKU-1", 10);
+    List<String> ids = List.of(create("u-1", 600, "SKU-1", 1).getString("id"),
+        create("u-1", 600, "SKU-1", 1).getString("id"));
+    for (String id : ids) {
+      assertThat(api.paymentStarted(id).status()).isEqualTo(200);
+      // the deadline 100 s ago, the hold's end 400 s ahead, the reminder 300 s before the deadline
+      Sql.execute("UPDATE orders SET close_at = now() - interval '100 seconds', hold_until = now() + interval "
+          + "'400 seconds', remind_at = now() - interval '400 seconds' WHERE id = ?", Long.parseLong(id));
+    }
+    for (int i = 0; i < ids.size(); i++) {
+      long orderId = Long.parseLong(ids.get(i));
+      int seconds = i == 0 ? 50 : 300;
+      Instant closeAt = instantIn("close_at", orderId);
+      Instant holdUntil = instantIn("hold_until", orderId);
+
+      Api.Response extended = api.extend(ids.get(i), new JsonObject().put("extendSeconds", seconds));
+      assertThat(extended.status()).as("+" + seconds + " s: " + extended.body()).isEqualTo(200);
+      JsonObject order = extended.json();
+      Instant newCloseAt = Instant.parse(order.getString("closeAt"));
+      assertThat(newCloseAt).as("+" + seconds + " s past the hold's end").isEqualTo(holdUntil.plusSeconds(seconds));
+      assertThat(order.getString("holdUntil")).as("the hold the new deadline passed").isNull();
+      assertThat(Instant.parse(order.getString("remindAt"))).as("300 s before the new deadline, as before the old")
+          .isEqualTo(newCloseAt.minusSeconds(300));
+      assertThat(instantIn("close_at", orderId)).isEqualTo(newCloseAt);
+      assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ? AND hold_until IS NULL", orderId)).isEqualTo(1);
+      List<Map<String, Object>> events = Sql.rows("SELECT payload::text AS payload FROM outbox "
+          + "WHERE order_id = ? AND type = 'ORDER_DEADLINE_EXTENDED'", orderId);
+      assertThat(events).hasSize(1);
+      JsonObject payload = new JsonObject((String) events.get(0).get("payload"));
+      assertThat(Instant.parse(payload.getString("closeAt"))).isEqualTo(newCloseAt);
+      assertThat(Instant.parse(payload.getString("previousCloseAt"))).as("the order's deadline before")
+          .isEqualTo(closeAt);
+    }
+  }
+
+  /**
+   * An order extended by seconds inside its hold closes at its new deadline, its timer moved there; not at the hold's
+   * end, which the extend ended (counted from the past deadline, +3 s kept the hold and the close at its end).
+   */
+  @Test
+  void anOrderExtendedInsideItsHoldClosesAtTheNewDeadlineNotAtTheHoldsEnd() {
+    api.setStock("SKU-1", 10);
+    String id = create("u-1", 60, "SKU-1", 1).getString("id");
+    long orderId = Long.parseLong(id);
+    assertThat(api.paymentStarted(id).status()).isEqualTo(200);
+    Sql.execute("UPDATE orders SET close_at = now() - interval '2 seconds', hold_until = now() + interval '2 seconds' "
+        + "WHERE id = ?", orderId);
+    Instant holdUntil = instantIn("hold_until", orderId);
+
+    Api.Response extended = api.extend(id, new JsonObject().put("extendSeconds", 3));
+    assertThat(extended.status()).as(extended.body()).isEqualTo(200);
+    Instant newCloseAt = Instant.parse(extended.json().getString("closeAt"));
+    assertThat(newCloseAt).as("3 s past the hold's end").isEqualTo(holdUntil.plusSeconds(3));
+    assertThat(extended.json().getString("holdUntil")).isNull();
+
+    Await.until("the hold's old end passed by the database clock", Duration.ofSeconds(30), () -> Sql.count(
+        "SELECT count(*) FROM orders WHERE id = ? AND now() > close_at - interval '3 seconds'", orderId) == 1);
+    int closed = closeDue(orderId);
+    if (Sql.count("SELECT count(*) FROM orders WHERE id = ? AND now() < close_at", orderId) == 1) {
+      assertThat(closed).as("closes past the hold's old end, before the new deadline").isZero();
+      assertThat(statusOf(id)).isEqualTo("UNPAID");
+    }
+    Await.until("the close at the new deadline", Duration.ofSeconds(30), () -> statusOf(id).equals("CLOSED"));
+    JsonObject done = api.order(id).json();
+    assertThat(done.getString("closeReason")).isEqualTo("TIMEOUT");
+    assertThat(Instant.parse(done.getString("closedAt"))).as("never before the new deadline")
+        .isAfterOrEqualTo(newCloseAt);
+  }
+
   @Test
   void aPayAfterTheCloseAnswersOrderClosedAndWritesOneLatePaymentEvent() {
     api.setStock("SKU-1", 10);
@@ -217,6 +293,12 @@ class PaymentHoldTest extends ServiceTestBase {
     assertThat(api.pay(id).code()).isEqualTo("order_closed");
     assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", Long.parseLong(id)))
         .isEqualTo(1);
+  }
+
+  /** A time of order {@code orderId}'s row from the database (the status cache does not see the tests' UPDATEs). */
+  private static Instant instantIn(String column, long orderId) {
+    return Instant.parse((String) Sql.rows("SELECT to_char(" + column + " AT TIME ZONE 'UTC', "
+        + "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS at FROM orders WHERE id = ?", orderId).get(0).get("at"));
   }
 
   /** Hands the order to the close verticle as the wheel would; returns how many it closed. */

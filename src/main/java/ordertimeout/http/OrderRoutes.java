@@ -229,9 +229,10 @@ final class OrderRoutes {
   }
 
   /**
-   * A new deadline, {@code closeAt} or {@code extendSeconds} past the present one, within the caller's ceiling after
-   * the order's creation (the client's {@code clients.*.maxTimeoutSeconds}; for an admin {@code orders.maxTimeoutSeconds});
-   * the order's timers move on the owner of its shard.
+   * A new deadline, {@code closeAt} or {@code extendSeconds} past the time the order would close now (its deadline,
+   * or the end of a payment's hold, which then ends), within the caller's ceiling after the order's creation (the
+   * client's {@code clients.*.maxTimeoutSeconds}; for an admin {@code orders.maxTimeoutSeconds}); the order's timers
+   * move on the owner of its shard.
    */
   private void extend(RoutingContext ctx) {
     long id = orderId(ctx);

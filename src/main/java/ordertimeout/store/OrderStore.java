@@ -251,11 +251,12 @@ public final class OrderStore {
   }
 
   /**
-   * Moves the deadline of an unpaid order to {@code closeAt}, or {@code extendSeconds} past the present one (one of
-   * them is given), by a compare-and-set on the deadline it read with the row locked: never before the database's
-   * now ({@link Reason#DEADLINE_IN_PAST}), never earlier than it is ({@link Reason#DEADLINE_NOT_LATER}), never over
-   * {@code ceilingSeconds} after the order's creation ({@link Reason#DEADLINE_BEYOND_CEILING}); the same deadline
-   * again changes nothing. An order past its deadline (and hold) is closed right there as a timeout, or refused with
+   * Moves the deadline of an unpaid order to {@code closeAt}, or {@code extendSeconds} past the time it would close
+   * now, the later of its deadline and a payment's hold (one of them is given; a hold the new deadline passes ends),
+   * by a compare-and-set on the deadline it read with the row locked: never before the database's now ({@link
+   * Reason#DEADLINE_IN_PAST}), never earlier than it is ({@link Reason#DEADLINE_NOT_LATER}), never over {@code
+   * ceilingSeconds} after the order's creation ({@link Reason#DEADLINE_BEYOND_CEILING}); the same deadline again
+   * changes nothing. An order past its deadline (and hold) is closed right there as a timeout, or refused with
    * {@link Reason#ORDER_PAST_DEADLINE} when its close is parked; a paid or closed one is answered as it is.
    */
   public Future<StateChange> extend(long id, String client, Instant closeAt, long extendSeconds, long ceilingSeconds) {
@@ -272,7 +273,10 @@ public final class OrderStore {
         return closeDue(conn, id, client);
       }
       OffsetDateTime current = row.getOffsetDateTime("close_at");
-      Instant wanted = closeAt != null ? closeAt.truncatedTo(ChronoUnit.MICROS) : current.toInstant().plusSeconds(extendSeconds);
+      OffsetDateTime holdUntil = row.getOffsetDateTime("hold_until");
+      // extendSeconds counts from the time the order would close now: a hold's end, when it holds the order longer
+      Instant closesAt = holdUntil != null && holdUntil.isAfter(current) ? holdUntil.toInstant() : current.toInstant();
+      Instant wanted = closeAt != null ? closeAt.truncatedTo(ChronoUnit.MICROS) : closesAt.plusSeconds(extendSeconds);
       Instant now = row.getOffsetDateTime("db_now").toInstant();
       Instant ceiling = row.getOffsetDateTime("created_at").toInstant().plusSeconds(ceilingSeconds);
       if (wanted.equals(current.toInstant())) {
