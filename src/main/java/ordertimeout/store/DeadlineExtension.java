@@ -8,22 +8,23 @@ import ordertimeout.bus.Deadlines;
 
 /**
  * Bulk-extend's per-order action, in the caller's transaction: moves the deadline of each UNPAID order not due yet
- * (past neither its deadline nor the hold of a started payment, as the single extend decides it) by {@code
- * extendSeconds} to a time still to come and within an admin's ceiling (compare-and-set in SQL, with its
- * ORDER_DEADLINE_EXTENDED outbox row) and answers the due times of the orders it moved (the later of the new deadline
- * and the hold), for the timer (moved with {@code timer.move}, as the single extend moves it). The single-order
- * extend (POST /v1/orders/{id}/extend) moves one order to the time its caller chose, within the caller's ceiling; an
- * admin's bulk extend moves each order by the same seconds with the same log line and event, within the same
- * ceiling as an admin's single extend: the orders it would move past it are skipped.
+ * (past neither its deadline nor the hold of a started payment, as the single extend decides it) to {@code
+ * extendSeconds} past the time it would close now (the later of the two; the hold ends), within an admin's ceiling
+ * (compare-and-set in SQL, with its ORDER_DEADLINE_EXTENDED outbox row) and answers the due times of the orders it
+ * moved (their new deadlines), for the timer (moved with {@code timer.move}, as the single extend moves it). The
+ * single-order extend (POST /v1/orders/{id}/extend) moves one order to the time its caller chose, within the caller's
+ * ceiling; an admin's bulk extend moves each order by the same seconds with the same log line and event, within the
+ * same ceiling as an admin's single extend: the orders it would move past it are skipped.
  */
 @FunctionalInterface
 public interface DeadlineExtension {
   Future<Deadlines> extend(SqlConnection conn, Long[] orderIds, int extendSeconds);
 
   /**
-   * {@code close_at} (and {@code remind_at}) moved later by {@code extendSeconds}, to at most {@code ceilingSeconds}
-   * ({@code orders.maxTimeoutSeconds}) after the order's creation, so that no order outlives the idempotency key of its
-   * create: {@link Sql#EXTEND_DEADLINES_BY_SECONDS}; the timers get each order's due time.
+   * {@code close_at} (and {@code remind_at} with it) moved to {@code extendSeconds} past the later of {@code close_at}
+   * and {@code hold_until}, to at most {@code ceilingSeconds} ({@code orders.maxTimeoutSeconds}) after the order's
+   * creation, so that no order outlives the idempotency key of its create: {@link Sql#EXTEND_DEADLINES_BY_SECONDS};
+   * the timers get each order's due time.
    */
   static DeadlineExtension moveCloseAtWithin(int ceilingSeconds) {
     return (conn, orderIds, extendSeconds) -> conn.preparedQuery(Sql.EXTEND_DEADLINES_BY_SECONDS)

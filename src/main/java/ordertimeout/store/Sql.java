@@ -790,31 +790,43 @@ final class Sql {
 
   /**
    * Bulk-extend's per-order action ({@link DeadlineExtension}): moves the deadline of the orders {@code $1} that are
-   * UNPAID and not due yet by {@code $2} seconds, as {@link #MOVE_DEADLINE_IF_UNCHANGED} moves one: the reminder with
-   * it (sent again when its new time is still to come), a log line and an ORDER_DEADLINE_EXTENDED event each. Not due
-   * as the single extend decides it ({@link #LOCK_ORDER}): past neither the deadline nor the hold of a started payment;
-   * and, as there, the new deadline must be still to come, and at most {@code $3} seconds after the order's creation
-   * (an admin's ceiling there, {@code orders.maxTimeoutSeconds}); a hold the new deadline passes is over, as there.
-   * Answers each moved order's due time, the later of its new deadline and its hold, for its timer.
+   * UNPAID and not due yet to {@code $2} seconds past the time each would close now, the later of its deadline and the
+   * hold of a started payment, as {@link #MOVE_DEADLINE_IF_UNCHANGED} moves one for the single extend: the reminder
+   * with it (sent again when its new time is still to come), the hold ended (the new deadline is past it), a log line
+   * and an ORDER_DEADLINE_EXTENDED event each. Not due as the single extend decides it ({@link #LOCK_ORDER}): past
+   * neither the deadline nor the hold; and, as there, the new deadline at most {@code $3} seconds after the order's
+   * creation (an admin's ceiling there, {@code orders.maxTimeoutSeconds}). {@code locked} reads and locks the orders
+   * it moves, for their deadline before the move ({@code previousCloseAt}), which RETURNING no longer has once a hold
+   * was the base; the UPDATE takes its ids from it (an InitPlan, not a join), so that it runs first. Answers each
+   * moved order's due time, its new deadline, for its timer.
    */
   static final String EXTEND_DEADLINES_BY_SECONDS = """
-      WITH moved AS (
-        UPDATE orders SET close_at = close_at + $2::int * interval '1 second',
-               remind_at = remind_at + $2::int * interval '1 second',
-               reminded_at = CASE WHEN remind_at + $2::int * interval '1 second' > now() THEN NULL ELSE reminded_at END,
-               hold_until = CASE WHEN hold_until > close_at + $2::int * interval '1 second' THEN hold_until END
+      WITH locked AS MATERIALIZED (
+        SELECT id, close_at FROM orders
         WHERE id = ANY($1) AND status IS NOT DISTINCT FROM 'UNPAID' AND greatest(close_at, hold_until) > now()
-          AND close_at + $2::int * interval '1 second' > now()
-          AND close_at + $2::int * interval '1 second' <= created_at + $3::int * interval '1 second'
-        RETURNING *, close_at - $2::int * interval '1 second' AS previous_close_at),
+          AND greatest(close_at, hold_until) + $2::int * interval '1 second'
+            <= created_at + $3::int * interval '1 second'
+        FOR UPDATE),
+      moved AS (
+        UPDATE orders SET close_at = greatest(close_at, hold_until) + $2::int * interval '1 second',
+               remind_at = remind_at + (greatest(close_at, hold_until) - close_at) + $2::int * interval '1 second',
+               reminded_at = CASE
+                 WHEN remind_at + (greatest(close_at, hold_until) - close_at) + $2::int * interval '1 second' > now()
+                 THEN NULL ELSE reminded_at END,
+               hold_until = NULL
+        WHERE id = ANY($1) AND id = ANY(ARRAY(SELECT id FROM locked)) AND status IS NOT DISTINCT FROM 'UNPAID'
+        RETURNING *),
+      extended AS (
+        SELECT m.*, l.close_at AS previous_close_at FROM moved m JOIN locked l ON l.id = m.id),
       {items},
       logged AS (
-        INSERT INTO order_log (order_id, event, detail, at) SELECT id, 'EXTENDED', 'from ' || previous_close_at, now() FROM moved),
+        INSERT INTO order_log (order_id, event, detail, at)
+        SELECT id, 'EXTENDED', 'from ' || previous_close_at, now() FROM extended),
       evented AS (
         INSERT INTO outbox (order_id, client, type, payload, created_at)
         SELECT o.id, o.client, 'ORDER_DEADLINE_EXTENDED', %s || jsonb_build_object('previousCloseAt', {previous}), now()
-        FROM moved o LEFT JOIN items it ON it.order_id = o.id)
-      SELECT id, greatest(close_at, hold_until) AS due_at, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_at
+        FROM extended o LEFT JOIN items it ON it.order_id = o.id)
+      SELECT id, close_at AS due_at, CASE WHEN reminded_at IS NULL THEN remind_at END AS remind_at
       FROM moved"""
       .formatted(eventPayload("o", "it.json")).replace("{items}", ITEMS_OF_ORDERS_1)
       .replace("{previous}", utc("o.previous_close_at"));
