@@ -50,7 +50,7 @@ public final class PlanningBenchmark {
       Map<String, String> statements = new LinkedHashMap<>();
       statements.put("close on request", bind(sql("CLOSE_ON_REQUEST"), idArray, "'ADMIN'", "NULL"));
       statements.put("reminders", bind(sql("REMIND_DUE"), idArray));
-      statements.put("bulk extend", bind(sql("EXTEND_DEADLINES_BY_SECONDS"), idArray, "60"));
+      statements.put("bulk extend", bind(sql("EXTEND_DEADLINES_BY_SECONDS"), idArray, "60", "604800"));
       Map<String, List<Double>> millis = new LinkedHashMap<>();
       statements.keySet().forEach(name -> millis.put(name, new ArrayList<>()));
       try (Connection connection = db.setup.openJdbc(); Statement statement = connection.createStatement()) {
