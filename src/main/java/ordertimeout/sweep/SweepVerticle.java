@@ -86,7 +86,18 @@ public final class SweepVerticle extends VerticleBase {
    * queued on this node (a deadline storm): a page handed now would wait behind them, and the orders it holds are
    * mostly in them already. In a million-order storm such a page waited past its 120 s request timeout. A pass that
    * meets such a queue before a page stops there and counts as left out too; one that started slower than the queue
-   * formed would otherwise hand its next pages to it.
+   * formed would otherwise hand its next pages to it. Only a pass that reached its end resets the count: were every
+   * pass that starts to reset it, a queue that forms during each pass and is gone at each tick would stop every pass
+   * in the first shards, and an order lost in a later shard would wait as long as that went on.
+   *
+   * <p>The bound: once an order is overdue by {@code sweep.graceSeconds}, at most
+   * {@value #MAX_PASSES_SKIPPED_IN_A_ROW} ticks in a row are left out (skipped, or their pass stopped); the next one
+   * begins a pass that goes through, and any pass begun since that reaches its end has handed the order over too. So
+   * the sweep hands it over by its deadline + grace + ({@value #MAX_PASSES_SKIPPED_IN_A_ROW} + 1) x
+   * {@code sweep.intervalSeconds}, plus how long the passes between ran past their ticks and that pass takes to reach
+   * the order's shard. Through batches still queued when it begins, that pass takes only what was overdue before the
+   * oldest of them ({@link #graceSeconds()}): an order due since waits until the batches queued before its deadline
+   * have run, or for the first pass after the queue.
    */
   private void sweepOnce() {
     if (sweeping) {
@@ -97,8 +108,7 @@ public final class SweepVerticle extends VerticleBase {
       stats.sweepSkipped();
       return;
     }
-    boolean forced = stats.closeQueued() > 0;
-    skippedInARow = 0;
+    boolean forced = skippedInARow >= MAX_PASSES_SKIPPED_IN_A_ROW;
     sweeping = true;
     long started = System.nanoTime();
     Found found = new Found(!forced, graceSeconds());
@@ -116,6 +126,8 @@ public final class SweepVerticle extends VerticleBase {
           if (found.stoppedForQueue) {
             skippedInARow++;
             stats.sweepSkipped();
+          } else if (done.succeeded()) {
+            skippedInARow = 0;
           }
         });
   }
