@@ -69,7 +69,7 @@ public final class SweepVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1,
-        config.database().deadlines()), config.node().wallClock());;
+        config.database().deadlines()), config.node().wallClock());
     sweepTimer = vertx.setPeriodic(config.sweep().intervalSeconds() * 1000L, id -> sweepOnce());
     return Future.succeededFuture();
   }
