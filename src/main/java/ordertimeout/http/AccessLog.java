@@ -41,12 +41,37 @@ public final class AccessLog {
 
   public void handle(RoutingContext ctx) {
     long started = System.nanoTime();
-    String incoming = ctx.request().getHeader(HEADER);
-    String id = incoming != null && SANE_ID.matcher(incoming).matches() ? incoming : newId();
+    String id = idOf(ctx.request());
     ctx.put(REQUEST_ID, id);
     ctx.response().putHeader(HEADER, id);
     ctx.addEndHandler(done -> log(ctx, id, System.nanoTime() - started, done.succeeded()));
     ctx.next();
+  }
+
+  /** The request's own X-Request-Id when it is sane, else a new one. */
+  static String idOf(HttpServerRequest request) {
+    String incoming = request.getHeader(HEADER);
+    return incoming != null && SANE_ID.matcher(incoming).matches() ? incoming : newId();
+  }
+
+  /**
+   * The access line of a request the router never had, which HTTP's decoder could not read ({@link InvalidRequests}).
+   * It has no method, path nor duration: when the request line could not be read, Netty makes up the first two.
+   */
+  static void unread(HttpServerRequest request, String id, String problem) {
+    if (!log.isInfoEnabled()) {
+      return;
+    }
+    List<Object> fields = new ArrayList<>(5);
+    fields.add(kv("status", request.response().getStatusCode()));
+    fields.add(kv("bytes", request.response().bytesWritten()));
+    fields.add(kv("requestId", id));
+    fields.add(kv("problem", problem));
+    SocketAddress remote = request.remoteAddress();
+    if (remote != null) {
+      fields.add(kv("remote", remote.hostAddress()));
+    }
+    log.info("{} ".repeat(fields.size()).trim(), fields.toArray());
   }
 
   /** This request's id; null outside a request that went through the handler. */

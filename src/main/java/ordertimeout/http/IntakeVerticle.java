@@ -120,7 +120,8 @@ public final class IntakeVerticle extends VerticleBase {
     // (HttpProtocolTest). Without h2c the server ignores the Upgrade header and such clients stay on HTTP/1.1.
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setHttp2ClearTextEnabled(false)
         .setIdleTimeout(config.http().idleTimeoutSeconds()).setIdleTimeoutUnit(TimeUnit.SECONDS));
-    return server.connectionHandler(guard::opened).requestHandler(router)
+    return server.connectionHandler(guard::opened).invalidRequestHandler(InvalidRequests::answer)
+        .requestHandler(router)
         .listen(config.http().port(), config.http().host())
         .onSuccess(connections::serving);
   }

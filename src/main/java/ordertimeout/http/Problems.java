@@ -25,6 +25,7 @@ import static net.logstash.logback.argument.StructuredArguments.kv;
 
 /** The one failure handler of the router: every error becomes application/problem+json with a stable {@code code}. */
 final class Problems {
+  static final String CONTENT_TYPE = "application/problem+json";
   private static final Logger log = LoggerFactory.getLogger(Problems.class);
 
   private Problems() {}
@@ -175,15 +176,19 @@ final class Problems {
       ctx.request().connection().close();
       return;
     }
-    JsonObject problem = new JsonObject()
+    ctx.response()
+        .setStatusCode(status)
+        .putHeader("Content-Type", CONTENT_TYPE)
+        .end(body(status, code, detail).encode());
+  }
+
+  /** An RFC 9457 problem of the service's own shape. */
+  static JsonObject body(int status, String code, String detail) {
+    return new JsonObject()
         .put("type", "urn:order-timeout:problem:" + code)
         .put("title", HttpResponseStatus.valueOf(status).reasonPhrase())
         .put("status", status)
         .put("code", code)
         .put("detail", detail);
-    ctx.response()
-        .setStatusCode(status)
-        .putHeader("Content-Type", "application/problem+json")
-        .end(problem.encode());
   }
 }
