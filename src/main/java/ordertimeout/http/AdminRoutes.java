@@ -94,8 +94,8 @@ final class AdminRoutes {
     }
     closeFailures.parked(after, limit).onSuccess(page -> {
       JsonArray list = new JsonArray();
-      page.forEach(parked -> list.add(toJson(parked)));
-      String next = page.size() < limit ? null : Long.toString(page.get(page.size() - 1).orderId());
+      page.orders().forEach(parked -> list.add(toJson(parked)));
+      String next = page.next() == null ? null : Long.toString(page.next());
       OrderRoutes.json(ctx, 200, new JsonObject().put("orders", list).put("next", next));
     }).onFailure(ctx::fail);
   }

@@ -193,4 +193,30 @@ class ParkedOrderTest extends ServiceTestBase {
     }
     assertThat(Sql.count("SELECT count(*) FROM close_failures")).isZero();
   }
+
+  /** A last page that happens to be full says there is no page after it: no request for an empty one. */
+  @Test
+  void anExactlyFullLastPageHasNoNext() {
+    api.setStock("SKU-1", 100);
+    long[] ids = new long[2];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = Long.parseLong(create("u-" + i, 600, "SKU-1", 1).getString("id"));
+      Sql.execute("INSERT INTO close_failures (order_id, failures, first_failed_at, last_failed_at, last_error, "
+          + "parked_at) VALUES (?, 3, now(), now(), 'x', now())", ids[i]);
+    }
+    JsonObject whole = api.get("/v1/admin/orders/parked?limit=2", Api.ADMIN_KEY).json();
+    assertThat(whole.getJsonArray("orders")).hasSize(2);
+    assertThat(whole.getValue("next")).as("all of them on one full page").isNull();
+    JsonObject first = api.get("/v1/admin/orders/parked?limit=1", Api.ADMIN_KEY).json();
+    assertThat(first.getJsonArray("orders")).hasSize(1);
+    assertThat(first.getString("next")).isEqualTo(Long.toString(Math.min(ids[0], ids[1])));
+    JsonObject last = api.get("/v1/admin/orders/parked?limit=1&cursor=" + first.getString("next"), Api.ADMIN_KEY)
+        .json();
+    assertThat(last.getJsonArray("orders")).extracting(o -> ((JsonObject) o).getString("id"))
+        .containsExactly(Long.toString(Math.max(ids[0], ids[1])));
+    assertThat(last.getValue("next")).as("the last page, full").isNull();
+    for (long id : ids) {
+      assertThat(api.adminClose(Long.toString(id)).status()).isEqualTo(200);
+    }
+  }
 }
