@@ -123,12 +123,11 @@ final class EventRoutes {
     int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
     long after = cursor((String) ContractChecks.parameter(ctx, "after"));
     events.deliveries(status == null ? null : EventStore.Status.valueOf(status.toUpperCase(Locale.ROOT)), after, limit)
-        .onSuccess(list -> {
+        .onSuccess(page -> {
           JsonArray body = new JsonArray();
-          list.forEach(delivery -> body.add(toJson(delivery)));
-          JsonObject page = new JsonObject().put("deliveries", body)
-              .put("next", list.size() < limit ? null : Long.toString(list.get(list.size() - 1).id()));
-          OrderRoutes.json(ctx, 200, page);
+          page.deliveries().forEach(delivery -> body.add(toJson(delivery)));
+          OrderRoutes.json(ctx, 200, new JsonObject().put("deliveries", body)
+              .put("next", page.next() == null ? null : Long.toString(page.next())));
         })
         .onFailure(ctx::fail);
   }
@@ -144,6 +143,7 @@ final class EventRoutes {
             "webhook delivery " + deliveryId + " is " + before.name().toLowerCase(Locale.ROOT) + "; only a failed one is sent again"));
       } else {
         events.deliveries(null, deliveryId - 1, 1)
+            .map(EventStore.DeliveryPage::deliveries)
             .onSuccess(found -> {
               if (found.isEmpty() || found.get(0).id() != deliveryId) { // its event deleted by retention meanwhile
                 ctx.fail(new ApiException(404, "delivery_not_found", "no webhook delivery " + deliveryId));

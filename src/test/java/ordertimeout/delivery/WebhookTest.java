@@ -271,6 +271,31 @@ class WebhookTest extends ServiceTestBase {
     }
   }
 
+  /** The deliveries' list has a {@code next} only when more follow: a last page that happens to be full has none. */
+  @Test
+  void anExactlyFullLastPageOfDeliveriesHasNoNext() {
+    api.setStock("SKU-1", 100);
+    String id = create("u-1", 3600, "SKU-1", 1).getString("id");
+    // two failed deliveries of its create, to webhooks no node has: nothing sends them
+    String insert = "INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, status) "
+        + "SELECT event_id, 0, order_id, 0, ?, 'FAILED' FROM outbox WHERE order_id = ? RETURNING id";
+    long[] ids = new long[2];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = (Long) Sql.rows(insert, receiver.url("/gone-" + i), Long.parseLong(id)).get(0).get("id");
+    }
+    String list = "/v1/admin/webhooks/deliveries?status=failed";
+    JsonObject whole = api.get(list + "&limit=2", Api.ADMIN_KEY).json();
+    assertThat(whole.getJsonArray("deliveries")).hasSize(2);
+    assertThat(whole.getValue("next")).as("both on one full page").isNull();
+    JsonObject first = api.get(list + "&limit=1", Api.ADMIN_KEY).json();
+    assertThat(first.getJsonArray("deliveries")).hasSize(1);
+    assertThat(first.getString("next")).isEqualTo(Long.toString(ids[0]));
+    JsonObject last = api.get(list + "&limit=1&after=" + first.getString("next"), Api.ADMIN_KEY).json();
+    assertThat(last.getJsonArray("deliveries")).extracting(d -> ((JsonObject) d).getString("id"))
+        .containsExactly(Long.toString(ids[1]));
+    assertThat(last.getValue("next")).as("the last page, full").isNull();
+  }
+
   private JsonArray failed() {
     return api.get("/v1/admin/webhooks/deliveries?status=failed", Api.ADMIN_KEY).json().getJsonArray("deliveries");
   }
