@@ -49,13 +49,15 @@ class MalformedRequestTest extends ServiceTestBase {
 
   static Stream<Arguments> unreadable() {
     StringBuilder headers = new StringBuilder("Authorization: Bearer " + ordertimeout.support.Api.ADMIN_KEY);
-    for (int i = 0; i < 1_000; i++) {
+    // Just over Vert.x's 8,192 bytes: the server reads it all before it answers and closes, so its close is not a
+    // reset, which could drop the answer before the test reads it.
+    for (int i = 0; i < 100; i++) {
       headers.append("\r\nX-Filler-").append(i).append(": ").append("f".repeat(88));
     }
     return Stream.of(
         Arguments.of("a 9,000-byte target", RawHttp.request("GET", "/v1/orders/" + "1".repeat(8_989)), 414,
             "uri_too_long"),
-        Arguments.of("100 KB of header fields", RawHttp.request("GET", "/v1/orders/1", headers.toString()), 431,
+        Arguments.of("10 KB of header fields", RawHttp.request("GET", "/v1/orders/1", headers.toString()), 431,
             "headers_too_large"),
         Arguments.of("a request line that is not HTTP", "this is not http\r\n\r\n", 400, "malformed_request"));
   }
