@@ -5,8 +5,6 @@ import io.vertx.core.Handler;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.Cookie;
-import io.vertx.core.json.DecodeException;
-import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -29,8 +27,8 @@ import java.util.regex.Pattern;
 /**
  * Checks every /v1 request against its operation in the API document before the route's handler runs, so
  * that handlers only map validated input to domain types. A failure answers 400 with the code
- * {@link ProblemCodes} reads from the document. The body is decoded once, here; handlers read it with
- * {@link #body(RoutingContext)} and parameters with {@link #parameter(RoutingContext, String)}.
+ * {@link ProblemCodes} reads from the document. The body is decoded once, here ({@link StrictJson}); handlers read
+ * it with {@link #body(RoutingContext)} and parameters with {@link #parameter(RoutingContext, String)}.
  *
  * <p>The checks run on the event loop with JSON Schema validators built once per parameter and body from
  * vertx-openapi's model of the document, each behind a {@link SchemaPrecheck} that accepts ordinary
@@ -213,12 +211,7 @@ public final class ContractChecks {
       }
       return null;
     }
-    Object json;
-    try {
-      json = Json.decodeValue(raw);
-    } catch (DecodeException e) {
-      throw ApiException.badRequest(ProblemCodes.MALFORMED_JSON, "the request body is not valid JSON");
-    }
+    Object json = StrictJson.decode(raw);
     if (check.precheck() != null && check.precheck().accepts(json)) {
       return json;
     }

@@ -9,9 +9,10 @@ import java.util.List;
 
 /**
  * The problem codes the service answers besides those of each domain refusal. Which stable code a request that failed
- * its check answers, read from the document: {@code malformed_json} (no body, not JSON, not an object),
- * {@code unknown_field} ({@code additionalProperties}), a schema keyword's {@code x-problem-codes} (on its schema, or
- * beside a {@code $ref} to it), else {@code invalid_field}. A parameter answers its own {@code x-problem-code} (or
+ * its check answers, read from the document: {@code malformed_json} (no body; not JSON, or with a comment or a
+ * member twice in one object: {@link StrictJson}; not an object), {@code unknown_field}
+ * ({@code additionalProperties}), a schema keyword's {@code x-problem-codes} (on its schema, or beside a {@code $ref}
+ * to it), else {@code invalid_field}. A parameter answers its own {@code x-problem-code} (or
  * {@code x-missing-problem-code} when it is absent), which {@link ContractChecks} reads with the parameter.
  */
 final class ProblemCodes {
@@ -141,7 +142,7 @@ final class ProblemCodes {
   }
 
   /** "#/items/0/qty" → "items[0].qty", as the service's messages name fields. */
-  private static String field(String instanceLocation) {
+  static String field(String instanceLocation) {
     StringBuilder field = new StringBuilder();
     for (String segment : ApiDocument.pointer(instanceLocation)) {
       if (segment.matches("[0-9]+")) {

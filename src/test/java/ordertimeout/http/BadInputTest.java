@@ -4,6 +4,7 @@ import ordertimeout.support.Api;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -20,6 +21,12 @@ class BadInputTest extends ServiceTestBase {
   private static final String ITEM = "{\"sku\":\"SKU-1\",\"qty\":1}";
   private static final String VALID_ORDER = "{\"userId\":\"u-1\",\"items\":[" + ITEM + "]}";
   private static final String ADJUST = "/v1/admin/inventory/SKU-1/adjust";
+  /** Bodies Vert.x's own decoder took: a member twice (it kept the last), comments (not JSON). */
+  private static final String MEMBER_TWICE = "{\"userId\":\"u-1\",\"userId\":\"u-2\",\"items\":[" + ITEM + "]}";
+  private static final String MEMBER_TWICE_IN_ITEM =
+      "{\"userId\":\"u-1\",\"items\":[{\"sku\":\"SKU-1\",\"qty\":1,\"qty\":5}]}";
+  private static final String LINE_COMMENT = "{\"userId\":\"u-1\", // the buyer\n\"items\":[" + ITEM + "]}";
+  private static final String BLOCK_COMMENT = "{\"userId\":\"u-1\",/* the buyer */\"items\":[" + ITEM + "]}";
 
   private String existingOrderId;
 
@@ -35,6 +42,10 @@ class BadInputTest extends ServiceTestBase {
         Arguments.of("malformed JSON", "{\"userId\":", 400, "malformed_json"),
         Arguments.of("not an object", "[1,2]", 400, "malformed_json"),
         Arguments.of("empty body", "", 400, "malformed_json"),
+        Arguments.of("member twice", MEMBER_TWICE, 400, "malformed_json"),
+        Arguments.of("member twice in an item", MEMBER_TWICE_IN_ITEM, 400, "malformed_json"),
+        Arguments.of("line comment", LINE_COMMENT, 400, "malformed_json"),
+        Arguments.of("block comment", BLOCK_COMMENT, 400, "malformed_json"),
         Arguments.of("unknown field", "{\"userId\":\"u-1\",\"items\":[" + ITEM + "],\"coupon\":\"X\"}", 400, "unknown_field"),
         Arguments.of("unknown item field", "{\"userId\":\"u-1\",\"items\":[{\"sku\":\"SKU-1\",\"qty\":1,\"price\":3}]}", 400, "unknown_field"),
         Arguments.of("missing userId", "{\"items\":[" + ITEM + "]}", 400, "invalid_field"),
@@ -74,6 +85,17 @@ class BadInputTest extends ServiceTestBase {
     assertThat(snapshot()).isEqualTo(before);
   }
 
+  @Test
+  void aMemberTwiceIsNamedWithItsPath() {
+    Map<String, Object> before = snapshot();
+    Api.Response response = api.send(api.request("POST", "/v1/orders", Api.USER_KEY, MEMBER_TWICE_IN_ITEM)
+        .header("Idempotency-Key", "member-twice"));
+    assertProblem(response, 400, "malformed_json");
+    assertThat(response.json().getString("detail"))
+        .isEqualTo("the request body is not valid JSON: duplicate field 'items[0].qty'");
+    assertThat(snapshot()).isEqualTo(before);
+  }
+
   static Stream<Arguments> badRequests() {
     return Stream.of(
         Arguments.of("no Idempotency-Key", "POST", "/v1/orders", Api.USER_KEY, VALID_ORDER, null, 400, "missing_idempotency_key"),
@@ -97,6 +119,12 @@ class BadInputTest extends ServiceTestBase {
         Arguments.of("adjust beyond 64 bits", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":-9223372036854775809}", "k-1", 400, "invalid_field"),
         Arguments.of("adjust unknown field", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":1,\"reason\":\"count\"}", "k-1", 400, "unknown_field"),
         Arguments.of("adjust malformed", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":", "k-1", 400, "malformed_json"),
+        Arguments.of("adjust with delta twice", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":-10,\"delta\":1}", "k-1",
+            400, "malformed_json"),
+        Arguments.of("adjust with a line comment", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":1 // one more\n}", "k-1",
+            400, "malformed_json"),
+        Arguments.of("adjust with a block comment", "POST", ADJUST, Api.ADMIN_KEY, "{/* one more */\"delta\":1}", "k-1",
+            400, "malformed_json"),
         Arguments.of("adjust without Idempotency-Key", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":1}", null, 400, "missing_idempotency_key"),
         Arguments.of("adjust below zero", "POST", ADJUST, Api.ADMIN_KEY, "{\"delta\":-10}", "k-1", 409, "stock_out_of_range"),
         Arguments.of("adjust of no SKU", "POST", "/v1/admin/inventory/NO-SUCH/adjust", Api.ADMIN_KEY, "{\"delta\":1}", "k-1", 404, "inventory_not_found"),
