@@ -2,19 +2,24 @@ package ordertimeout.http;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonFactoryBuilder;
-import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.JsonTokenId;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 import io.netty.buffer.ByteBufInputStream;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.internal.buffer.BufferInternal;
-import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
 import io.vertx.core.json.jackson.HybridJacksonPool;
-import io.vertx.core.json.jackson.JacksonCodec;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
  * Request bodies read as JSON (RFC 8259) and nothing else. A body decodes to what {@code Json.decodeValue} gives
@@ -22,6 +27,12 @@ import java.io.InputStream;
  * nothing after it), but a comment or an object with a member twice is refused. Vert.x's decoder takes comments
  * and keeps the last of two members of one name, so the shop's gateway or an audit log could read a body one way
  * and the service another.
+ *
+ * <p>The walk from tokens to values is that of Vert.x's {@code JacksonCodec.fromParser}, written out here so that
+ * it finds a member twice by the size of its object's map. Jackson's STRICT_DUPLICATE_DETECTION (a detector per
+ * object, a set from an object's third member on) made decoding a create 12% slower than Vert.x's decoder (538
+ * against 478 ns with one item, 6.6 against 5.8 µs with 50); this walk takes 431 against 482 ns and 5.5 against
+ * 5.9 µs (JMH, same runs).
  */
 final class StrictJson {
   /**
@@ -30,12 +41,9 @@ final class StrictJson {
    */
   private static final JsonFactory FACTORY = new JsonFactoryBuilder()
       .disable(JsonReadFeature.ALLOW_JAVA_COMMENTS)
-      .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
       .recyclerPool(HybridJacksonPool.getInstance())
       .build();
   private static final String NOT_JSON = "the request body is not valid JSON";
-  /** The start of Jackson's message for a member seen twice (JsonReadContext). */
-  private static final String DUPLICATE = "Duplicate field '";
   /** Part of Jackson's message for a '/' outside a string, which can only start a comment. */
   private static final String COMMENT = "maybe a (non-standard) comment";
 
@@ -48,28 +56,65 @@ final class StrictJson {
       // the bytes where they are, as Vert.x's decoder reads them (a ByteBufInputStream is a DataInput too)
       parser = FACTORY.createParser((InputStream) new ByteBufInputStream(((BufferInternal) body).getByteBuf()));
     } catch (IOException e) {
-      throw ApiException.badRequest(ProblemCodes.MALFORMED_JSON, NOT_JSON);
+      throw malformed(NOT_JSON);
     }
-    try {
-      // Vert.x's own walk from tokens to values; it closes the parser
-      return JacksonCodec.fromParser(parser, Object.class);
-    } catch (DecodeException e) {
-      throw ApiException.badRequest(ProblemCodes.MALFORMED_JSON, detail(parser, e.getCause()));
+    try (parser) {
+      parser.nextToken();
+      Object value = value(parser);
+      if (parser.nextToken() != null) {
+        throw malformed(NOT_JSON);
+      }
+      return value instanceof Map<?, ?> ? new JsonObject(object(value)) : value instanceof List<?> list
+          ? new JsonArray(list) : value;
+    } catch (IOException e) {
+      boolean comment = e instanceof JsonProcessingException refusal && refusal.getOriginalMessage() != null
+          && refusal.getOriginalMessage().contains(COMMENT);
+      throw malformed(comment ? NOT_JSON + ": comments are not allowed" : NOT_JSON);
     }
   }
 
-  /** What is wrong, where it is one of the two things only this decoder refuses; else only that it is not JSON. */
-  private static String detail(JsonParser parser, Throwable cause) {
-    if (cause instanceof JsonParseException refusal && refusal.getOriginalMessage() != null) {
-      if (refusal.getOriginalMessage().startsWith(DUPLICATE)) {
-        // the context still names the member that came twice, with the path to its object
+  private static Object value(JsonParser parser) throws IOException {
+    return switch (parser.currentTokenId()) {
+      case JsonTokenId.ID_START_OBJECT -> members(parser);
+      case JsonTokenId.ID_START_ARRAY -> items(parser);
+      case JsonTokenId.ID_STRING -> parser.getText();
+      case JsonTokenId.ID_NUMBER_INT, JsonTokenId.ID_NUMBER_FLOAT -> parser.getNumberValue();
+      case JsonTokenId.ID_TRUE -> Boolean.TRUE;
+      case JsonTokenId.ID_FALSE -> Boolean.FALSE;
+      case JsonTokenId.ID_NULL -> null;
+      default -> throw malformed(NOT_JSON);
+    };
+  }
+
+  private static Map<String, Object> members(JsonParser parser) throws IOException {
+    Map<String, Object> members = new LinkedHashMap<>();
+    for (String name = parser.nextFieldName(); name != null; name = parser.nextFieldName()) {
+      int size = members.size();
+      parser.nextToken();
+      members.put(name, value(parser));
+      if (members.size() == size) {
+        // the parser's context still names the member, after its value, with the path to its object
         String field = ProblemCodes.field(parser.getParsingContext().pathAsPointer().toString());
-        return NOT_JSON + ": duplicate field '" + field + "'";
-      }
-      if (refusal.getOriginalMessage().contains(COMMENT)) {
-        return NOT_JSON + ": comments are not allowed";
+        throw malformed(NOT_JSON + ": duplicate field '" + field + "'");
       }
     }
-    return NOT_JSON;
+    return members;
+  }
+
+  private static List<Object> items(JsonParser parser) throws IOException {
+    List<Object> items = new ArrayList<>();
+    while (parser.nextToken() != JsonToken.END_ARRAY) {
+      items.add(value(parser));
+    }
+    return items;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> object(Object members) {
+    return (Map<String, Object>) members;
+  }
+
+  private static ApiException malformed(String detail) {
+    return ApiException.badRequest(ProblemCodes.MALFORMED_JSON, detail);
   }
 }
