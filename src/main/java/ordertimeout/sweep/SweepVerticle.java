@@ -86,9 +86,9 @@ public final class SweepVerticle extends VerticleBase {
    * queued on this node (a deadline storm): a page handed now would wait behind them, and the orders it holds are
    * mostly in them already. In a million-order storm such a page waited past its 120 s request timeout. A pass that
    * meets such a queue before a page stops there and counts as left out too; one that started slower than the queue
-   * formed would otherwise hand its next pages to it. Only a pass that reached its end resets the count: were every
-   * pass that starts to reset it, a queue that forms during each pass and is gone at each tick would stop every pass
-   * in the first shards, and an order lost in a later shard would wait as long as that went on.
+   * formed would otherwise hand its next pages to it. Only a pass that reached its end (or failed) resets the count:
+   * were every pass that starts to reset it, a queue that forms during each pass and is gone at each tick would stop
+   * every pass in the first shards, and an order lost in a later shard would wait as long as that went on.
    *
    * <p>The bound: once an order is overdue by {@code sweep.graceSeconds}, at most
    * {@value #MAX_PASSES_SKIPPED_IN_A_ROW} ticks in a row are left out (skipped, or their pass stopped); the next one
@@ -126,7 +126,9 @@ public final class SweepVerticle extends VerticleBase {
           if (found.stoppedForQueue) {
             skippedInARow++;
             stats.sweepSkipped();
-          } else if (done.succeeded()) {
+          } else {
+            // a failed pass too: were a forced pass's failure (a statement timeout in a storm) to keep the count,
+            // every later tick would force a whole pass beside the close batches until one got through
             skippedInARow = 0;
           }
         });

@@ -60,7 +60,7 @@ public final class TimerVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions, config.database().poolSize(), 1,
-        config.database().deadlines()), config.node().wallClock());;
+        config.database().deadlines()), config.node().wallClock());
     wheel = new TimeWheel(config.timer().tickMillis(), clock.millis(), 1 << 16);
     EventBus bus = vertx.eventBus();
     Future<Void> ready = clustered
