@@ -28,11 +28,9 @@ import java.util.Map;
  * and keeps the last of two members of one name, so the shop's gateway or an audit log could read a body one way
  * and the service another.
  *
- * <p>The walk from tokens to values is that of Vert.x's {@code JacksonCodec.fromParser}, written out here so that
- * it finds a member twice by the size of its object's map. Jackson's STRICT_DUPLICATE_DETECTION (a detector per
- * object, a set from an object's third member on) made decoding a create 12% slower than Vert.x's decoder (538
- * against 478 ns with one item, 6.6 against 5.8 µs with 50); this walk takes 431 against 482 ns and 5.5 against
- * 5.9 µs (JMH, same runs).
+ * <p>The walk from tokens to values is a copy of Vert.x's {@code JacksonCodec.fromParser}, kept in step with
+ * {@code Json.decodeValue} by {@code StrictJsonTest}, so that it finds a member twice by the size of its object's map
+ * rather than by Jackson's duplicate detection, which costs more than the whole decode did (decision 0048).
  */
 final class StrictJson {
   /**
@@ -64,7 +62,7 @@ final class StrictJson {
       if (parser.nextToken() != null) {
         throw malformed(NOT_JSON);
       }
-      return value instanceof Map<?, ?> ? new JsonObject(object(value)) : value instanceof List<?> list
+      return value instanceof Map<?, ?> ? new JsonObject(asMap(value)) : value instanceof List<?> list
           ? new JsonArray(list) : value;
     } catch (IOException e) {
       boolean comment = e instanceof JsonProcessingException refusal && refusal.getOriginalMessage() != null
@@ -95,7 +93,7 @@ final class StrictJson {
       if (members.size() == size) {
         // the parser's context still names the member, after its value, with the path to its object
         String field = ProblemCodes.field(parser.getParsingContext().pathAsPointer().toString());
-        throw malformed(NOT_JSON + ": duplicate field '" + field + "'");
+        throw malformed(NOT_JSON + ": duplicate field '" + shortened(field) + "'");
       }
     }
     return members;
@@ -110,8 +108,13 @@ final class StrictJson {
   }
 
   @SuppressWarnings("unchecked")
-  private static Map<String, Object> object(Object members) {
+  private static Map<String, Object> asMap(Object members) {
     return (Map<String, Object>) members;
+  }
+
+  /** A client's member name, as far as a detail should echo it. */
+  private static String shortened(String field) {
+    return field.length() <= 64 ? field : field.substring(0, 64) + "…";
   }
 
   private static ApiException malformed(String detail) {

@@ -74,6 +74,8 @@ class StrictJsonTest {
         Arguments.of("{\"userId\":\"u-1\",\"items\":[{\"sku\":\"SKU-1\",\"qty\":1,\"qty\":5}]}",
             "duplicate field 'items[0].qty'"),
         Arguments.of("[{\"a\":1},{\"b\":{\"c\":1,\"d\":2,\"c\":3}}]", "duplicate field '[1].b.c'"),
+        Arguments.of("{\"" + "n".repeat(100) + "\":1,\"" + "n".repeat(100) + "\":2}",
+            "duplicate field '" + "n".repeat(64) + "…'"),
         Arguments.of("{\"userId\":\"u-1\", // the buyer\n\"items\":[]}", "comments are not allowed"),
         Arguments.of("{\"userId\":\"u-1\",/* the buyer */\"items\":[]}", "comments are not allowed"),
         Arguments.of("/* first */{\"a\":1}", "comments are not allowed"),

@@ -491,7 +491,7 @@ public class WheelBenchmark {
    * exec:java runs this in Maven's JVM, whose java.class.path is Maven's own launcher; JMH builds its forks' class
    * path from that property, so it is set to the project's test class path (the URLs of exec's class loader).
    */
-  private static String exposeClassPath() throws URISyntaxException {
+  public static String exposeClassPath() throws URISyntaxException {
     List<String> entries = new ArrayList<>();
     for (ClassLoader loader = Thread.currentThread().getContextClassLoader(); loader != null; loader = loader.getParent()) {
       if (loader instanceof URLClassLoader urls) {
