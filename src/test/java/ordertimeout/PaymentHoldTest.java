@@ -155,8 +155,8 @@ class PaymentHoldTest extends ServiceTestBase {
     for (int i = 0; i < ids.size(); i++) {
       long orderId = Long.parseLong(ids.get(i));
       int seconds = i == 0 ? 50 : 300;
-      Instant closeAt = instantIn("close_at", orderId);
-      Instant holdUntil = instantIn("hold_until", orderId);
+      Instant closeAt = Sql.instantOfOrder("close_at", orderId);
+      Instant holdUntil = Sql.instantOfOrder("hold_until", orderId);
 
       Api.Response extended = api.extend(ids.get(i), new JsonObject().put("extendSeconds", seconds));
       assertThat(extended.status()).as("+" + seconds + " s: " + extended.body()).isEqualTo(200);
@@ -166,7 +166,7 @@ class PaymentHoldTest extends ServiceTestBase {
       assertThat(order.getString("holdUntil")).as("the hold the new deadline passed").isNull();
       assertThat(Instant.parse(order.getString("remindAt"))).as("300 s before the new deadline, as before the old")
           .isEqualTo(newCloseAt.minusSeconds(300));
-      assertThat(instantIn("close_at", orderId)).isEqualTo(newCloseAt);
+      assertThat(Sql.instantOfOrder("close_at", orderId)).isEqualTo(newCloseAt);
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ? AND hold_until IS NULL", orderId)).isEqualTo(1);
       List<Map<String, Object>> events = Sql.rows("SELECT payload::text AS payload FROM outbox "
           + "WHERE order_id = ? AND type = 'ORDER_DEADLINE_EXTENDED'", orderId);
@@ -188,9 +188,9 @@ class PaymentHoldTest extends ServiceTestBase {
     String id = create("u-1", 60, "SKU-1", 1).getString("id");
     long orderId = Long.parseLong(id);
     assertThat(api.paymentStarted(id).status()).isEqualTo(200);
-    Sql.execute("UPDATE orders SET close_at = now() - interval '2 seconds', hold_until = now() + interval '2 seconds' "
+    Sql.execute("UPDATE orders SET close_at = now() - interval '2 seconds', hold_until = now() + interval '5 seconds' "
         + "WHERE id = ?", orderId);
-    Instant holdUntil = instantIn("hold_until", orderId);
+    Instant holdUntil = Sql.instantOfOrder("hold_until", orderId);
 
     Api.Response extended = api.extend(id, new JsonObject().put("extendSeconds", 3));
     assertThat(extended.status()).as(extended.body()).isEqualTo(200);
@@ -295,11 +295,6 @@ class PaymentHoldTest extends ServiceTestBase {
         .isEqualTo(1);
   }
 
-  /** A time of order {@code orderId}'s row from the database (the status cache does not see the tests' UPDATEs). */
-  private static Instant instantIn(String column, long orderId) {
-    return Instant.parse((String) Sql.rows("SELECT to_char(" + column + " AT TIME ZONE 'UTC', "
-        + "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS at FROM orders WHERE id = ?", orderId).get(0).get("at"));
-  }
 
   /** Hands the order to the close verticle as the wheel would; returns how many it closed. */
   private int closeDue(long orderId) {

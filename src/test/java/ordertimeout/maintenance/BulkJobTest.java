@@ -308,8 +308,8 @@ class BulkJobTest extends ServiceTestBase {
     Map<Long, Instant> closeAt = new HashMap<>();
     Map<Long, Instant> holdUntil = new HashMap<>();
     ids.forEach(id -> {
-      closeAt.put(id, instantIn("close_at", id));
-      holdUntil.put(id, instantIn("hold_until", id));
+      closeAt.put(id, Sql.instantOfOrder("close_at", id));
+      holdUntil.put(id, Sql.instantOfOrder("hold_until", id));
     });
 
     Map<Long, Long> timers = new ConcurrentHashMap<>();
@@ -335,7 +335,7 @@ class BulkJobTest extends ServiceTestBase {
     }
 
     for (long id : ids) {
-      Instant newCloseAt = instantIn("close_at", id);
+      Instant newCloseAt = Sql.instantOfOrder("close_at", id);
       assertThat(newCloseAt).as(id + ": 300 s past the hold's end").isEqualTo(holdUntil.get(id).plusSeconds(300));
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ? AND status = 'UNPAID' AND hold_until IS NULL", id))
           .as(id + ": unpaid, the hold ended").isEqualTo(1);
@@ -476,11 +476,6 @@ class BulkJobTest extends ServiceTestBase {
         .header("Idempotency-Key", idempotencyKey);
   }
 
-  /** A time of order {@code orderId}'s row from the database (the status cache does not see the tests' UPDATEs). */
-  private static Instant instantIn(String column, long orderId) {
-    return Instant.parse((String) Sql.rows("SELECT to_char(" + column + " AT TIME ZONE 'UTC', "
-        + "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS at FROM orders WHERE id = ?", orderId).get(0).get("at"));
-  }
 
   private JsonObject bulk(String action, JsonObject body) {
     Api.Response response = api.send(api.request("POST", "/v1/admin/orders/" + action, Api.ADMIN_KEY, body.encode()));

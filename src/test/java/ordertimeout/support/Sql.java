@@ -7,6 +7,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -125,6 +126,12 @@ public final class Sql {
     } catch (SQLException e) {
       throw new IllegalStateException(statement, e);
     }
+  }
+
+  /** A time of order {@code orderId}'s row (the status cache does not see the tests' UPDATEs), to the microsecond. */
+  public static Instant instantOfOrder(String column, long orderId) {
+    return Instant.parse((String) rows("SELECT to_char(" + column + " AT TIME ZONE 'UTC', "
+        + "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS at FROM orders WHERE id = ?", orderId).get(0).get("at"));
   }
 
   public static long count(String sql, Object... params) {
