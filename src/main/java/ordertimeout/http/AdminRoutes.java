@@ -94,7 +94,7 @@ final class AdminRoutes {
     }
     closeFailures.parked(after, limit).onSuccess(page -> {
       JsonArray list = new JsonArray();
-      page.orders().forEach(parked -> list.add(toJson(parked)));
+      page.items().forEach(parked -> list.add(toJson(parked)));
       String next = page.next() == null ? null : Long.toString(page.next());
       OrderRoutes.json(ctx, 200, new JsonObject().put("orders", list).put("next", next));
     }).onFailure(ctx::fail);

@@ -12,6 +12,7 @@ import ordertimeout.config.AppConfig;
 import ordertimeout.store.EventStore;
 import ordertimeout.store.EventStore.Delivery;
 import ordertimeout.store.EventStore.Event;
+import ordertimeout.store.KeysetPage;
 
 import java.time.Instant;
 import java.util.List;
@@ -125,7 +126,7 @@ final class EventRoutes {
     events.deliveries(status == null ? null : EventStore.Status.valueOf(status.toUpperCase(Locale.ROOT)), after, limit)
         .onSuccess(page -> {
           JsonArray body = new JsonArray();
-          page.deliveries().forEach(delivery -> body.add(toJson(delivery)));
+          page.items().forEach(delivery -> body.add(toJson(delivery)));
           OrderRoutes.json(ctx, 200, new JsonObject().put("deliveries", body)
               .put("next", page.next() == null ? null : Long.toString(page.next())));
         })
@@ -143,7 +144,7 @@ final class EventRoutes {
             "webhook delivery " + deliveryId + " is " + before.name().toLowerCase(Locale.ROOT) + "; only a failed one is sent again"));
       } else {
         events.deliveries(null, deliveryId - 1, 1)
-            .map(EventStore.DeliveryPage::deliveries)
+            .map(KeysetPage::items)
             .onSuccess(found -> {
               if (found.isEmpty() || found.get(0).id() != deliveryId) { // its event deleted by retention meanwhile
                 ctx.fail(new ApiException(404, "delivery_not_found", "no webhook delivery " + deliveryId));

@@ -47,7 +47,7 @@ final class SearchRoutes {
     Long below = cursor((String) ContractChecks.parameter(ctx, "cursor"));
     search.page(filter, below, limit).onSuccess(page -> {
       JsonArray orders = new JsonArray();
-      for (Order order : page.orders()) orders.add(order.toJson());
+      for (Order order : page.items()) orders.add(order.toJson());
       OrderRoutes.json(ctx, 200, new JsonObject().put("orders", orders).put("next", page.next() == null ? null : cursor(page.next())));
     }).onFailure(ctx::fail);
   }

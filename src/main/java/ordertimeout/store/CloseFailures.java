@@ -49,14 +49,8 @@ public final class CloseFailures {
   public record Parked(long orderId, String client, String userId, Instant closeAt, int failures, Instant firstFailedAt,
                        Instant lastFailedAt, String lastError, Instant parkedAt) {}
 
-  /** A page of parked orders; {@code next}: the id the page after starts after, null when none comes after. */
-  public record ParkedPage(List<Parked> orders, Long next) {}
-
-  /**
-   * Parked unpaid orders with an id above {@code afterId}, by id, {@code limit} at most. One row more is read, to
-   * tell a last page that happens to be full from one with more after it.
-   */
-  public Future<ParkedPage> parked(long afterId, int limit) {
+  /** Parked unpaid orders with an id above {@code afterId}, by id, {@code limit} at most. */
+  public Future<KeysetPage<Parked>> parked(long afterId, int limit) {
     return pool.preparedQuery(Sql.PARKED_PAGE).execute(Tuple.of(afterId, limit + 1)).map(rows -> {
       List<Parked> page = new ArrayList<>();
       for (Row row : rows) {
@@ -64,11 +58,7 @@ public final class CloseFailures {
             instant(row, "close_at"), row.getInteger("failures"), instant(row, "first_failed_at"), instant(row, "last_failed_at"),
             row.getString("last_error"), instant(row, "parked_at")));
       }
-      if (page.size() <= limit) {
-        return new ParkedPage(page, null);
-      }
-      List<Parked> shown = List.copyOf(page.subList(0, limit));
-      return new ParkedPage(shown, shown.get(limit - 1).orderId());
+      return KeysetPage.of(page, limit, Parked::orderId);
     });
   }
 

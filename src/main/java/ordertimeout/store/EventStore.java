@@ -175,14 +175,8 @@ public final class EventStore {
         .map(rows -> rows.size() == 0 ? null : Status.valueOf(rows.iterator().next().getString("status")));
   }
 
-  /** A page of deliveries; {@code next}: the id the page after starts after, null when none comes after. */
-  public record DeliveryPage(List<Delivery> deliveries, Long next) {}
-
-  /**
-   * Deliveries of {@code status} (any when null) with an id above {@code after}, by id, {@code limit} at most. One
-   * row more is read, to tell a last page that happens to be full from one with more after it.
-   */
-  public Future<DeliveryPage> deliveries(Status status, long after, int limit) {
+  /** Deliveries of {@code status} (any when null) with an id above {@code after}, by id, {@code limit} at most. */
+  public Future<KeysetPage<Delivery>> deliveries(Status status, long after, int limit) {
     return pool.preparedQuery(Sql.LIST_DELIVERIES)
         .execute(Tuple.of(status == null ? null : status.name(), after, limit + 1))
         .map(rows -> {
@@ -193,11 +187,7 @@ public final class EventStore {
                 instant(row.getOffsetDateTime("first_attempt_at")), instant(row.getOffsetDateTime("next_attempt_at")),
                 row.getString("last_error"), instant(row.getOffsetDateTime("delivered_at"))));
           }
-          if (list.size() <= limit) {
-            return new DeliveryPage(list, null);
-          }
-          List<Delivery> shown = List.copyOf(list.subList(0, limit));
-          return new DeliveryPage(shown, shown.get(limit - 1).id());
+          return KeysetPage.of(list, limit, Delivery::id);
         });
   }
 

@@ -24,9 +24,6 @@ public final class OrderSearch {
     this.pool = pool;
   }
 
-  /** A page, and the id the next page starts below (null when this was the last page). */
-  public record Page(List<Order> orders, Long next) {}
-
   /** The conditions of a filter as SQL with numbered parameters, and their values in order. */
   record Where(String sql, List<Object> values) {
     Tuple tuple(Object... more) {
@@ -42,16 +39,12 @@ public final class OrderSearch {
   }
 
   /** Up to {@code limit} matching orders with ids below {@code belowId} (null: from the newest). */
-  public Future<Page> page(OrderFilter filter, Long belowId, int limit) {
+  public Future<KeysetPage<Order>> page(OrderFilter filter, Long belowId, int limit) {
     Where where = where(filter, belowId);
     return pool.preparedQuery(Sql.searchPage(where.sql(), where.next())).execute(where.tuple(limit + 1)).map(rows -> {
       List<Order> orders = new ArrayList<>(rows.size());
       for (Row row : rows) orders.add(OrderStore.toOrder(row));
-      if (orders.size() <= limit) {
-        return new Page(orders, null);
-      }
-      List<Order> shown = orders.subList(0, limit);
-      return new Page(List.copyOf(shown), shown.get(limit - 1).id());
+      return KeysetPage.of(orders, limit, Order::id);
     });
   }
 
