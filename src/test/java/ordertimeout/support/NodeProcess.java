@@ -11,6 +11,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -41,15 +42,22 @@ public final class NodeProcess implements AutoCloseable {
   }
 
   public static NodeProcess start(int nodeId, Map<String, String> overrides) {
+    return start(nodeId, overrides, List.of("-Xms256m", "-Xmx768m", "-XX:+UseSerialGC"));
+  }
+
+  /** With these JVM options rather than the tests' small heap and serial collector (none: as {@code java -jar}). */
+  public static NodeProcess start(int nodeId, Map<String, String> overrides, List<String> jvmOptions) {
     int port = Ports.free();
     try {
       Path folder = Files.createDirectories(Path.of("target", "nodes"));
       Path log = folder.resolve("node-" + nodeId + ".log");
       Path tempFolder = Files.createTempDirectory(folder, "node-" + nodeId + "-tmp").toAbsolutePath();
-      ProcessBuilder builder = new ProcessBuilder(List.of(
-          Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-          "-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", "-Djava.io.tmpdir=" + tempFolder,
-          "-cp", KafkaBroker.testClassPath(), "ordertimeout.Main"))
+      List<String> command = new ArrayList<>();
+      command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+      command.addAll(jvmOptions);
+      command.add("-Djava.io.tmpdir=" + tempFolder);
+      command.addAll(List.of("-cp", KafkaBroker.testClassPath(), "ordertimeout.Main"));
+      ProcessBuilder builder = new ProcessBuilder(command)
           .redirectErrorStream(true)
           .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
       Map<String, String> environment = builder.environment();

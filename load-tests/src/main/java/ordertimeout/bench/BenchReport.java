@@ -249,17 +249,22 @@ public final class BenchReport {
   /**
    * The CPU split in cores: service JVM (without the generator and the JIT compilers), PostgreSQL, generator, JIT
    * compilers (0 in results from before they were measured: the service's part then holds them), other processes, idle.
+   * A node that ran in a JVM of its own ({@code nodeJvm}) is the service's part, out of the other processes; the
+   * benchmark's JVM is then the generator's, its compilers apart.
    */
-  private static List<Bar> cpuParts(JsonObject cpu) {
+  static List<Bar> cpuParts(JsonObject cpu) {
     double jvm = orZero(cpu, "jvmCores");
     double generator = orZero(cpu, "generatorCores");
     double compilers = orZero(cpu, "jitCompilerCores");
+    JsonObject nodeJvm = cpu.getJsonObject("nodeJvm");
+    double service = nodeJvm == null ? Math.max(0, jvm - generator - compilers) : orZero(nodeJvm, "cores");
+    double others = orZero(cpu, "otherProcessesCores") - (nodeJvm == null ? 0 : service);
     List<Bar> parts = new ArrayList<>();
-    parts.add(new Bar("service JVM", Math.max(0, jvm - generator - compilers), COLORS[0]));
+    parts.add(new Bar("service JVM", service, COLORS[0]));
     parts.add(new Bar("PostgreSQL", orZero(cpu, "postgresCores"), COLORS[1]));
-    parts.add(new Bar("generator", generator, COLORS[3]));
+    parts.add(new Bar("generator", nodeJvm == null ? generator : Math.max(0, jvm - compilers), COLORS[3]));
     parts.add(new Bar("JIT compilers", compilers, COLORS[5]));
-    parts.add(new Bar("other processes", orZero(cpu, "otherProcessesCores"), COLORS[8]));
+    parts.add(new Bar("other processes", Math.max(0, others), COLORS[8]));
     parts.add(new Bar("idle", orZero(cpu, "idleCores"), "#dddddd"));
     return parts;
   }
@@ -371,7 +376,7 @@ public final class BenchReport {
 
   // ---- charts (inline SVG)
 
-  private record Bar(String label, double value, String color) {}
+  record Bar(String label, double value, String color) {}
 
   private record Line(String name, List<Double> values, String color, boolean dashed) {}
 

@@ -2,9 +2,6 @@ package ordertimeout.bench;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import ordertimeout.Service;
-import ordertimeout.bus.DueOrders;
-import ordertimeout.config.AppConfig;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.KafkaBroker;
 
@@ -57,7 +54,8 @@ public final class SteadyStateBenchmark {
    * load once to warm the JIT up, then steady.rounds (2) times each way, alternating which goes first, each run on a
    * fresh database (and broker), and prints what cluster mode costs a create (see {@link #compareClusterCost});
    * steady.kafkaRelayIntervalMillis (the shipped default) sets how often its outbox relay runs, a run's length or more
-   * to leave the relay out of what cluster mode costs.
+   * to leave the relay out of what cluster mode costs; steady.nodeInOwnJvm (false): true runs the node in a JVM of its
+   * own, as {@code java -jar} starts it, and prints its CPU and garbage collection pauses ({@link ServiceNode}).
    */
   public static void main(String[] args) throws Exception {
     int rate = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
@@ -98,7 +96,8 @@ public final class SteadyStateBenchmark {
     /** CPU per create sent in the measured window, in microseconds: the node's JVM without the generator. */
     double nodeMicros() {
       JsonObject cpu = result.getJsonObject("cpu");
-      return perCreate(cpu.getDouble("jvmCores") - cpu.getDouble("generatorCores"));
+      return perCreate(cpu.containsKey("nodeJvm") ? nodeJvmCores()
+          : cpu.getDouble("jvmCores") - cpu.getDouble("generatorCores"));
     }
 
     double postgresMicros() {
@@ -107,7 +106,13 @@ public final class SteadyStateBenchmark {
 
     /** Every other process: the broker's JVM in cluster mode, else a neighbour's noise. */
     double otherMicros() {
-      return perCreate(result.getJsonObject("cpu").getDouble("otherProcessesCores"));
+      return perCreate(result.getJsonObject("cpu").getDouble("otherProcessesCores") - nodeJvmCores());
+    }
+
+    /** The node's JVM when it ran in its own (among the other processes), else 0. */
+    private double nodeJvmCores() {
+      JsonObject nodeJvm = result.getJsonObject("cpu").getJsonObject("nodeJvm");
+      return nodeJvm == null ? 0 : nodeJvm.getDouble("cores");
     }
 
     double totalMicros() {
@@ -201,8 +206,7 @@ public final class SteadyStateBenchmark {
     }
     db.executeScript("INSERT INTO inventory (sku, available) SELECT 'SKU-' || s, 1000000000 FROM generate_series(0, "
         + (skus - 1) + ") s");
-    int port = Results.freePort();
-    Map<String, String> environment = new HashMap<>(Map.of("OT_HTTP_PORT", Integer.toString(port),
+    Map<String, String> environment = new HashMap<>(Map.of(
         "OT_ORDERS_MAX_UNPAID_PER_USER", "1000000", "OT_CLIENTS_OVERRIDES", Results.UNCAPPED_DEV_USER));
     if (kafkaBootstrap != null) {
       environment.putAll(new ClusterSettings(kafkaBootstrap).forNode(1));
@@ -212,20 +216,11 @@ public final class SteadyStateBenchmark {
         environment.put("OT_KAFKA_RELAY_INTERVAL_MILLIS", relayInterval);
       }
     }
-    AppConfig config = Results.serviceConfig(environment);
-    // As the jar starts it: its HTTP requests timed, Vert.x's pools and event bus reported to the node's registry, at a
-    // cost per request that a bare Vert.x instance would leave out.
-    Service service = Service.start(config, db.setup.connectOptions()).toCompletionStage().toCompletableFuture()
-        .get(1, TimeUnit.MINUTES);
-    long ownsAllBy = System.currentTimeMillis() + 120_000;
-    while (service.ownedShards().list().length < config.database().shards() && System.currentTimeMillis() < ownsAllBy) {
-      Thread.sleep(100);
-    }
-    if (service.ownedShards().list().length < config.database().shards()) {
-      service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
-      throw new IllegalStateException("the node owned " + service.ownedShards().list().length + " of "
-          + config.database().shards() + " shards after 120 s: its timers would not all reach its wheel");
-    }
+    boolean nodeInOwnJvm = Boolean.getBoolean("steady.nodeInOwnJvm");
+    ServiceNode node = nodeInOwnJvm
+        ? ServiceNode.inOwnJvm(environment, db.setup.connectOptions())
+        : ServiceNode.inThisJvm(environment, db.setup.connectOptions());
+    int port = node.port();
     boolean useGatling = "gatling".equals(System.getProperty("steady.load", "open"));
     int connections = Integer.getInteger("steady.connections", 64);
     int pipelining = Integer.getInteger("steady.pipelining", 1);
@@ -242,7 +237,10 @@ public final class SteadyStateBenchmark {
     AtomicReference<CompletableFuture<Void>> counting = new AtomicReference<>();
     AtomicReference<CompletableFuture<JsonObject>> statementCosts = new AtomicReference<>();
     AtomicReference<CompletableFuture<JsonObject>> waits = new AtomicReference<>();
+    AtomicReference<ServiceNode.Mark> nodeMark = new AtomicReference<>();
+    AtomicReference<CompletableFuture<JsonObject>> nodeJvm = new AtomicReference<>();
     CpuWindow.Split split;
+    long closedBySweep;
     try {
       if (useGatling) {
         CpuWindow window = CpuWindow.start(postgresDir);
@@ -265,11 +263,15 @@ public final class SteadyStateBenchmark {
         open = OpenLoad.run(settings, Duration.ofSeconds(marksLeadSeconds),
             () -> {
               cpu.set(CompletableFuture.supplyAsync(() -> CpuWindow.start(postgresDir)));
+              nodeMark.set(node.mark());
               counting.set(CompletableFuture.runAsync(db::resetStatementCounts));
               sampler.restart();
             },
             () -> {
               cpuSplit.set(cpu.get().thenApplyAsync(window -> window.stop(0)));
+              if (nodeInOwnJvm) {
+                nodeJvm.set(CompletableFuture.supplyAsync(() -> node.since(nodeMark.get())));
+              }
               waits.set(CompletableFuture.supplyAsync(() -> stopQuietly(sampler)));
               statementCosts.set(counting.get().thenApplyAsync(counted -> db.statementCosts(TOP_STATEMENTS)));
             });
@@ -279,8 +281,9 @@ public final class SteadyStateBenchmark {
       while (db.number("SELECT count(*) FROM orders WHERE status = 'UNPAID'") > 0 && System.currentTimeMillis() < waitUntil) {
         Thread.sleep(200);
       }
+      closedBySweep = node.sweepCloses();
     } finally {
-      service.stop().toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
+      node.close();
     }
     double inDatabase = db.number("SELECT count(*) FROM orders");
     double paid = db.number("SELECT count(*) FROM orders WHERE status = 'PAID'");
@@ -302,7 +305,8 @@ public final class SteadyStateBenchmark {
         .put("seconds", seconds)
         .put("load", useGatling ? "gatling" : "open")
         .put("planned", (long) rate * seconds)
-        .put("cpu", split.toJson());
+        .put("cpu", nodeJvm.get() == null ? split.toJson()
+            : split.toJson().put("nodeJvm", nodeJvm.get().get(1, TimeUnit.MINUTES)));
     JsonObject statements = null;
     if (useGatling) {
       result.put("gatling", gatling.toJson());
@@ -316,7 +320,7 @@ public final class SteadyStateBenchmark {
         .put("ordersInDatabase", (long) inDatabase)
         .put("paid", (long) paid)
         .put("closedOnTimeout", (long) closed)
-        .put("closedBySweep", service.stats().timeoutCloses(DueOrders.Path.SWEEP))
+        .put("closedBySweep", closedBySweep)
         .put("leftUnpaid", (long) unpaid)
         .put("closedEarly", (long) early)
         .put("endedMoreThanOnce", (long) endedTwice)
@@ -367,9 +371,17 @@ public final class SteadyStateBenchmark {
       BenchDatabase.printStatements("steady-state", statements, "create sent", open.sentWhileMarked());
       WaitSampler.print("steady-state", result.getJsonObject("postgresSessions"));
     }
-    if (split.otherCores() > 0.1 && kafkaBootstrap == null) {
+    JsonObject ownJvm = result.getJsonObject("cpu").getJsonObject("nodeJvm");
+    if (ownJvm != null) {
+      System.out.printf("steady-state: the node in its own JVM: %.2f cores (among the other processes above); "
+              + "%d GC pauses, %.1f ms in all, the longest %.1f ms (%s)%n", ownJvm.getDouble("cores"),
+          ownJvm.getInteger("gcPauses"), ownJvm.getDouble("gcPauseMillis"), ownJvm.getDouble("gcPauseMaxMillis"),
+          ownJvm.getString("gcLog"));
+    }
+    double neighbours = split.otherCores() - (ownJvm == null ? 0 : ownJvm.getDouble("cores"));
+    if (neighbours > 0.1 && kafkaBootstrap == null) {
       System.out.printf("steady-state: WARNING: other processes used %.2f cores during the run%s; the figures are not the service's alone%n",
-          split.otherCores(), useGatling ? " (Gatling's JVM among them)" : "");
+          neighbours, useGatling ? " (Gatling's JVM among them)" : "");
     }
     long staleReads = open == null ? 0 : open.staleReads();
     boolean holds = early == 0 && unpaid == 0 && endedTwice == 0 && wrongStock == 0 && staleReads == 0;

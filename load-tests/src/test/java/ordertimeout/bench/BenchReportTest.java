@@ -61,6 +61,17 @@ class BenchReportTest {
     assertThat(section(html, "broken")).contains("Not readable as JSON");
   }
 
+  @Test
+  void aNodeInAJvmOfItsOwnIsTheServicesPartOfTheCpuNotAnotherProcess() {
+    JsonObject cpu = new JsonObject().put("jvmCores", 0.35).put("generatorCores", 0.29).put("jitCompilerCores", 0.02)
+        .put("postgresCores", 0.58).put("otherProcessesCores", 0.74).put("idleCores", 0.3)
+        .put("nodeJvm", new JsonObject().put("cores", 0.65));
+
+    assertThat(BenchReport.cpuParts(cpu)).extracting(bar -> bar.label() + " " + Math.round(bar.value() * 100) / 100.0)
+        .containsExactly("service JVM 0.65", "PostgreSQL 0.58", "generator 0.33", "JIT compilers 0.02",
+            "other processes 0.09", "idle 0.3");
+  }
+
   private static String section(String html, String name) {
     Matcher m = Pattern.compile("<section class=\"benchmark\" id=\"" + Pattern.quote(name) + "\">(.*?)</section>", Pattern.DOTALL)
         .matcher(html);
