@@ -93,6 +93,14 @@ public final class OwnedShards {
     return owned.get(shard) && gainedIn[shard] == gain;
   }
 
+  /**
+   * The number of the gain that gave this node each shard last, indexed by shard (that of a shard it lost stays), for a
+   * load of shards it owns already to name ({@link #ownsSince}).
+   */
+  public synchronized long[] gains() {
+    return gainedIn.clone();
+  }
+
   /** The wheel holds the pending deadlines of these shards, read for that gain: those this node owns by it. */
   public synchronized void markLoaded(int[] shardsLoaded, long gain) {
     BitSet next = (BitSet) loaded.clone();

@@ -26,6 +26,8 @@ import org.slf4j.LoggerFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.IntPredicate;
+import java.util.function.IntToLongFunction;
 import java.util.function.LongPredicate;
 
 /**
@@ -101,7 +103,7 @@ public final class TimerVerticle extends VerticleBase {
         .toArray();
     if (kept.length > 0) {
       long since = message.body().heardAtMillis() - catchUpMillis();
-      catchUpUntilDone(kept, OrderIds.firstIdAt(since) - 1);
+      catchUpUntilDone(kept, owned.gains(), OrderIds.firstIdAt(since) - 1);
     }
     reloadUntilLoaded(shards, message.body().gain()).onComplete(loaded -> message.reply(shards.length));
   }
@@ -119,11 +121,12 @@ public final class TimerVerticle extends VerticleBase {
   /**
    * Puts the timers of the unpaid orders created after {@code afterId} in the shards {@code kept} into the wheel,
    * replacing those it holds (as a reload does); tried again every second while the database is away and this node
-   * still owns any of the shards. Until then, their sweep is the net.
+   * still owns any of the shards by the gain it had them by ({@code gainedIn}, indexed by shard). Until then, their
+   * sweep is the net.
    */
-  private void catchUpUntilDone(int[] kept, long afterId) {
+  private void catchUpUntilDone(int[] kept, long[] gainedIn, long afterId) {
     long started = System.nanoTime();
-    catchUp(kept, afterId, 0).onComplete(done -> {
+    catchUp(kept, gainedIn, afterId, 0).onComplete(done -> {
       if (done.succeeded()) {
         log.info("read again the timers of {} unpaid orders created in the last {} ms in the {} shards this node kept, "
             + "in {} ms: a node that left may not have sent them", done.result(), catchUpMillis(), kept.length,
@@ -131,21 +134,23 @@ public final class TimerVerticle extends VerticleBase {
         stats.timersCaughtUp(done.result());
         return;
       }
-      int[] stillOwned = Arrays.stream(kept).filter(owned::owns).toArray();
+      int[] stillOwned = Arrays.stream(kept).filter(shard -> owned.ownsSince(shard, gainedIn[shard])).toArray();
       if (stillOwned.length > 0) {
         log.warn("reading again the recent orders of the kept shards failed ({}); trying again in 1 s",
             done.cause().toString());
-        vertx.setTimer(1000, id -> catchUpUntilDone(stillOwned, afterId));
+        vertx.setTimer(1000, id -> catchUpUntilDone(stillOwned, gainedIn, afterId));
       }
     });
   }
 
-  private Future<Integer> catchUp(int[] kept, long afterId, int found) {
+  private Future<Integer> catchUp(int[] kept, long[] gainedIn, long afterId, int found) {
     int pageSize = config.timer().reloadPageSize();
     return store.recentPendingPage(kept, afterId, pageSize).compose(page -> {
-      schedule(page.deadlines(), true);
+      schedule(page.deadlines(), true, ownedSince(kept, shard -> gainedIn[shard]));
       int total = found + page.deadlines().size();
-      return page.deadlines().size() < pageSize ? Future.succeededFuture(total) : catchUp(kept, page.lastId(), total);
+      return page.deadlines().size() < pageSize
+          ? Future.succeededFuture(total)
+          : catchUp(kept, gainedIn, page.lastId(), total);
     });
   }
 
@@ -225,7 +230,8 @@ public final class TimerVerticle extends VerticleBase {
    * Reads the pending deadlines, then the unsent reminders, then the holds of started payments, of the given shards
    * in keyset pages, {@value #PARALLEL_RELOADS} shards at a time, and puts them into the wheel only when all are read,
    * so that none of those shards fires before it is complete. A hold replaces the close timer its deadline gave.
-   * They count as loaded only if this node still owns them by {@code gain} ({@link OwnedShards#markLoaded}).
+   * Only the shards this node still owns by {@code gain} get their timers, and count as loaded
+   * ({@link OwnedShards#markLoaded}).
    */
   private Future<Void> reload(int[] shards, long gain, boolean replaceExisting) {
     long started = System.nanoTime();
@@ -238,11 +244,13 @@ public final class TimerVerticle extends VerticleBase {
     return Future.all(lanes)
         .map(done -> {
           int before = wheel.pending();
+          IntPredicate ofThisGain = ownedSince(shards, shard -> gain);
           for (Deadlines page : pages) {
-            schedule(page, replaceExisting); // the database's copy replaces what came through Kafka meanwhile
+            // the database's copy replaces what came through Kafka meanwhile
+            schedule(page, replaceExisting, ofThisGain);
           }
           for (Deadlines page : holds) {
-            schedule(page, true);
+            schedule(page, true, ofThisGain);
           }
           owned.markLoaded(shards, gain);
           long millis = (System.nanoTime() - started) / 1_000_000;
@@ -280,17 +288,35 @@ public final class TimerVerticle extends VerticleBase {
   }
 
   /**
+   * Which of a load's {@code shards} may have the timers it read: those this node owns by the gain it read them for,
+   * asked as they go in (not per timer). A load of an earlier gain, still reading when the shard was lost and gained
+   * again, may hold deadlines older than those the later gain's load or Kafka put into the wheel since.
+   */
+  private IntPredicate ownedSince(int[] shards, IntToLongFunction gainOf) {
+    boolean[] owns = new boolean[config.database().shards()];
+    for (int shard : shards) {
+      owns[shard] = owned.ownsSince(shard, gainOf.applyAsLong(shard));
+    }
+    return shard -> owns[shard];
+  }
+
+  /** Timers that came in a message: those of the shards this node owns now. */
+  private void schedule(Deadlines deadlines, boolean replaceExisting) {
+    schedule(deadlines, replaceExisting, owned::owns);
+  }
+
+  /**
    * {@code replaceExisting}: for timers that can arrive twice (through Kafka, straight from this node,
    * from a reload), each kind given replaces the order's timer of that kind; a kind not given
-   * ({@link Deadlines#NONE}) leaves the order's timer of that kind alone. A timer of a shard this node
-   * does not own is ignored.
+   * ({@link Deadlines#NONE}) leaves the order's timer of that kind alone. A timer of a shard not
+   * {@code ofOwnedShard} is ignored.
    */
-  private void schedule(Deadlines deadlines, boolean replaceExisting) {
+  private void schedule(Deadlines deadlines, boolean replaceExisting, IntPredicate ofOwnedShard) {
     int shards = config.database().shards();
     for (int i = 0; i < deadlines.size(); i++) {
       long id = deadlines.orderIds()[i];
       int shard = OrderIds.shardOf(id, shards);
-      if (!owned.owns(shard)) {
+      if (!ofOwnedShard.test(shard)) {
         continue;
       }
       int added = 0;
