@@ -41,21 +41,28 @@ final class Sql {
 
   // ---- node-id leases (NodeLeases)
 
-  /** A node id never held before gets a free row, so that the take below can lock it. */
   /**
    * Sent first in every transaction that takes or renews a lease: they run one at a time, so that of two nodes taking
    * theirs at once the second sees the first (each needs to know whether it is alone, for its status cache).
    */
   static final String NODE_LEASES_IN_TURN = "SELECT pg_advisory_xact_lock(4410295837)";
 
+  /** A node id never held before gets a free row, so that the take below can lock it. */
   static final String ADD_NODE_LEASE = """
       INSERT INTO node_leases (node_id, holder, expires_at, id_high_water_millis, renewed_at)
       VALUES ($1, '', 'epoch', -1, now()) ON CONFLICT (node_id) DO NOTHING""";
 
+  /**
+   * Locks the lease's row and judges the lease by the database clock once the take holds its turn and the row
+   * ({@code clock_timestamp()}): {@code now()}, the transaction's start, is from before those waits, and would
+   * overstate the time left by them. A lease found free so has ended: its holder stopped counting it earlier (from
+   * before its renewal's start, a tenth short) and cannot renew it while the take holds its turn. Judged above the
+   * locking subquery: a row lock waited for on a row left unchanged hands up what was computed before the wait.
+   */
   static final String LOCK_NODE_LEASE = """
-      SELECT holder, expires_at, id_high_water_millis, expires_at > now() AS live,
-             greatest(0, (extract(epoch FROM expires_at - now()) * 1000)::bigint) AS expires_in_millis
-      FROM node_leases WHERE node_id = $1 FOR UPDATE""";
+      SELECT holder, expires_at, id_high_water_millis, expires_at > clock_timestamp() AS live,
+             greatest(0, (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint) AS expires_in_millis
+      FROM (SELECT holder, expires_at, id_high_water_millis FROM node_leases WHERE node_id = $1 FOR UPDATE) lease""";
 
   /**
    * Takes the lease (its row locked by {@link #LOCK_NODE_LEASE} and found free) for holder {@code $2}, {@code $3} ms.
