@@ -10,6 +10,7 @@ import ordertimeout.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,6 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 
 /**
  * orders.reopenOnLatePayment: a pay after a timeout close pays the order when its stock can be taken again, and
@@ -141,7 +143,7 @@ class ReopenOnLatePaymentTest extends ServiceTestBase {
     try (Connection stock = TestDatabase.jdbc()) {
       stock.setAutoCommit(false);
       Sql.rows(stock, "SELECT available FROM inventory WHERE sku = ? FOR UPDATE", "SKU-1");
-      long holder = ((Number) Sql.rows(stock, "SELECT pg_backend_pid() AS pid").get(0).get("pid")).longValue();
+      long holder = backendPid(stock);
       pay = CompletableFuture.supplyAsync(() -> api.pay(id));
       Await.until("the pay waiting for the SKU's inventory row", WAIT, () -> pay.isDone() || Sql.count(
           "SELECT count(*) FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))", holder) > 0);
@@ -170,5 +172,69 @@ class ReopenOnLatePaymentTest extends ServiceTestBase {
     assertThat(new JsonObject((String) events.get(0).get("payload")).getBoolean("reopened")).isTrue();
     assertThat(Sql.count("SELECT count(*) FROM outbox WHERE order_id = ? AND type = 'ORDER_LATE_PAYMENT'", orderId))
         .isZero();
+  }
+
+  /**
+   * Such a pay waits for its SKU's inventory row (held here by the test) before it closes the order, not after: the
+   * close's stripes, its session's of inventory_released (per SKU) and of client_holdings (per client), are written
+   * by the close batches and pays of every session on the same stripe (backend pid mod 16), which would wait for the
+   * pay as long as it waits for the row. Closes of other orders of the client, of the same SKU and of another, on a
+   * session of the pay's stripe, must wait for no lock of the pay's.
+   */
+  @Test
+  void aPayWaitingForTheStockToReopenItsDueOrderHoldsNoStripeOfItsClose() throws Exception {
+    api.setStock("SKU-1", 4);
+    api.setStock("SKU-2", 1);
+    long paidLate = Long.parseLong(create("u-1", 600, "SKU-1", 2).getString("id"));
+    long sameSku = Long.parseLong(create("u-2", 600, "SKU-1", 1).getString("id"));
+    long otherSku = Long.parseLong(create("u-3", 600, "SKU-2", 1).getString("id"));
+    Sql.execute("UPDATE orders SET close_at = now() - interval '1 second' WHERE id IN (?, ?, ?)",
+        paidLate, sameSku, otherSku);
+    CompletableFuture<Api.Response> pay;
+    try (Connection stock = TestDatabase.jdbc()) {
+      stock.setAutoCommit(false);
+      Sql.rows(stock, "SELECT available FROM inventory WHERE sku = ? FOR UPDATE", "SKU-1");
+      long holder = backendPid(stock);
+      pay = CompletableFuture.supplyAsync(() -> api.pay(String.valueOf(paidLate)));
+      String waitingForHolder = "SELECT pid FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))";
+      Await.until("the pay waiting for the SKU's inventory row", WAIT,
+          () -> pay.isDone() || !Sql.rows(waitingForHolder, holder).isEmpty());
+      assertThat(pay).as("the pay, while the test holds the SKU's inventory row").isNotDone();
+      long payStripe = ((Number) Sql.rows(waitingForHolder, holder).get(0).get("pid")).longValue() % 16;
+      try (Connection closer = sessionOnStripe(payStripe)) {
+        // nothing else holds what these closes lock: a lock wait here is one for the pay
+        Sql.rows(closer, "SET lock_timeout = '1s'");
+        String closeDue = "SELECT id FROM close_due_orders(ARRAY[?]::bigint[], 'TIMEOUT')";
+        for (long other : List.of(sameSku, otherSku)) {
+          assertThatCode(() -> Sql.rows(closer, closeDue, other))
+              .as("the close of order %d on the pay's stripe %d", other, payStripe).doesNotThrowAnyException();
+        }
+      }
+      stock.rollback();
+    }
+    Api.Response paid = pay.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    assertThat(paid.status()).as(paid.body()).isEqualTo(200);
+    assertThat(paid.json().getString("status")).isEqualTo("PAID");
+    assertThat(Sql.count("SELECT count(*) FROM orders WHERE id IN (?, ?) AND status = 'CLOSED'", sameSku, otherSku))
+        .isEqualTo(2);
+    assertThat(api.stock("SKU-1").getLong("available")).isEqualTo(2);
+    assertThat(api.stock("SKU-1").getLong("reserved")).isZero();
+    assertThat(api.stock("SKU-2").getLong("available")).isEqualTo(1);
+  }
+
+  /** A new session of the test database whose stripe (backend pid mod 16) is {@code stripe}. */
+  private static Connection sessionOnStripe(long stripe) throws SQLException {
+    for (int attempt = 0; attempt < 1000; attempt++) {
+      Connection session = TestDatabase.jdbc();
+      if (backendPid(session) % 16 == stripe) {
+        return session;
+      }
+      session.close();
+    }
+    throw new AssertionError("no session on stripe " + stripe + " in 1,000 connections");
+  }
+
+  private static long backendPid(Connection session) {
+    return ((Number) Sql.rows(session, "SELECT pg_backend_pid() AS pid").get(0).get("pid")).longValue();
   }
 }

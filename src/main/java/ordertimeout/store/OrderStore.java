@@ -238,7 +238,7 @@ public final class OrderStore {
    */
   public Future<StateChange> paymentStarted(long id, String client, int holdSeconds) {
     return writeTransaction(new Long[] {id}, conn -> startPayment(conn, id, client, holdSeconds)
-        .compose(held -> held != null ? Future.succeededFuture(held) : decideLocked(conn, id, client,
+        .compose(held -> held != null ? Future.succeededFuture(held) : decideLocked(conn, id, client, false,
             () -> startPayment(conn, id, client, holdSeconds).compose(again -> again != null
                 ? Future.succeededFuture(again)
                 : selectOrder(conn, id, client).map(order -> new StateChange(order, false))))));
@@ -270,7 +270,7 @@ public final class OrderStore {
         return selectOrder(conn, id, client).map(order -> new StateChange(order, false));
       }
       if (row.getBoolean("due")) {
-        return closeDue(conn, id, client);
+        return closeDue(conn, id, client, false);
       }
       OffsetDateTime current = row.getOffsetDateTime("close_at");
       OffsetDateTime holdUntil = row.getOffsetDateTime("hold_until");
@@ -303,10 +303,10 @@ public final class OrderStore {
    * Decides a single write of an order whose first statement, made to change it only while it is unpaid and not due,
    * changed nothing: with the order's row locked now, by the transaction's one database clock. Another transaction
    * may have moved the deadline or started a hold just before, unseen by that statement, so a not-due unpaid order
-   * goes to {@code tryAgain}, whose statement finds it so now; a due one is closed as a timeout ({@link #closeDue});
-   * a paid or closed one is answered as it is.
+   * goes to {@code tryAgain}, whose statement finds it so now; a due one is closed as a timeout ({@link #closeDue},
+   * its stock rows locked first with {@code stockRowsFirst}); a paid or closed one is answered as it is.
    */
-  private static Future<StateChange> decideLocked(SqlConnection conn, long id, String client,
+  private static Future<StateChange> decideLocked(SqlConnection conn, long id, String client, boolean stockRowsFirst,
                                                   Supplier<Future<StateChange>> tryAgain) {
     return conn.preparedQuery(Sql.LOCK_ORDER).execute(Tuple.of(id, client)).compose(rows -> {
       if (rows.size() == 0) {
@@ -316,17 +316,23 @@ public final class OrderStore {
       if (!OrderStatus.UNPAID.name().equals(row.getString("status"))) {
         return selectOrder(conn, id, client).map(order -> new StateChange(order, false));
       }
-      return row.getBoolean("due") ? closeDue(conn, id, client) : tryAgain.get();
+      return row.getBoolean("due") ? closeDue(conn, id, client, stockRowsFirst) : tryAgain.get();
     });
   }
 
   /**
    * Closes as a timeout (stock back) an unpaid order found due with its row locked. Only a parked close ({@link
    * CloseFailures}) is refused then: {@link Reason#ORDER_PAST_DEADLINE}, since the order is neither payable nor closed.
+   * {@code stockRowsFirst}, for a transaction that goes on to reopen the order ({@link #decideLatePay}): its inventory
+   * rows are locked before the close, so that the close's stripes (of inventory_released per SKU, of client_holdings
+   * per client), which close batches and pays of sessions on the same stripe write too, are not held while it waits
+   * for a hot SKU's row.
    */
-  private static Future<StateChange> closeDue(SqlConnection conn, long id, String client) {
+  private static Future<StateChange> closeDue(SqlConnection conn, long id, String client, boolean stockRowsFirst) {
     Long[] ids = {id};
-    return conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name()))
+    Future<Void> stockLocked = stockRowsFirst ? StockMoves.lockRows(conn, ids) : Future.succeededFuture();
+    return stockLocked
+        .compose(locked -> conn.preparedQuery(Sql.CLOSE_DUE).execute(Tuple.of(ids, CloseReason.TIMEOUT.name())))
         .compose(closed -> closed.size() == 1
             ? changed(conn, id, client)
             : Future.failedFuture(new OrderRejected(Reason.ORDER_PAST_DEADLINE, "order " + id
@@ -349,8 +355,8 @@ public final class OrderStore {
    * Whether a stock row of order {@code id} is held by a transaction that sits idle ({@link Sql#LOCKED_SKUS}): a pay
    * that waited for it answers {@code row_locked} at once instead of waiting again, which kept the pool's connections
    * for seconds from the pays of every other SKU. A pay does not lock stock rows itself (migration V23) unless it
-   * reopens a closed order ({@link #decideLatePay}), but it waits for its order's row, which a close of the order holds
-   * while it waits for them.
+   * reopens a closed order ({@link #decideLatePay}) or closes a due one to reopen it ({@link #closeDue}), but it waits
+   * for its order's row, which a close of the order holds while it waits for them.
    */
   private Future<Boolean> stockRowHeld(long id) {
     return pool.withTransaction(conn -> conn.preparedQuery(Sql.SKUS_OF_ORDER).execute(Tuple.of(id))
@@ -368,7 +374,8 @@ public final class OrderStore {
     Long[] ids = {id};
     return writeTransaction(ids, conn -> payUnpaid(conn, id, client)
         .compose(paid -> paid != null ? Future.succeededFuture(paid) : decideLocked(conn, id, client,
-            () -> payUnpaid(conn, id, client).compose(again -> again != null ? Future.succeededFuture(again)
+            reopenOnLatePayment, () -> payUnpaid(conn, id, client).compose(again -> again != null
+                ? Future.succeededFuture(again)
                 : Future.failedFuture(new IllegalStateException("order " + id + " is unpaid and not due with its row "
                     + "locked, and the pay did not take it")))))
         .compose(change -> change.order().status() == OrderStatus.CLOSED
