@@ -9,10 +9,7 @@ import ordertimeout.order.Order;
 import ordertimeout.order.OrderFilter;
 import ordertimeout.store.OrderSearch;
 
-import java.nio.charset.StandardCharsets;
-import java.util.Base64;
 import java.util.function.Function;
-import java.util.regex.Pattern;
 
 /**
  * Searches, newest first, in pages: GET /v1/admin/orders (admin: any client's orders, every filter) and GET /v1/orders
@@ -21,9 +18,6 @@ import java.util.regex.Pattern;
  */
 final class SearchRoutes {
   static final String INVALID_FILTER = "invalid_filter";
-  static final String INVALID_CURSOR = "invalid_cursor";
-  private static final String CURSOR_PREFIX = "o1:";
-  private static final Pattern CURSOR = Pattern.compile("o1:[0-9]{1,19}");
 
   private final OrderSearch search;
 
@@ -44,11 +38,12 @@ final class SearchRoutes {
 
   private void page(RoutingContext ctx, OrderFilter filter) {
     int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
-    Long below = cursor((String) ContractChecks.parameter(ctx, "cursor"));
+    Long below = KeysetCursor.ORDERS.below((String) ContractChecks.parameter(ctx, "cursor"));
     search.page(filter, below, limit).onSuccess(page -> {
       JsonArray orders = new JsonArray();
       for (Order order : page.items()) orders.add(order.toJson());
-      OrderRoutes.json(ctx, 200, new JsonObject().put("orders", orders).put("next", page.next() == null ? null : cursor(page.next())));
+      String next = page.next() == null ? null : KeysetCursor.ORDERS.of(page.next());
+      OrderRoutes.json(ctx, 200, new JsonObject().put("orders", orders).put("next", next));
     }).onFailure(ctx::fail);
   }
 
@@ -63,25 +58,5 @@ final class SearchRoutes {
     } catch (OrderFilter.Invalid e) {
       throw ApiException.badRequest(INVALID_FILTER, e.getMessage());
     }
-  }
-
-  static String cursor(long lastId) {
-    return Base64.getUrlEncoder().withoutPadding().encodeToString((CURSOR_PREFIX + lastId).getBytes(StandardCharsets.US_ASCII));
-  }
-
-  /** The id a cursor continues below; null for none; 400 {@code invalid_cursor} for anything this service did not hand out. */
-  static Long cursor(String cursor) {
-    if (cursor == null) {
-      return null;
-    }
-    try {
-      String text = new String(Base64.getUrlDecoder().decode(cursor), StandardCharsets.US_ASCII);
-      if (CURSOR.matcher(text).matches()) {
-        return Long.parseLong(text.substring(CURSOR_PREFIX.length()));
-      }
-    } catch (IllegalArgumentException e) {
-      // not base64, or beyond 64 bits: invalid below
-    }
-    throw ApiException.badRequest(INVALID_CURSOR, "the cursor is not one this service handed out (pass a page's 'next' as it is)");
   }
 }
