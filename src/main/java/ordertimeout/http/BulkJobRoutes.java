@@ -19,8 +19,9 @@ import java.util.stream.Collectors;
  * Operators' bulk actions: POST /v1/admin/orders/bulk-close and bulk-extend, by ids or by a filter (the search's fields).
  * A dry run answers the counts at once; otherwise the job is stored and answered 202, and runs in batches on whichever
  * node claims it ({@link ordertimeout.maintenance.BulkJobVerticle}); GET /v1/admin/jobs/{id} shows its progress,
- * GET /v1/admin/jobs the latest jobs. With an Idempotency-Key the same request sent again answers the same job rather
- * than submitting another (an extend applied twice moves each deadline twice); a dry run neither reads nor stores it.
+ * GET /v1/admin/jobs every job, newest first, in pages. With an Idempotency-Key the same request sent again answers
+ * the same job rather than submitting another (an extend applied twice moves each deadline twice); a dry run neither
+ * reads nor stores it.
  */
 final class BulkJobRoutes {
   private final BulkJobStore jobs;
@@ -87,12 +88,15 @@ final class BulkJobRoutes {
     return ids;
   }
 
+  /** A page of jobs, newest first; {@code next} is the cursor of the page after, null on the last. */
   private void list(RoutingContext ctx) {
     int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
-    jobs.list(limit, null).onSuccess(found -> {
+    Long below = KeysetCursor.JOBS.below((String) ContractChecks.parameter(ctx, "cursor"));
+    jobs.page(below, limit).onSuccess(page -> {
       JsonArray body = new JsonArray();
-      found.forEach(job -> body.add(job.toJson()));
-      OrderRoutes.json(ctx, 200, new JsonObject().put("jobs", body));
+      page.items().forEach(job -> body.add(job.toJson()));
+      String next = page.next() == null ? null : KeysetCursor.JOBS.of(page.next());
+      OrderRoutes.json(ctx, 200, new JsonObject().put("jobs", body).put("next", next));
     }).onFailure(ctx::fail);
   }
 

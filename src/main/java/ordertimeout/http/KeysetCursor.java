@@ -13,6 +13,8 @@ final class KeysetCursor {
   static final String INVALID_CURSOR = "invalid_cursor";
   /** The order searches, GET /v1/admin/orders and GET /v1/orders. */
   static final KeysetCursor ORDERS = new KeysetCursor("o1");
+  /** The bulk jobs, GET /v1/admin/jobs. */
+  static final KeysetCursor JOBS = new KeysetCursor("j1");
 
   private final String prefix;
   private final Pattern shape;

@@ -148,12 +148,13 @@ public final class BulkJobStore {
     return pool.preparedQuery(Sql.SELECT_JOB).execute(Tuple.of(id)).map(BulkJobStore::first);
   }
 
-  /** The latest {@code limit} jobs with ids below {@code belowId} (null: the newest), newest first. */
-  public Future<List<Job>> list(int limit, Long belowId) {
-    return pool.preparedQuery(Sql.LIST_JOBS).execute(Tuple.of(limit, belowId == null ? Long.MAX_VALUE : belowId)).map(rows -> {
+  /** Up to {@code limit} jobs with ids below {@code belowId} (null: from the newest), newest first. */
+  public Future<KeysetPage<Job>> page(Long belowId, int limit) {
+    Tuple arguments = Tuple.of(belowId == null ? Long.MAX_VALUE : belowId, limit + 1);
+    return pool.preparedQuery(Sql.JOBS_PAGE).execute(arguments).map(rows -> {
       List<Job> jobs = new ArrayList<>(rows.size());
       for (Row row : rows) jobs.add(toJob(row));
-      return jobs;
+      return KeysetPage.of(jobs, limit, Job::id);
     });
   }
 

@@ -749,8 +749,8 @@ final class Sql {
 
   static final String SELECT_JOB = "SELECT " + JOB_COLUMNS + " FROM bulk_jobs WHERE id = $1";
 
-  /** The latest jobs, newest first, below id {@code $2} (a page), {@code $1} of them. */
-  static final String LIST_JOBS = "SELECT " + JOB_COLUMNS + " FROM bulk_jobs WHERE id < $2 ORDER BY id DESC LIMIT $1";
+  /** Jobs below id {@code $1}, newest first, {@code $2} of them: the primary key's index read backwards. */
+  static final String JOBS_PAGE = "SELECT " + JOB_COLUMNS + " FROM bulk_jobs WHERE id < $1 ORDER BY id DESC LIMIT $2";
 
   /** Unfinished jobs claimed {@code $1} times already whose lease ran out: their nodes kept stopping mid-run. */
   static final String FAIL_EXHAUSTED_JOBS = """

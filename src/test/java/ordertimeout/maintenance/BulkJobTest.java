@@ -39,7 +39,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * POST /v1/admin/orders/bulk-close and bulk-extend on the real service: dry runs count and change nothing, a job closes
  * exactly the matched unpaid orders once (stock given back once: the invariants after each test), its progress shows
  * while it runs, a request sent again with its Idempotency-Key answers the first one's job, bad bodies answer 400 with
- * their codes.
+ * their codes, the job list pages by keyset with an opaque cursor of its own.
  */
 class BulkJobTest extends ServiceTestBase {
   private static final Duration JOB_TIME = Duration.ofSeconds(30);
@@ -445,6 +445,44 @@ class BulkJobTest extends ServiceTestBase {
     assertThat(api.send(api.request("POST", "/v1/admin/orders/bulk-close", Api.USER_KEY, "{\"ids\":[\"1\"]}")).status()).isEqualTo(403);
   }
 
+  /**
+   * GET /v1/admin/jobs pages as the search does: every job once, newest first, a job submitted meanwhile on no later
+   * page; {@code next} null on the last page, also when it is exactly full.
+   */
+  @Test
+  void theJobListPagesThroughEveryJobNewestFirst() {
+    List<String> newestFirst = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      newestFirst.add(0, submitJobOfNoOrder());
+    }
+    List<String> submittedWhilePaging = new ArrayList<>();
+
+    List<JsonObject> byFours = jobPages(4, () -> submittedWhilePaging.add(0, submitJobOfNoOrder()));
+    assertThat(byFours).extracting(page -> page.getJsonArray("jobs").size()).containsExactly(4, 4, 2);
+    assertThat(jobIds(byFours)).as("each job once, newest first; none submitted while paging")
+        .containsExactlyElementsOf(newestFirst);
+
+    newestFirst.addAll(0, submittedWhilePaging);
+    assertThat(newestFirst).hasSize(12);
+    List<JsonObject> bySixes = jobPages(6, () -> {});
+    assertThat(bySixes).extracting(page -> page.getJsonArray("jobs").size()).containsExactly(6, 6);
+    assertThat(bySixes.get(1).getValue("next")).as("a full last page is the last").isNull();
+    assertThat(jobIds(bySixes)).containsExactlyElementsOf(newestFirst);
+  }
+
+  @Test
+  void aCursorTheJobListDidNotHandOutAnswers400() {
+    api.setStock("SKU-A", 10);
+    api.createOrders(2, 600, "SKU-A");
+    String searchCursor = api.get("/v1/admin/orders?limit=1", Api.ADMIN_KEY).json().getString("next");
+    assertThat(searchCursor).isNotNull();
+    for (String cursor : List.of("not-a-cursor", "%21%21", searchCursor, "x".repeat(65))) {
+      Api.Response response = api.get("/v1/admin/jobs?limit=1&cursor=" + cursor, Api.ADMIN_KEY);
+      assertThat(response.status()).as(cursor + ": " + response.body()).isEqualTo(400);
+      assertThat(response.code()).as(cursor).isEqualTo("invalid_cursor");
+    }
+  }
+
   /** The search's parameters and a bulk body's filter are the same fields: a bad value answers the same code. */
   @Test
   void aBadFilterValueAnswersInvalidFilterInTheSearchAndInABulkBody() {
@@ -481,6 +519,34 @@ class BulkJobTest extends ServiceTestBase {
     Api.Response response = api.send(api.request("POST", "/v1/admin/orders/" + action, Api.ADMIN_KEY, body.encode()));
     assertThat(response.status()).as(response.body()).isIn(200, 202);
     return response.json();
+  }
+
+  /** A bulk-close of an id of no order, which skips it: a job that finishes at once; its id. */
+  private String submitJobOfNoOrder() {
+    return bulk("bulk-close", new JsonObject().put("ids", new JsonArray().add("1"))).getString("id");
+  }
+
+  /** Every page of the job list, {@code limit} a page, with {@code betweenPages} run after each page but the last. */
+  private List<JsonObject> jobPages(int limit, Runnable betweenPages) {
+    List<JsonObject> pages = new ArrayList<>();
+    String cursor = null;
+    do {
+      Api.Response response = api.get("/v1/admin/jobs?limit=" + limit + (cursor == null ? "" : "&cursor=" + cursor),
+          Api.ADMIN_KEY);
+      assertThat(response.status()).as(response.body()).isEqualTo(200);
+      pages.add(response.json());
+      cursor = response.json().getString("next");
+      if (cursor != null) {
+        betweenPages.run();
+      }
+    } while (cursor != null && pages.size() < 10);
+    return pages;
+  }
+
+  private static List<String> jobIds(List<JsonObject> pages) {
+    List<String> ids = new ArrayList<>();
+    pages.forEach(page -> page.getJsonArray("jobs").forEach(job -> ids.add(((JsonObject) job).getString("id"))));
+    return ids;
   }
 
   private JsonObject job(String id) {
