@@ -35,7 +35,7 @@ class ReopenOnLatePaymentTest extends ServiceTestBase {
     // The sweep leaves an order moved past its deadline to the request under test, and a pay waits for a stock row
     // the test holds instead of running out of its lock wait.
     return Map.of("OT_ORDERS_REOPEN_ON_LATE_PAYMENT", "true", "OT_SWEEP_GRACE_SECONDS", "600",
-        "OT_DATABASE_INTAKE_LOCK_TIMEOUT_MILLIS", "10000");
+        "OT_DATABASE_INTAKE_LOCK_TIMEOUT_MILLIS", "10000", "OT_DATABASE_INTAKE_STATEMENT_TIMEOUT_MILLIS", "10000");
   }
 
   @Test
@@ -196,7 +196,8 @@ class ReopenOnLatePaymentTest extends ServiceTestBase {
       Sql.rows(stock, "SELECT available FROM inventory WHERE sku = ? FOR UPDATE", "SKU-1");
       long holder = backendPid(stock);
       pay = CompletableFuture.supplyAsync(() -> api.pay(String.valueOf(paidLate)));
-      String waitingForHolder = "SELECT pid FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))";
+      String waitingForHolder = "SELECT pid FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))"
+          + " AND query LIKE '%inventory%'";
       Await.until("the pay waiting for the SKU's inventory row", WAIT,
           () -> pay.isDone() || !Sql.rows(waitingForHolder, holder).isEmpty());
       assertThat(pay).as("the pay, while the test holds the SKU's inventory row").isNotDone();

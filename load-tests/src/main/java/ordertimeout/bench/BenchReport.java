@@ -279,8 +279,13 @@ public final class BenchReport {
     for (Bar part : parts) {
       html.append("<td>").append(esc(format(part.value()))).append("</td>");
     }
-    html.append("<td>").append(cpu.containsKey("gcCount") ? esc(format(cpu.getValue("gcCount")) + " pauses, "
-        + format(cpu.getValue("gcMillis")) + " ms") : "").append("</td></tr>\n");
+    // the service's collections: those of the node's own JVM when it ran in one
+    JsonObject gc = cpu.getJsonObject("nodeJvm") != null
+        ? new JsonObject().put("gcCount", cpu.getJsonObject("nodeJvm").getValue("gcPauses"))
+            .put("gcMillis", cpu.getJsonObject("nodeJvm").getValue("gcPauseMillis"))
+        : cpu;
+    html.append("<td>").append(gc.containsKey("gcCount") ? esc(format(gc.getValue("gcCount")) + " pauses, "
+        + format(gc.getValue("gcMillis")) + " ms") : "").append("</td></tr>\n");
     return html.append("</table>\n").toString();
   }
 

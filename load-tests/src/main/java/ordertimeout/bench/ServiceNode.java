@@ -25,11 +25,12 @@ import java.util.regex.Pattern;
 /**
  * The node a benchmark's load goes to: in the benchmark's JVM, or in a JVM of its own started as {@code java -jar}
  * starts it (no heap or collector options), its garbage collections logged. In one JVM the generator's garbage is
- * collected with the service's: at 500 creates/s and 20,000 reads/s the shared heap paused 7-18 ms every 1.2 s
- * (2026-12-07), and a request due in a pause of either counts it. A JVM of its own tells the service's part.
+ * collected with the service's, and a request due in a pause of either counts it (docs/benchmarks.md): a JVM of its
+ * own tells the service's part.
  */
 final class ServiceNode implements AutoCloseable {
-  private static final Pattern PAUSE = Pattern.compile("^\\[(\\d+\\.\\d+)s].* Pause .* (\\d+\\.\\d+)ms$");
+  /** A pause's line of {@code -Xlog:gc} decorated with the wall clock: {@code [1796649776762ms] GC(3) Pause ...}. */
+  private static final Pattern PAUSE = Pattern.compile("^\\[(\\d+)ms].* Pause .* (\\d+\\.\\d+)ms$");
 
   private final Service inThisJvm;
   private final NodeProcess ownJvm;
@@ -51,7 +52,8 @@ final class ServiceNode implements AutoCloseable {
     AppConfig config = Results.serviceConfig(withPort);
     // As the jar starts it: its HTTP requests timed, Vert.x's pools and event bus reported to the node's registry, at a
     // cost per request that a bare Vert.x instance would leave out.
-    Service service = Service.start(config, database).toCompletionStage().toCompletableFuture().get(1, TimeUnit.MINUTES);
+    Service service = Service.start(config, database).toCompletionStage().toCompletableFuture()
+        .get(1, TimeUnit.MINUTES);
     long ownsAllBy = System.currentTimeMillis() + 120_000;
     while (service.ownedShards().list().length < config.database().shards() && System.currentTimeMillis() < ownsAllBy) {
       Thread.sleep(100);
@@ -80,7 +82,7 @@ final class ServiceNode implements AutoCloseable {
     environment.put("OT_DATABASE_URL", TestDatabase.url(database));
     Path gcLog = Files.createDirectories(Path.of("target", "nodes")).resolve("benchmark-node-gc.log").toAbsolutePath();
     Files.deleteIfExists(gcLog);
-    List<String> jvmOptions = new ArrayList<>(List.of("-Xlog:gc:file=" + gcLog));
+    List<String> jvmOptions = new ArrayList<>(List.of("-Xlog:gc:file=" + gcLog + ":timemillis"));
     String more = System.getProperty("steady.nodeJvmOptions", "").trim();
     if (!more.isEmpty()) {
       jvmOptions.addAll(List.of(more.split("\\s+")));
@@ -118,17 +120,12 @@ final class ServiceNode implements AutoCloseable {
 
   record Mark(long epochMillis, long ticks) {}
 
-  /**
-   * The node's own JVM from {@code from} to now: its cores, and its garbage collections' pauses that began in the
-   * window (its log's uptime counted from the process's start, a few milliseconds before the JVM's clock starts).
-   */
+  /** The node's own JVM from {@code from} to now: its cores, and its garbage collections' pauses that began then. */
   JsonObject since(Mark from) {
     long now = System.currentTimeMillis();
     long ticks = CpuWindow.processTicks(List.of(ownJvm.pid()))[0];
     double seconds = (now - from.epochMillis()) / 1000.0;
-    long startedAt = ProcessHandle.of(ownJvm.pid()).flatMap(process -> process.info().startInstant())
-        .map(instant -> instant.toEpochMilli()).orElseThrow();
-    List<Double> pauses = pausesBetween((from.epochMillis() - startedAt) / 1000.0, (now - startedAt) / 1000.0);
+    List<Double> pauses = pausesBetween(from.epochMillis(), now);
     return new JsonObject()
         .put("cores", Results.round((ticks - from.ticks()) / CpuWindow.TICKS_PER_SECOND / seconds))
         .put("gcPauses", pauses.size())
@@ -137,14 +134,14 @@ final class ServiceNode implements AutoCloseable {
         .put("gcLog", gcLog.toString());
   }
 
-  private List<Double> pausesBetween(double fromUptimeSeconds, double toUptimeSeconds) {
+  private List<Double> pausesBetween(long fromEpochMillis, long toEpochMillis) {
     List<Double> pauses = new ArrayList<>();
     try {
       for (String line : Files.readAllLines(gcLog)) {
         Matcher pause = PAUSE.matcher(line);
         if (pause.matches()) {
-          double at = Double.parseDouble(pause.group(1));
-          if (at >= fromUptimeSeconds && at <= toUptimeSeconds) {
+          long at = Long.parseLong(pause.group(1));
+          if (at >= fromEpochMillis && at <= toEpochMillis) {
             pauses.add(Double.parseDouble(pause.group(2)));
           }
         }

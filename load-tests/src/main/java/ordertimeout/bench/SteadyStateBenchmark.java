@@ -217,6 +217,9 @@ public final class SteadyStateBenchmark {
       }
     }
     boolean nodeInOwnJvm = Boolean.getBoolean("steady.nodeInOwnJvm");
+    if (nodeInOwnJvm && "gatling".equals(System.getProperty("steady.load", "open"))) {
+      throw new IllegalArgumentException("steady.nodeInOwnJvm measures the node with the open-model generator only");
+    }
     ServiceNode node = nodeInOwnJvm
         ? ServiceNode.inOwnJvm(environment, db.setup.connectOptions())
         : ServiceNode.inThisJvm(environment, db.setup.connectOptions());
