@@ -168,7 +168,8 @@ public final class Service {
         .compose(id -> vertx.deployVerticle(new EventDispatchVerticle(config, database)))
         .compose(id -> config.events().webhooks().isEmpty() ? Future.succeededFuture(id)
             : vertx.deployVerticle(new WebhookVerticle(config, database, stats, owned)))
-        .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms)))
+        .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms,
+            redisHealth == null ? () -> Double.NaN : redisHealth::unreachableSeconds)))
         .compose(id -> vertx.deployVerticle(new BulkJobVerticle(config, database, stats, statusCache)))
         .compose(id -> contract)
         .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus, statusCache, groups),

@@ -214,7 +214,8 @@ public record AppConfig(
       long reconciliationDifferences,
       long eventsDroppedUndelivered,
       long parkedOrders,
-      long nodesWithOtherWebhooks) {
+      long nodesWithOtherWebhooks,
+      long redisUnreachableSeconds) {
     public static final long OFF = -1;
   }
 
@@ -378,7 +379,8 @@ public record AppConfig(
             source.number("alarms.reconciliationDifferences", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.eventsDroppedUndelivered", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.parkedOrders", 0, Alarms.OFF, Long.MAX_VALUE),
-            source.number("alarms.nodesWithOtherWebhooks", 0, Alarms.OFF, Long.MAX_VALUE)),
+            source.number("alarms.nodesWithOtherWebhooks", 0, Alarms.OFF, Long.MAX_VALUE),
+            source.number("alarms.redisUnreachableSeconds", 30, Alarms.OFF, Long.MAX_VALUE)),
         new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)),
         logging(source),
         new Kafka(

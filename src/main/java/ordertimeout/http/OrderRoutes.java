@@ -138,7 +138,8 @@ final class OrderRoutes {
   /**
    * A create its client's bucket refused: the retry of a create that committed (its key stored, for the same body)
    * gets its order again, as with a permit, so that a client retrying after an unknown outcome learns it; anything
-   * else 429 with Retry-After. A key stored for another body is 422 as always. The keys are looked up at the client's
+   * else 429 with Retry-After, or 503 when the limiter could not reach the bucket (the client is not over its rate).
+   * A key stored for another body is 422 as always. The keys are looked up at the client's
    * create rate and burst at most (a bucket of this event loop's), so that a client far over its rate does not turn
    * each refused create into a read of the database.
    */
@@ -155,9 +156,15 @@ final class OrderRoutes {
           if (found != null) {
             return found;
           }
-          stats.rateLimited();
           long seconds = Math.max(1, (refused.retryAfterMillis() + 999) / 1000);
           ctx.response().putHeader("Retry-After", Long.toString(seconds));
+          if (refused.limiterUnavailable()) {
+            stats.requestShed(ProblemCodes.RATE_LIMITER_UNAVAILABLE);
+            throw new ApiException(503, ProblemCodes.RATE_LIMITER_UNAVAILABLE, "the rate limiter cannot be reached, "
+                + "so creates are refused (redis.whenUnreachable=deny); nothing was stored, retry after " + seconds
+                + " s");
+          }
+          stats.rateLimited();
           throw new ApiException(429, "rate_limited",
               "too many creates for this client; retry after " + seconds + " s");
         });

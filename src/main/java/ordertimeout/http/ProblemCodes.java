@@ -23,6 +23,8 @@ final class ProblemCodes {
   static final String OVERLOADED = "overloaded";
   /** 503: a row the request needs stayed locked by another transaction past the lock wait; nothing stored. */
   static final String ROW_LOCKED = "row_locked";
+  /** 503: a create refused because its client's rate limit, in Redis, cannot be read (redis.whenUnreachable=deny). */
+  static final String RATE_LIMITER_UNAVAILABLE = "rate_limiter_unavailable";
   /** 504: a request that changes something was not decided within the answer deadline; it may still take effect. */
   static final String OUTCOME_UNKNOWN = "outcome_unknown";
   /** 504: a read was not answered within the answer deadline. */

@@ -17,9 +17,10 @@ import java.util.Map;
 /**
  * Token buckets: {@value #CLOSES} caps closes per second, {@value #CREATES_PREFIX}client caps each API
  * client's creates (at its own rate, {@link AppConfig.Clients}). A bucket whose rate is 0 grants everything. With Redis on, the buckets are
- * cluster-wide ({@link ClusterBuckets}); while Redis is unreachable ({@link RedisHealth}) the policy
- * {@code redis.whenUnreachable} decides: {@code local} takes from this node's own bucket, {@code deny}
- * grants nothing and says when Redis will be tried again.
+ * cluster-wide ({@link ClusterBuckets}); while Redis is unreachable ({@link RedisHealth}) the closes take from this
+ * node's own bucket, and for the creates the policy {@code redis.whenUnreachable} decides: {@code local} takes from
+ * this node's own bucket, {@code deny} grants nothing ({@link PermitGrant#limiterUnavailable}) and says when Redis
+ * will be tried again.
  */
 public final class LimiterVerticle extends VerticleBase {
   public static final String CLOSES = "closes";
@@ -87,11 +88,15 @@ public final class LimiterVerticle extends VerticleBase {
     });
   }
 
+  /**
+   * The closes never wait for Redis: their limit protects the database, and closes held back for an outage would leave
+   * every due order unpaid past its deadline on every node.
+   */
   private PermitGrant fallBack(String operation, String name, int rate, int burst, int permits) {
     redisHealth.fellBack(operation);
-    return redisHealth.config().whenUnreachable() == AppConfig.WhenUnreachable.LOCAL
+    return name.equals(CLOSES) || redisHealth.config().whenUnreachable() == AppConfig.WhenUnreachable.LOCAL
         ? takeLocally(name, rate, burst, permits)
-        : new PermitGrant(0, redisHealth.millisToNextProbe());
+        : PermitGrant.limiterUnavailable(redisHealth.millisToNextProbe());
   }
 
   /** Grants what this node's bucket has; for the rest, says when enough will have refilled (not just one token). */

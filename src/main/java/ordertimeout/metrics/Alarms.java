@@ -40,7 +40,9 @@ public final class Alarms {
     /** Unpaid orders parked after their failed closes, waiting for an admin's retry (all nodes'). */
     PARKED_ORDERS("orders"),
     /** Live nodes whose webhooks (urls, types, clients) differ from this node's. */
-    WEBHOOKS_DIFFER("nodes");
+    WEBHOOKS_DIFFER("nodes"),
+    /** How long this node has found Redis unreachable (its limits and job locks on their fallbacks), s. */
+    REDIS_UNREACHABLE("s");
 
     private final String unit;
 
@@ -52,11 +54,12 @@ public final class Alarms {
   /**
    * What the alarms look at: the recent p99 lateness, the counters since the node started (the
    * alarms take their increase over the window), the outbox age, the last reconciliation's
-   * differences, the parked orders and the nodes with other webhooks ({@code NaN} while unknown).
+   * differences, the parked orders, the nodes with other webhooks and how long Redis has been unreachable
+   * ({@code NaN} while unknown, or with Redis off).
    */
   public record Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds,
                          double reconciliationDifferences, long eventsDroppedUndelivered, double parkedOrders,
-                         double nodesWithOtherWebhooks) {}
+                         double nodesWithOtherWebhooks, double redisUnreachableSeconds) {}
 
   private record Sample(long atMillis, long sweepCatches, long closeBatchesGivenUp, long eventsDropped) {}
 
@@ -74,6 +77,7 @@ public final class Alarms {
     thresholds.put(Code.EVENTS_DROPPED, config.eventsDroppedUndelivered());
     thresholds.put(Code.PARKED_ORDERS, config.parkedOrders());
     thresholds.put(Code.WEBHOOKS_DIFFER, config.nodesWithOtherWebhooks());
+    thresholds.put(Code.REDIS_UNREACHABLE, config.redisUnreachableSeconds());
     windowMillis = window.toMillis();
     for (Code code : Code.values()) {
       AtomicInteger state = new AtomicInteger();
@@ -102,6 +106,7 @@ public final class Alarms {
     check(Code.EVENTS_DROPPED, readings.eventsDroppedUndelivered() - base.eventsDropped());
     check(Code.PARKED_ORDERS, readings.parkedOrders());
     check(Code.WEBHOOKS_DIFFER, readings.nodesWithOtherWebhooks());
+    check(Code.REDIS_UNREACHABLE, readings.redisUnreachableSeconds());
   }
 
   /** The newest sample at least a window old (or the oldest there is), after adding {@code now}; older ones go. */

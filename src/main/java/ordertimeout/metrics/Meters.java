@@ -18,7 +18,10 @@ public final class Meters {
   public static final String INTAKE_GROUP_TRANSACTION = "ordertimeout.intake.group.transaction";
   public static final String IDEMPOTENT_REPLAYS = "ordertimeout.idempotent.replays";
   public static final String RATE_LIMITED = "ordertimeout.rate.limited";
-  /** Requests answered 503 without being served, by problem code: overloaded (queue full, deadline) or row_locked. */
+  /**
+   * Requests answered 503 without being served, by problem code: overloaded (queue full, deadline), row_locked, or
+   * rate_limiter_unavailable (creates refused while Redis is away under redis.whenUnreachable=deny).
+   */
   public static final String REQUESTS_SHED = "ordertimeout.requests.shed";
   public static final String STATUS_CACHE_READS = "ordertimeout.status.cache.reads";
   public static final String STATUS_CACHE_ORDERS = "ordertimeout.status.cache.orders";

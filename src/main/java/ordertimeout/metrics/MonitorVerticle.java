@@ -10,6 +10,8 @@ import ordertimeout.store.OpsStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.function.DoubleSupplier;
+
 /**
  * Periodic readings for operators: the outbox backlog and the age of its oldest unpublished row, the parked
  * orders and the live nodes whose webhooks differ from this one's (read from the database every
@@ -23,6 +25,7 @@ public final class MonitorVerticle extends VerticleBase {
   private final MeterRegistry registry;
   private final NodeStats stats;
   private final Alarms alarms;
+  private final DoubleSupplier redisUnreachableSeconds;
   private final String webhooksFingerprint;
   private OpsStore store;
   private volatile double outboxBacklog = Double.NaN;
@@ -33,12 +36,15 @@ public final class MonitorVerticle extends VerticleBase {
   private long outboxTimer = -1;
   private long alarmTimer = -1;
 
-  public MonitorVerticle(AppConfig config, PgConnectOptions connectOptions, MeterRegistry registry, NodeStats stats, Alarms alarms) {
+  /** {@code redisUnreachableSeconds}: how long Redis has been unreachable, NaN with Redis off. */
+  public MonitorVerticle(AppConfig config, PgConnectOptions connectOptions, MeterRegistry registry, NodeStats stats,
+                         Alarms alarms, DoubleSupplier redisUnreachableSeconds) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.registry = registry;
     this.stats = stats;
     this.alarms = alarms;
+    this.redisUnreachableSeconds = redisUnreachableSeconds;
     this.webhooksFingerprint = config.events().webhooksFingerprint();
   }
 
@@ -100,6 +106,7 @@ public final class MonitorVerticle extends VerticleBase {
     alarms.evaluate(config.node().wallClock().millis(), new Alarms.Readings(
         stats.recentLatenessP99Millis(), stats.sweepCatches(), stats.closeBatchesGivenUp(), outboxOldestAgeSeconds,
         stats.lastReconciliationSkuDifferences() < 0 ? Double.NaN : stats.lastReconciliationSkuDifferences(),
-        stats.eventsDroppedUndelivered(), parkedOrders, nodesWithOtherWebhooks));
+        stats.eventsDroppedUndelivered(), parkedOrders, nodesWithOtherWebhooks,
+        redisUnreachableSeconds.getAsDouble()));
   }
 }

@@ -393,7 +393,8 @@ public final class NodeStats {
   /** A request answered 503 {@code code} without being served. */
   public void requestShed(String code) {
     requestsShed.computeIfAbsent(code, name -> Counter.builder(Meters.REQUESTS_SHED)
-            .description("Requests answered 503 without being served, by problem code (overloaded, row_locked)")
+            .description("Requests answered 503 without being served, by problem code (overloaded, row_locked, "
+                + "rate_limiter_unavailable)")
             .tag("code", name)
             .register(registry))
         .increment();

@@ -32,6 +32,8 @@ public final class RedisHealth {
   private final MeterRegistry registry;
   private final AppConfig.Redis config;
   private final AtomicBoolean up = new AtomicBoolean(true);
+  /** {@link System#nanoTime()} when this node last found Redis unreachable after reaching it. */
+  private final AtomicLong unreachableSinceNanos = new AtomicLong();
   private final AtomicLong nextProbeNanos = new AtomicLong();
   private final Map<String, Counter> fallbacks = new ConcurrentHashMap<>();
 
@@ -70,6 +72,11 @@ public final class RedisHealth {
     return Math.max(1, (nextProbeNanos.get() - System.nanoTime()) / 1_000_000);
   }
 
+  /** Seconds since this node found Redis unreachable, 0 while it reaches it. */
+  public double unreachableSeconds() {
+    return up.get() ? 0 : Math.max(0, (System.nanoTime() - unreachableSinceNanos.get()) / 1e9);
+  }
+
   public void succeeded() {
     if (up.compareAndSet(false, true)) {
       log.info("redis reachable again: limits are cluster-wide again and singleton jobs take their lock");
@@ -78,11 +85,16 @@ public final class RedisHealth {
 
   /** A call to Redis failed or timed out: {@code operation} (closes, creates, lock) uses its fallback. */
   public void failed(String operation, Throwable cause) {
-    nextProbeNanos.set(System.nanoTime() + PROBE_INTERVAL_MILLIS * 1_000_000);
+    long now = System.nanoTime();
+    nextProbeNanos.set(now + PROBE_INTERVAL_MILLIS * 1_000_000);
+    if (up.get()) {
+      unreachableSinceNanos.set(now);
+    }
     if (up.compareAndSet(true, false)) {
       String limits = config.whenUnreachable() == AppConfig.WhenUnreachable.LOCAL
           ? "each node's own token bucket enforces the limits (redis.whenUnreachable=local)"
-          : "no close or create permits are granted (redis.whenUnreachable=deny)";
+          : "each node's own token bucket limits the closes; creates get no permits and answer 503 "
+              + "rate_limiter_unavailable (redis.whenUnreachable=deny)";
       log.warn("redis unreachable ({} failed: {}): {}; singleton jobs run without their lock; trying again every {} ms, "
               + "fallbacks counted in ordertimeout_redis_fallbacks_total",
           operation, cause.toString(), limits, PROBE_INTERVAL_MILLIS);

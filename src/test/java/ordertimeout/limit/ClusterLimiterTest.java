@@ -131,17 +131,21 @@ class ClusterLimiterTest {
   }
 
   @Test
-  void denyPolicyGrantsNothingWhileRedisIsAwayAndSaysWhenToAskAgain() {
+  void denyPolicyGrantsNoCreatesWhileRedisIsAwayAndSaysWhenToAskAgainButClosesGoOn() {
     RedisHealth health = node(AppConfig.WhenUnreachable.DENY);
     assertThat(ask(0, LimiterVerticle.CREATES_PREFIX + "shop-1", 1).granted()).isEqualTo(1);
     redis.stop();
     PermitGrant denied = ask(0, LimiterVerticle.CREATES_PREFIX + "shop-1", 1);
     assertThat(denied.granted()).isZero();
+    assertThat(denied.limiterUnavailable()).as("refused for the outage, not for the rate").isTrue();
     assertThat(denied.retryAfterMillis()).as("when Redis is tried again").isBetween(1L, RedisHealth.PROBE_INTERVAL_MILLIS);
-    assertThat(ask(0, LimiterVerticle.CLOSES, 3).granted()).as("closes too").isZero();
+    PermitGrant closes = ask(0, LimiterVerticle.CLOSES, 3);
+    assertThat(closes.granted()).as("closes take from this node's own bucket").isEqualTo(3);
+    assertThat(closes.limiterUnavailable()).isFalse();
     assertThat(health.fallbacks(RedisHealth.CREATES)).isEqualTo(1);
     assertThat(health.fallbacks(RedisHealth.CLOSES)).isEqualTo(1);
-    assertThat(lines(Level.WARN)).singleElement().asString().contains("no close or create permits");
+    assertThat(lines(Level.WARN)).singleElement().asString()
+        .contains("own token bucket limits the closes").contains("rate_limiter_unavailable");
 
     redis.restart();
     long deadline = System.nanoTime() + 20_000_000_000L;
@@ -154,10 +158,11 @@ class ClusterLimiterTest {
 
   @Test
   void permitsGrantedAfterTheCallerStoppedWaitingGoBackToTheSharedBucket() {
-    node(AppConfig.WhenUnreachable.DENY);
+    RedisHealth health = node(AppConfig.WhenUnreachable.DENY);
     assertThat(ask(0, LimiterVerticle.CLOSES, 1).granted()).isEqualTo(1);
     assertThat(redis.command("CLIENT PAUSE 1500 ALL")).isEqualTo("+OK");
-    assertThat(ask(0, LimiterVerticle.CLOSES, 10).granted()).as("Redis answered after the 500 ms timeout").isZero();
+    assertThat(ask(0, LimiterVerticle.CLOSES, 10).granted()).as("this node's own bucket").isEqualTo(10);
+    assertThat(health.fallbacks(RedisHealth.CLOSES)).as("Redis answered after the 500 ms timeout").isEqualTo(1);
 
     // Redis runs the script once the pause ends (taking 10 of the 19 left) and then the refund: the stored count
     // goes back to 19 or more (capped at the burst of 20), not to 9 plus the refill.

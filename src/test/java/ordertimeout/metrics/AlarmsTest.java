@@ -31,7 +31,7 @@ class AlarmsTest {
   void setUp() {
     log.start();
     logger.addAppender(log);
-    alarms = new Alarms(new AppConfig.Alarms(5, 100, 0, 10, 0, 0, 0, 0, 0), Duration.ofSeconds(60), registry);
+    alarms = new Alarms(new AppConfig.Alarms(5, 100, 0, 10, 0, 0, 0, 0, 0, 30), Duration.ofSeconds(60), registry);
   }
 
   @AfterEach
@@ -40,7 +40,7 @@ class AlarmsTest {
   }
 
   private static Readings readings(double latenessP99, long sweepCatches, long givenUp, double outboxAge) {
-    return new Readings(latenessP99, sweepCatches, givenUp, outboxAge, 0, 0, 0, 0);
+    return new Readings(latenessP99, sweepCatches, givenUp, outboxAge, 0, 0, 0, 0, 0);
   }
 
   private double gauge(Code code) {
@@ -102,8 +102,8 @@ class AlarmsTest {
 
     Alarms off = new Alarms(new AppConfig.Alarms(5, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF,
         AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF,
-        AppConfig.Alarms.OFF), Duration.ofSeconds(60), new SimpleMeterRegistry());
-    off.evaluate(T0, new Readings(1e9, 1000, 1000, 1e9, 1000, 1000, 1000, 1000));
+        AppConfig.Alarms.OFF, AppConfig.Alarms.OFF), Duration.ofSeconds(60), new SimpleMeterRegistry());
+    off.evaluate(T0, new Readings(1e9, 1000, 1000, 1e9, 1000, 1000, 1000, 1000, 1e9));
     for (Code code : Code.values()) {
       assertThat(off.isFiring(code)).as(code.name()).isFalse();
     }
@@ -111,25 +111,43 @@ class AlarmsTest {
 
   @Test
   void reconciliationDifferencesFireUntilAReconciliationFindsNone() {
-    alarms.evaluate(T0, new Readings(0, 0, 0, 0, Double.NaN, 0, 0, 0));
+    alarms.evaluate(T0, new Readings(0, 0, 0, 0, Double.NaN, 0, 0, 0, 0));
     assertThat(alarms.isFiring(Code.RECONCILIATION_DIFFERENCES)).as("no reconciliation ran yet").isFalse();
-    alarms.evaluate(T0 + 5_000, new Readings(0, 0, 0, 0, 2, 0, 0, 0));
+    alarms.evaluate(T0 + 5_000, new Readings(0, 0, 0, 0, 2, 0, 0, 0, 0));
     assertThat(alarms.isFiring(Code.RECONCILIATION_DIFFERENCES)).isTrue();
     assertThat(gauge(Code.RECONCILIATION_DIFFERENCES)).isEqualTo(1.0);
     assertThat(lines()).anyMatch(line -> line.contains("alarm=RECONCILIATION_DIFFERENCES state=FIRING value=2"));
-    alarms.evaluate(T0 + 10_000, new Readings(0, 0, 0, 0, 0, 0, 0, 0));
+    alarms.evaluate(T0 + 10_000, new Readings(0, 0, 0, 0, 0, 0, 0, 0, 0));
     assertThat(alarms.isFiring(Code.RECONCILIATION_DIFFERENCES)).isFalse();
   }
 
   @Test
   void parkedOrdersFireWhileAnyOrderIsParked() {
-    alarms.evaluate(T0, new Readings(0, 0, 0, 0, 0, 0, Double.NaN, 0));
+    alarms.evaluate(T0, new Readings(0, 0, 0, 0, 0, 0, Double.NaN, 0, 0));
     assertThat(alarms.isFiring(Code.PARKED_ORDERS)).as("not read yet").isFalse();
-    alarms.evaluate(T0 + 5_000, new Readings(0, 0, 0, 0, 0, 0, 1, 0));
+    alarms.evaluate(T0 + 5_000, new Readings(0, 0, 0, 0, 0, 0, 1, 0, 0));
     assertThat(alarms.isFiring(Code.PARKED_ORDERS)).isTrue();
     assertThat(gauge(Code.PARKED_ORDERS)).isEqualTo(1.0);
     assertThat(lines()).anyMatch(line -> line.contains("alarm=PARKED_ORDERS state=FIRING value=1"));
-    alarms.evaluate(T0 + 10_000, new Readings(0, 0, 0, 0, 0, 0, 0, 0));
+    alarms.evaluate(T0 + 10_000, new Readings(0, 0, 0, 0, 0, 0, 0, 0, 0));
     assertThat(alarms.isFiring(Code.PARKED_ORDERS)).isFalse();
+  }
+
+  @Test
+  void redisUnreachableFiresOnceRedisHasBeenAwayPastItsThresholdAndClearsWhenItIsBack() {
+    alarms.evaluate(T0, redisUnreachable(Double.NaN));
+    assertThat(alarms.isFiring(Code.REDIS_UNREACHABLE)).as("Redis off").isFalse();
+    alarms.evaluate(T0 + 5_000, redisUnreachable(10));
+    assertThat(alarms.isFiring(Code.REDIS_UNREACHABLE)).as("a short outage").isFalse();
+    alarms.evaluate(T0 + 10_000, redisUnreachable(31));
+    assertThat(alarms.isFiring(Code.REDIS_UNREACHABLE)).isTrue();
+    assertThat(gauge(Code.REDIS_UNREACHABLE)).isEqualTo(1.0);
+    assertThat(lines()).anyMatch(line -> line.contains("alarm=REDIS_UNREACHABLE state=FIRING value=31"));
+    alarms.evaluate(T0 + 15_000, redisUnreachable(0));
+    assertThat(alarms.isFiring(Code.REDIS_UNREACHABLE)).isFalse();
+  }
+
+  private static Readings redisUnreachable(double seconds) {
+    return new Readings(0, 0, 0, 0, 0, 0, 0, 0, seconds);
   }
 }
