@@ -40,6 +40,8 @@ public final class Addresses {
   public static final String RECONCILE = "maintenance.reconcile";
   /** {@link PermitRequest}: take permits from a token bucket; replies {@link PermitGrant}. */
   public static final String LIMITER_ACQUIRE = "limiter.acquire";
+  /** {@link PermitRequest}: give back permits taken but not used; no reply. */
+  public static final String LIMITER_REFUND = "limiter.refund";
 
   /** Nothing (null): a bulk job was submitted on this node; its bulk-job verticle looks for one now instead of at its next poll. */
   public static final String BULK_JOBS_WAKE = "maintenance.bulk-jobs.wake";

@@ -266,12 +266,27 @@ public final class CloseVerticle extends VerticleBase {
           PermitGrant grant = reply.body();
           long[] now = Arrays.copyOf(ids, grant.granted());
           long[] later = Arrays.copyOfRange(ids, grant.granted(), ids.length);
-          return runBatch(job, now).compose(closedNow -> later.length == 0
-              ? Future.succeededFuture(closedNow)
-              : waitForPermits(grant.retryAfterMillis())
-                  .compose(waited -> draining ? Future.succeededFuture(0) : run(job, later))
-                  .map(closedLater -> closedNow + closedLater));
+          return runBatch(job, now).compose(closedNow -> {
+            giveBackUnused(now.length - closedNow);
+            if (later.length == 0) {
+              return Future.succeededFuture(closedNow);
+            }
+            return waitForPermits(grant.retryAfterMillis())
+                .compose(waited -> draining ? Future.succeededFuture(0) : run(job, later))
+                .map(closedLater -> closedNow + closedLater);
+          });
         });
+  }
+
+  /**
+   * Gives back the permits of the ids a batch did not close: the compare-and-set found them closed or paid already
+   * (the sweep hands on pages of orders the wheel has queued too), not due yet (back into the wheel, which asks
+   * again), or their batch was given up (the sweep asks again). Only the closes count against the limit.
+   */
+  private void giveBackUnused(int permits) {
+    if (permits > 0) {
+      vertx.eventBus().send(Addresses.LIMITER_REFUND, new PermitRequest(LimiterVerticle.CLOSES, permits));
+    }
   }
 
   private Future<Integer> runBatch(Job job, long[] ids) {

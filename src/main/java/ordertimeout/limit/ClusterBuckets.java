@@ -42,8 +42,15 @@ final class ClusterBuckets {
         .onFailure(late -> call.onSuccess(reply -> {
           int granted = reply.get(0).toInteger();
           if (granted > 0) {
-            Scripts.TOKEN_REFUND.run(redis, keys, List.of(Integer.toString(burst), Integer.toString(granted)));
+            giveBack(bucket, burst, granted);
           }
         }));
+  }
+
+  /** Puts back {@code permits} taken but not used, up to the burst; one lost to a Redis failure costs some rate. */
+  Future<Void> giveBack(String bucket, int burst, int permits) {
+    List<String> keys = List.of(key(config.keyPrefix(), bucket));
+    List<String> args = List.of(Integer.toString(burst), Integer.toString(permits));
+    return RedisClients.bounded(Scripts.TOKEN_REFUND.run(redis, keys, args), config).mapEmpty();
   }
 }

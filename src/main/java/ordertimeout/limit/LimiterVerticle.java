@@ -46,7 +46,9 @@ public final class LimiterVerticle extends VerticleBase {
       redis = RedisClients.create(vertx, redisHealth.config());
       cluster = new ClusterBuckets(redis, redisHealth.config());
     }
-    return vertx.eventBus().<PermitRequest>consumer(Addresses.LIMITER_ACQUIRE, this::acquire).completion();
+    return Future.join(
+        vertx.eventBus().<PermitRequest>consumer(Addresses.LIMITER_ACQUIRE, this::acquire).completion(),
+        vertx.eventBus().<PermitRequest>consumer(Addresses.LIMITER_REFUND, this::refund).completion());
   }
 
   @Override
@@ -61,9 +63,8 @@ public final class LimiterVerticle extends VerticleBase {
       message.fail(400, "unknown bucket " + name);
       return;
     }
-    AppConfig.ClientLimits client = name.equals(CLOSES) ? null : clients.of(name.substring(CREATES_PREFIX.length()));
-    int rate = client == null ? limits.closesPerSecond() : client.createsPerSecond();
-    int burst = client == null ? limits.closesBurst() : client.createsBurst();
+    int rate = rateOf(name);
+    int burst = burstOf(name);
     if (rate <= 0) {
       message.reply(new PermitGrant(request.permits(), 0));
       return;
@@ -86,6 +87,38 @@ public final class LimiterVerticle extends VerticleBase {
         message.reply(fallBack(operation, name, rate, burst, request.permits()));
       }
     });
+  }
+
+  /**
+   * Permits taken but not used go back to the bucket they would be taken from now: a permit taken from this node's
+   * bucket while Redis was away may go back to Redis's, which is only as wrong as the two buckets' difference.
+   */
+  private void refund(Message<PermitRequest> message) {
+    PermitRequest request = message.body();
+    String name = request.bucket();
+    if (!name.equals(CLOSES) && !name.startsWith(CREATES_PREFIX) || request.permits() <= 0 || rateOf(name) <= 0) {
+      return;
+    }
+    if (cluster != null && redisHealth.isUp()) {
+      cluster.giveBack(name, burstOf(name), request.permits());
+      return;
+    }
+    TokenBucket bucket = buckets.get(name);
+    if (bucket != null) {
+      bucket.giveBack(request.permits(), System.nanoTime());
+    }
+  }
+
+  private int rateOf(String bucket) {
+    return bucket.equals(CLOSES) ? limits.closesPerSecond() : clientOf(bucket).createsPerSecond();
+  }
+
+  private int burstOf(String bucket) {
+    return bucket.equals(CLOSES) ? limits.closesBurst() : clientOf(bucket).createsBurst();
+  }
+
+  private AppConfig.ClientLimits clientOf(String createsBucket) {
+    return clients.of(createsBucket.substring(CREATES_PREFIX.length()));
   }
 
   /**

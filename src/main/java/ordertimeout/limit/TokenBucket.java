@@ -25,6 +25,12 @@ public final class TokenBucket {
     return granted;
   }
 
+  /** Puts back {@code permits} taken but not used, up to the burst. */
+  public void giveBack(int permits, long nowNanos) {
+    refill(nowNanos);
+    tokens = Math.min(capacity, tokens + permits);
+  }
+
   /** Nanoseconds until {@code wanted} tokens (at most the burst) are there; 0 if they are now. */
   public long nanosUntil(int wanted, long nowNanos) {
     refill(nowNanos);

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -172,6 +173,15 @@ class ClusterLimiterTest {
       assertThat(System.nanoTime()).as("the late grant given back within 10 s; tokens %s", tokens).isLessThan(deadline);
       Await.sleep(100);
     }
+  }
+
+  @Test
+  void permitsGivenBackGoToTheSharedBucket() {
+    node(AppConfig.WhenUnreachable.DENY);
+    assertThat(ask(0, LimiterVerticle.CLOSES, 20).granted()).as("the whole burst").isEqualTo(20);
+    nodes.get(0).eventBus().send(Addresses.LIMITER_REFUND, new PermitRequest(LimiterVerticle.CLOSES, 15));
+    Await.until("15 permits back in Redis", Duration.ofSeconds(10), () -> storedTokens() >= 15);
+    assertThat(ask(0, LimiterVerticle.CLOSES, 15).granted()).isEqualTo(15);
   }
 
   @Test
