@@ -107,20 +107,23 @@ class RateLimitTest extends ServiceTestBase {
         .isLessThanOrEqualTo((long) (instances * (2 * 25 + 2 * Math.ceil(seconds))));
   }
 
+  /**
+   * 20 orders written in one statement, so one sweep pass finds them all and hands them on as one batch: uncapped, one
+   * transaction closes them at one database time.
+   */
   @Test
   void closesAreCappedPerSecond() {
     api.setStock("SKU-2", 1000);
-    // 20 orders due together: a burst of 5, then 10 per second.
-    for (int i = 0; i < 20; i++) {
-      Sql.execute("""
-          WITH o AS (INSERT INTO orders (id, shard, client, user_id, category, status, created_at, close_at)
-                     VALUES (?, 0, 'dev-user', 'u', 'physical', 'UNPAID', now(), now() + interval '1 second') RETURNING id)
-          INSERT INTO order_items (order_id, sku, qty) SELECT id, 'SKU-2', 1 FROM o""", 1000L + i);
-    }
+    Sql.execute("""
+        WITH o AS (INSERT INTO orders (id, shard, client, user_id, category, status, created_at, close_at)
+                   SELECT 1000 + i, 0, 'dev-user', 'u', 'physical', 'UNPAID', now(), now() + interval '1 second'
+                   FROM generate_series(0, 19) AS i RETURNING id)
+        INSERT INTO order_items (order_id, sku, qty) SELECT id, 'SKU-2', 1 FROM o""");
     Sql.execute("UPDATE inventory SET available = available - 20, reserved = reserved + 20 WHERE sku = 'SKU-2'");
     // These orders were written behind the wheel's back: the sweep finds them.
     Await.until("all closed", Duration.ofSeconds(15), () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'") == 0);
     Duration took = Duration.ofMillis(Sql.count("SELECT (extract(epoch FROM max(closed_at) - min(closed_at)) * 1000)::bigint FROM orders"));
-    assertThat(took).as("15 closes past the burst at 10 per second").isGreaterThanOrEqualTo(Duration.ofMillis(1000));
+    assertThat(took).as("a burst of 5, then 15 more at 10 per second, 5 every half second: 1.5 s")
+        .isGreaterThanOrEqualTo(Duration.ofMillis(1400));
   }
 }
