@@ -83,7 +83,7 @@ public final class ReconciliationVerticle extends VerticleBase {
     } else {
       long intervalMillis = schedule.intervalHours() * 3_600_000L;
       periodic = SingletonJob.create(vertx, JOB, intervalMillis, config.node().id(), redisHealth, stats.registry());
-      timer = vertx.setPeriodic(intervalMillis, id -> periodic.run(() -> reconcile(false, null))
+      timer = vertx.setPeriodic(intervalMillis, id -> periodic.runUnlessRunning(() -> reconcile(false, null))
           .onFailure(failure -> log.warn("reconciliation failed, the next run tries again: {}", failure.toString())));
     }
     return vertx.eventBus().<Boolean>consumer(Addresses.RECONCILE, this::onRequest).completion();
@@ -112,7 +112,7 @@ public final class ReconciliationVerticle extends VerticleBase {
         .compose(last -> {
           Optional<Instant> due = daily.due(now, last == null ? null : last.slot());
           if (due.isPresent()) {
-            return periodic.run(() -> claimAndRun(due.get())).map(ran -> ran.orElse(false));
+            return periodic.runUnlessRunning(() -> claimAndRun(due.get())).map(ran -> ran.orElse(false));
           }
           if (last.running()) {
             log.debug("the reconciliation of slot {} is still running elsewhere; looking again in a minute",

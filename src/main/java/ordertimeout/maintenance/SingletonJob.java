@@ -12,10 +12,14 @@ import ordertimeout.redis.RedisHealth;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.function.Supplier;
 
@@ -24,7 +28,9 @@ import java.util.function.Supplier;
  * own timer; at each tick a node tries the job's {@link JobLock} ({@code <keyPrefix>:lock:<job>}):
  * <ul>
  *   <li>taken: the node runs the job, renewing the lease ({@code redis.lockTtlSeconds}) every third of it
- *   so that a long run keeps the lock, and a node that dies mid-run frees it within one lease. After a run
+ *   so that a long run keeps the lock, and a node that dies mid-run frees it within one lease. Each run takes the
+ *   lock with a token of its own: a run that lost its lease, and the run of a later tick that took the lock again
+ *   meanwhile, each renew and release only their own. After a run
  *   that succeeded the node keeps the lock until {@value #CLAIM_PERCENT}% of an interval after the run
  *   started (the interval's run is done: the other nodes, whose timers tick at other moments, skip), and
  *   it keeps no lock after a failed run (another node may try at its next tick);</li>
@@ -51,27 +57,39 @@ public final class SingletonJob {
     }
   }
 
+  /** A run's hold of the lock: its token's lock and the timer renewing it. */
+  private static final class Lease {
+    private final JobLock lock;
+    private long renewTimer = -1;
+    private boolean lostLogged;
+
+    private Lease(JobLock lock) {
+      this.lock = lock;
+    }
+  }
+
   private final Vertx vertx;
   private final String job;
   private final long intervalMillis;
   private final RedisHealth health;
   private final Redis redis;
-  private final JobLock lock;
+  private final String lockKey;
+  private final String nodeToken;
   private final long leaseMillis;
   private final Map<Outcome, Counter> runs = new EnumMap<>(Outcome.class);
-  private long renewTimer = -1;
-  private boolean holding;
-  private boolean lostLogged;
+  /** The leases of this node's runs going on now. */
+  private final Set<Lease> held = new HashSet<>();
   private boolean running;
 
-  private SingletonJob(Vertx vertx, String job, long intervalMillis, RedisHealth health, Redis redis, JobLock lock,
-                       MeterRegistry registry) {
+  private SingletonJob(Vertx vertx, String job, long intervalMillis, RedisHealth health, Redis redis, String lockKey,
+                       String nodeToken, MeterRegistry registry) {
     this.vertx = vertx;
     this.job = job;
     this.intervalMillis = intervalMillis;
     this.health = health;
     this.redis = redis;
-    this.lock = lock;
+    this.lockKey = lockKey;
+    this.nodeToken = nodeToken;
     this.leaseMillis = health == null ? 0 : health.config().lockTtlSeconds() * 1000L;
     for (Outcome outcome : Outcome.values()) {
       runs.put(outcome, Counter.builder(Meters.JOB_RUNS)
@@ -90,12 +108,11 @@ public final class SingletonJob {
   public static SingletonJob create(Vertx vertx, String job, long intervalMillis, int nodeId, RedisHealth health,
                                     MeterRegistry registry) {
     if (health == null) {
-      return new SingletonJob(vertx, job, intervalMillis, null, null, null, registry);
+      return new SingletonJob(vertx, job, intervalMillis, null, null, null, null, registry);
     }
     AppConfig.Redis config = health.config();
-    Redis redis = RedisClients.create(vertx, config);
-    JobLock lock = new JobLock(redis, config, config.keyPrefix() + ":lock:" + job, "node-" + nodeId + "-" + UUID.randomUUID());
-    return new SingletonJob(vertx, job, intervalMillis, health, redis, lock, registry);
+    return new SingletonJob(vertx, job, intervalMillis, health, RedisClients.create(vertx, config),
+        config.keyPrefix() + ":lock:" + job, "node-" + nodeId, registry);
   }
 
   /**
@@ -112,10 +129,11 @@ public final class SingletonJob {
 
   /** One tick: the job's result, or empty when another node has this interval's run. */
   public <T> Future<Optional<T>> run(Supplier<Future<T>> work) {
-    if (lock == null) {
+    if (redis == null) {
       count(Outcome.RAN);
       return start(work).map(Optional::of);
     }
+    JobLock lock = new JobLock(redis, health.config(), lockKey, nodeToken + "-" + UUID.randomUUID());
     return lock.tryAcquire(leaseMillis).transform(acquired -> {
       if (acquired.failed()) {
         health.failed(RedisHealth.LOCK, acquired.cause());
@@ -136,18 +154,18 @@ public final class SingletonJob {
             .transform(ignored -> Future.succeededFuture(Optional.<T>empty()));
       }
       count(Outcome.RAN);
-      return runHolding(work);
+      return runHolding(new Lease(lock), work);
     });
   }
 
-  private <T> Future<Optional<T>> runHolding(Supplier<Future<T>> work) {
+  private <T> Future<Optional<T>> runHolding(Lease lease, Supplier<Future<T>> work) {
     long startedAt = System.nanoTime();
-    holding = true;
-    lostLogged = false;
-    renewTimer = vertx.setPeriodic(Math.max(1, leaseMillis / 3), id -> renew());
+    JobLock lock = lease.lock;
+    held.add(lease);
+    lease.renewTimer = vertx.setPeriodic(Math.max(1, leaseMillis / 3), id -> renew(lease));
     return start(work).transform(done -> {
-      vertx.cancelTimer(renewTimer);
-      holding = false;
+      vertx.cancelTimer(lease.renewTimer);
+      held.remove(lease);
       long claimMillis = intervalMillis * CLAIM_PERCENT / 100 - (System.nanoTime() - startedAt) / 1_000_000;
       Future<Boolean> after = done.succeeded() && claimMillis > 0 ? lock.renew(claimMillis) : lock.release();
       return after
@@ -156,15 +174,13 @@ public final class SingletonJob {
     });
   }
 
-  private void renew() {
-    if (!holding) {
-      return;
-    }
-    lock.renew(leaseMillis).onComplete(renewed -> {
-      if (holding && !lostLogged && (renewed.failed() || !renewed.result())) {
-        lostLogged = true;
+  private void renew(Lease lease) {
+    lease.lock.renew(leaseMillis).onComplete(renewed -> {
+      if (held.contains(lease) && !lease.lostLogged && (renewed.failed() || !renewed.result())) {
+        lease.lostLogged = true;
         log.warn("{} could not renew its lock {} ({}): another node may run the job at the same time, which costs "
-            + "duplicate work only", job, lock.key(), renewed.failed() ? renewed.cause().toString() : "its lease had run out");
+                + "duplicate work only", job, lockKey,
+            renewed.failed() ? renewed.cause().toString() : "its lease had run out");
       }
     });
   }
@@ -190,9 +206,12 @@ public final class SingletonJob {
     if (redis == null) {
       return Future.succeededFuture();
     }
-    vertx.cancelTimer(renewTimer);
-    Future<?> released = holding ? lock.release() : Future.succeededFuture();
-    holding = false;
-    return released.transform(ignored -> redis.close());
+    List<Future<Boolean>> released = new ArrayList<>();
+    for (Lease lease : held) {
+      vertx.cancelTimer(lease.renewTimer);
+      released.add(lease.lock.release());
+    }
+    held.clear();
+    return Future.join(released).transform(ignored -> redis.close());
   }
 }

@@ -124,6 +124,35 @@ class SingletonJobTest {
     assertThat(tick(1, b, () -> Future.succeededFuture("b ran"))).isEmpty();
   }
 
+  /**
+   * A run that lost its lease goes on while a later tick on the same node takes the lock again: the first run's end
+   * neither releases the second's lock nor stops its renewals.
+   */
+  @Test
+  void aRunThatLostItsLeaseLeavesTheLockOfTheNextRunOnItsNodeAlone() {
+    SingletonJob a = node(60_000, 3); // a lease of 3 s renewed every second
+    Promise<String> endFirst = Promise.promise();
+    Promise<Optional<String>> first = Promise.promise();
+    nodes.get(0).runOnContext(none -> a.run(() -> endFirst.future()).onComplete(first));
+    Await.until("the first run under way", Duration.ofSeconds(10), () -> a.runs(SingletonJob.Outcome.RAN) == 1);
+    redis.command("DEL ot:lock:test-job"); // its lease ran out: a stall, a failover
+    Promise<String> endSecond = Promise.promise();
+    Promise<Optional<String>> second = Promise.promise();
+    nodes.get(0).runOnContext(none -> a.run(() -> endSecond.future()).onComplete(second));
+    Await.until("the second run under way", Duration.ofSeconds(10), () -> a.runs(SingletonJob.Outcome.RAN) == 2);
+    String secondToken = redis.command("GET ot:lock:test-job");
+    assertThat(secondToken).startsWith("node-1-");
+
+    nodes.get(0).runOnContext(none -> endFirst.fail("database away"));
+    assertThat(first.future().toCompletionStage().handle((ok, failure) -> failure).toCompletableFuture().join())
+        .hasMessageContaining("database away");
+    assertThat(redis.command("GET ot:lock:test-job")).as("not released by the first run").isEqualTo(secondToken);
+    Await.sleep(4_000); // longer than a lease: without its renewals the second run's lock would be gone
+    assertThat(redis.command("GET ot:lock:test-job")).as("still the second run's, renewed").isEqualTo(secondToken);
+    nodes.get(0).runOnContext(none -> endSecond.complete("second"));
+    assertThat(await(second.future())).contains("second");
+  }
+
   @Test
   void aFailedRunReleasesTheLockSoAnotherNodeMayTryAtItsNextTick() {
     SingletonJob a = node(60_000, 30);
