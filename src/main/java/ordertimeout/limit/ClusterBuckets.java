@@ -5,7 +5,7 @@ import io.vertx.redis.client.Redis;
 import io.vertx.redis.client.Response;
 import ordertimeout.bus.PermitGrant;
 import ordertimeout.config.AppConfig;
-import ordertimeout.redis.RedisClients;
+import ordertimeout.redis.RedisClient;
 import ordertimeout.redis.Scripts;
 
 import java.util.List;
@@ -16,12 +16,12 @@ import java.util.List;
  * burst: each call passes its own.
  */
 final class ClusterBuckets {
-  private final Redis redis;
+  private final RedisClient redis;
   private final AppConfig.Redis config;
 
-  ClusterBuckets(Redis redis, AppConfig.Redis config) {
+  ClusterBuckets(RedisClient redis) {
     this.redis = redis;
-    this.config = config;
+    this.config = redis.config();
   }
 
   static String key(String prefix, String bucket) {
@@ -36,8 +36,9 @@ final class ClusterBuckets {
   Future<PermitGrant> take(String bucket, int ratePerSecond, int burst, int permits) {
     List<String> keys = List.of(key(config.keyPrefix(), bucket));
     List<String> args = List.of(Integer.toString(ratePerSecond), Integer.toString(burst), Integer.toString(permits));
-    Future<Response> call = Scripts.TOKEN_BUCKET.run(redis, keys, args);
-    return RedisClients.bounded(call, config)
+    Redis client = redis.current();
+    Future<Response> call = Scripts.TOKEN_BUCKET.run(client, keys, args);
+    return redis.bounded(client, call)
         .map(reply -> new PermitGrant(reply.get(0).toInteger(), reply.get(1).toLong()))
         .onFailure(late -> call.onSuccess(reply -> {
           int granted = reply.get(0).toInteger();
@@ -51,6 +52,6 @@ final class ClusterBuckets {
   Future<Void> giveBack(String bucket, int burst, int permits) {
     List<String> keys = List.of(key(config.keyPrefix(), bucket));
     List<String> args = List.of(Integer.toString(burst), Integer.toString(permits));
-    return RedisClients.bounded(Scripts.TOKEN_REFUND.run(redis, keys, args), config).mapEmpty();
+    return redis.call(client -> Scripts.TOKEN_REFUND.run(client, keys, args)).mapEmpty();
   }
 }

@@ -3,12 +3,11 @@ package ordertimeout.limit;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.Message;
-import io.vertx.redis.client.Redis;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.PermitGrant;
 import ordertimeout.bus.PermitRequest;
 import ordertimeout.config.AppConfig;
-import ordertimeout.redis.RedisClients;
+import ordertimeout.redis.RedisClient;
 import ordertimeout.redis.RedisHealth;
 
 import java.util.HashMap;
@@ -30,7 +29,7 @@ public final class LimiterVerticle extends VerticleBase {
   private final AppConfig.Clients clients;
   private final RedisHealth redisHealth;
   private final Map<String, TokenBucket> buckets = new HashMap<>();
-  private Redis redis;
+  private RedisClient redis;
   private ClusterBuckets cluster;
 
   /** {@code redisHealth} is null when Redis is off: the buckets are this node's only. */
@@ -43,8 +42,8 @@ public final class LimiterVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     if (redisHealth != null) {
-      redis = RedisClients.create(vertx, redisHealth.config());
-      cluster = new ClusterBuckets(redis, redisHealth.config());
+      redis = new RedisClient(vertx, redisHealth.config());
+      cluster = new ClusterBuckets(redis);
     }
     return Future.join(
         vertx.eventBus().<PermitRequest>consumer(Addresses.LIMITER_ACQUIRE, this::acquire).completion(),

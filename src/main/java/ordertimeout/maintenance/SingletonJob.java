@@ -4,10 +4,9 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.redis.client.Redis;
 import ordertimeout.config.AppConfig;
 import ordertimeout.metrics.Meters;
-import ordertimeout.redis.RedisClients;
+import ordertimeout.redis.RedisClient;
 import ordertimeout.redis.RedisHealth;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -72,7 +71,7 @@ public final class SingletonJob {
   private final String job;
   private final long intervalMillis;
   private final RedisHealth health;
-  private final Redis redis;
+  private final RedisClient redis;
   private final String lockKey;
   private final String nodeToken;
   private final long leaseMillis;
@@ -81,8 +80,8 @@ public final class SingletonJob {
   private final Set<Lease> held = new HashSet<>();
   private boolean running;
 
-  private SingletonJob(Vertx vertx, String job, long intervalMillis, RedisHealth health, Redis redis, String lockKey,
-                       String nodeToken, MeterRegistry registry) {
+  private SingletonJob(Vertx vertx, String job, long intervalMillis, RedisHealth health, RedisClient redis,
+                       String lockKey, String nodeToken, MeterRegistry registry) {
     this.vertx = vertx;
     this.job = job;
     this.intervalMillis = intervalMillis;
@@ -111,7 +110,7 @@ public final class SingletonJob {
       return new SingletonJob(vertx, job, intervalMillis, null, null, null, null, registry);
     }
     AppConfig.Redis config = health.config();
-    return new SingletonJob(vertx, job, intervalMillis, health, RedisClients.create(vertx, config),
+    return new SingletonJob(vertx, job, intervalMillis, health, new RedisClient(vertx, config),
         config.keyPrefix() + ":lock:" + job, "node-" + nodeId, registry);
   }
 
@@ -133,7 +132,7 @@ public final class SingletonJob {
       count(Outcome.RAN);
       return start(work).map(Optional::of);
     }
-    JobLock lock = new JobLock(redis, health.config(), lockKey, nodeToken + "-" + UUID.randomUUID());
+    JobLock lock = new JobLock(redis, lockKey, nodeToken + "-" + UUID.randomUUID());
     return lock.tryAcquire(leaseMillis).transform(acquired -> {
       if (acquired.failed()) {
         health.failed(RedisHealth.LOCK, acquired.cause());

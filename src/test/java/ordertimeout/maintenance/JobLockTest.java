@@ -1,9 +1,8 @@
 package ordertimeout.maintenance;
 
 import io.vertx.core.Vertx;
-import io.vertx.redis.client.Redis;
 import ordertimeout.config.AppConfig;
-import ordertimeout.redis.RedisClients;
+import ordertimeout.redis.RedisClient;
 import ordertimeout.support.Await;
 import ordertimeout.support.TestRedis;
 import org.junit.jupiter.api.AfterAll;
@@ -23,7 +22,7 @@ class JobLockTest {
   private static final long LEASE_MILLIS = 3_000;
   private TestRedis server;
   private Vertx vertx;
-  private Redis client;
+  private RedisClient client;
   private AppConfig.Redis config;
 
   @BeforeAll
@@ -32,7 +31,7 @@ class JobLockTest {
     vertx = Vertx.vertx();
     // a slow answer on a loaded machine is not an outage: every call here must reach Redis
     config = new AppConfig.Redis(server.url(), "ot", 5000, AppConfig.WhenUnreachable.LOCAL, 30);
-    client = RedisClients.create(vertx, config);
+    client = new RedisClient(vertx, config);
   }
 
   @AfterAll
@@ -42,7 +41,7 @@ class JobLockTest {
   }
 
   private JobLock lock(String key, String token) {
-    return new JobLock(client, config, key, token);
+    return new JobLock(client, key, token);
   }
 
   @Test

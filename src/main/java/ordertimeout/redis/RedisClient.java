@@ -1,0 +1,128 @@
+package ordertimeout.redis;
+
+import io.vertx.core.AsyncResult;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.RedisOptions;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
+import ordertimeout.config.AppConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+
+/**
+ * The service's pooled client to {@code redis.url}, every call bounded by {@code redis.timeoutMillis}. After a failover
+ * behind one host name, pooled connections may still reach the old server, now a replica or loading its data: every
+ * call on them fails, and the pool never drops them. So after a reply READONLY, LOADING or MASTERDOWN, or
+ * {@value #TIMEOUTS_BEFORE_REBUILD} timeouts in a row, the client is closed and built again: its connections are opened
+ * anew, to wherever the name leads now. Use from one context.
+ */
+public final class RedisClient {
+  static final int TIMEOUTS_BEFORE_REBUILD = 3;
+  /** Connections per client; they pipeline, so a few serve thousands of calls a second. */
+  private static final int POOL_SIZE = 4;
+  private static final int POOL_WAITING = 4096;
+  private static final List<String> NOT_SERVING = List.of("READONLY", "LOADING", "MASTERDOWN");
+  private static final Logger log = LoggerFactory.getLogger(RedisClient.class);
+
+  private final Vertx vertx;
+  private final AppConfig.Redis config;
+  private Redis current;
+  private int timeoutsInARow;
+  private long rebuilds;
+
+  public RedisClient(Vertx vertx, AppConfig.Redis config) {
+    this.vertx = vertx;
+    this.config = config;
+    this.current = build();
+  }
+
+  /** Connections are opened on first use and again after Redis comes back. */
+  private Redis build() {
+    RedisOptions options = new RedisOptions()
+        .setConnectionString(config.url())
+        .setMaxPoolSize(POOL_SIZE)
+        .setMaxPoolWaiting(POOL_WAITING);
+    options.getNetClientOptions().setConnectTimeout(config.timeoutMillis()).setTcpNoDelay(true);
+    return Redis.createClient(vertx, options);
+  }
+
+  public AppConfig.Redis config() {
+    return config;
+  }
+
+  /** The client calls go out on now; a caller that keeps the unbounded call passes it to {@link #bounded}. */
+  public Redis current() {
+    return current;
+  }
+
+  public Future<Response> send(Request request) {
+    return call(redis -> redis.send(request));
+  }
+
+  public Future<Response> call(Function<Redis, Future<Response>> call) {
+    Redis used = current;
+    return bounded(used, call.apply(used));
+  }
+
+  /** {@code call} sent on {@code used}, failed with a timeout when Redis has not answered within the bound. */
+  public <T> Future<T> bounded(Redis used, Future<T> call) {
+    return call.timeout(config.timeoutMillis(), TimeUnit.MILLISECONDS).onComplete(outcome -> look(used, outcome));
+  }
+
+  private void look(Redis used, AsyncResult<?> outcome) {
+    if (used != current) {
+      return;
+    }
+    if (outcome.succeeded()) {
+      timeoutsInARow = 0;
+      return;
+    }
+    Throwable failure = outcome.cause();
+    String notServing = notServing(failure);
+    if (notServing != null) {
+      rebuild(notServing + " reply");
+    } else if (failure instanceof TimeoutException && ++timeoutsInARow >= TIMEOUTS_BEFORE_REBUILD) {
+      rebuild(timeoutsInARow + " timeouts in a row");
+    }
+  }
+
+  /** READONLY, LOADING or MASTERDOWN when Redis answered so, also from inside a script; else null. */
+  private static String notServing(Throwable failure) {
+    String message = failure.getMessage();
+    if (message == null) {
+      return null;
+    }
+    for (String code : NOT_SERVING) {
+      if (message.startsWith(code) || message.contains("-" + code + " ")) {
+        return code;
+      }
+    }
+    return null;
+  }
+
+  private void rebuild(String why) {
+    Redis stale = current;
+    current = build();
+    timeoutsInARow = 0;
+    rebuilds++;
+    log.info("redis client rebuilt after {}: its connections may reach a server that no longer serves redis.url "
+        + "(a failover); new connections go to wherever the url leads now", why);
+    stale.close();
+  }
+
+  /** How often the client was built again; for tests. */
+  public long rebuilds() {
+    return rebuilds;
+  }
+
+  public Future<Void> close() {
+    return current.close();
+  }
+}

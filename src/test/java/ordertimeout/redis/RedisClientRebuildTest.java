@@ -1,0 +1,76 @@
+package ordertimeout.redis;
+
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Request;
+import ordertimeout.config.AppConfig;
+import ordertimeout.support.Await;
+import ordertimeout.support.TestRedis;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+
+import static ordertimeout.support.TestService.await;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A failover behind one host name leaves the pooled connections on the old server, now a replica: the client is
+ * built again after its READONLY reply, so that its old connections close and new ones are opened.
+ */
+class RedisClientRebuildTest {
+  private TestRedis server;
+  private TestRedis newPrimary;
+  private Vertx vertx;
+
+  @BeforeEach
+  void start() {
+    server = TestRedis.start();
+    newPrimary = TestRedis.start();
+    vertx = Vertx.vertx();
+  }
+
+  @AfterEach
+  void stop() {
+    await(vertx.close());
+    server.close();
+    newPrimary.close();
+  }
+
+  @Test
+  void aReadonlyReplyClosesThePooledConnectionsAndTheNextCallsGoOnNewOnes() {
+    // a slow answer on a loaded machine is not an outage
+    RedisClient client = new RedisClient(vertx,
+        new AppConfig.Redis(server.url(), "ot", 5000, AppConfig.WhenUnreachable.LOCAL, 30));
+    long connection = await(client.send(Request.cmd(Command.CLIENT).arg("ID"))).toLong();
+    assertThat(server.command("CLIENT LIST ID " + connection)).as("the pooled connection").contains("id=" + connection);
+
+    assertThat(server.command("REPLICAOF 127.0.0.1 " + newPrimary.port())).isEqualTo("+OK");
+    Throwable refused = client.send(Request.cmd(Command.SET).arg("k").arg("v")).toCompletionStage()
+        .handle((ok, failure) -> failure).toCompletableFuture().join();
+    assertThat(refused).as("a write on a replica").isNotNull();
+    assertThat(refused.getMessage()).containsAnyOf("READONLY", "LOADING", "MASTERDOWN");
+
+    assertThat(server.command("REPLICAOF NO ONE")).isEqualTo("+OK");
+    Await.until("the old connection closed", Duration.ofSeconds(10),
+        () -> server.command("CLIENT LIST ID " + connection).isEmpty());
+    assertThat(await(client.send(Request.cmd(Command.SET).arg("k").arg("v"))).toString()).isEqualTo("OK");
+  }
+
+  @Test
+  void threeTimeoutsInARowCloseThePooledConnectionsToo() {
+    RedisClient client = new RedisClient(vertx,
+        new AppConfig.Redis(server.url(), "ot", 300, AppConfig.WhenUnreachable.LOCAL, 30));
+    long connection = await(client.send(Request.cmd(Command.CLIENT).arg("ID"))).toLong();
+    assertThat(server.command("CLIENT PAUSE 3000 ALL")).isEqualTo("+OK");
+    for (int i = 0; i < RedisClient.TIMEOUTS_BEFORE_REBUILD; i++) {
+      Throwable late = client.send(Request.cmd(Command.PING)).toCompletionStage()
+          .handle((ok, failure) -> failure).toCompletableFuture().join();
+      assertThat(late).as("past the 300 ms bound").isInstanceOf(java.util.concurrent.TimeoutException.class);
+    }
+    Await.until("the old connection closed once the pause is over", Duration.ofSeconds(15),
+        () -> server.command("CLIENT LIST ID " + connection).isEmpty());
+    assertThat(await(client.send(Request.cmd(Command.PING))).toString()).isEqualTo("PONG");
+  }
+}
