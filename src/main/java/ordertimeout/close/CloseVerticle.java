@@ -216,8 +216,8 @@ public final class CloseVerticle extends VerticleBase {
 
   /**
    * The drain on shutdown: completes once no batch runs or waits here. A job waiting for close permits stops waiting
-   * from now on (they may not come before the drain's deadline, with Redis away under {@code deny}): its orders not
-   * closed yet stay UNPAID for the sweep or the next node.
+   * from now on (at a low close rate they may not come before the drain's deadline): its orders not closed yet stay
+   * UNPAID for the sweep or the next node.
    */
   public Future<Void> drain() {
     Promise<Void> idle = Promise.promise();

@@ -249,7 +249,8 @@ public record AppConfig(
   /**
    * Redis, shared by the nodes of a cluster for the cluster-wide token buckets and the singleton-job
    * locks; off while {@code url} is empty. {@code timeoutMillis}: a call that takes longer counts as
-   * Redis being unreachable; {@code whenUnreachable}: what the limiter does then; {@code lockTtlSeconds}:
+   * Redis being unreachable; {@code whenUnreachable}: what the limiter does for creates then (closes take the
+   * node's own bucket either way); {@code lockTtlSeconds}:
    * the lease of a job lock while its run goes on (renewed every third of it); {@code keyPrefix}: the
    * first part of every key this service writes ({@code <keyPrefix>:bucket:closes}).
    */
