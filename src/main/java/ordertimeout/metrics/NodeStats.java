@@ -389,7 +389,6 @@ public final class NodeStats {
     reconciliationRepaired.increment(repaired);
   }
 
-  /** Retention deleted {@code rows} of {@code table}. */
   /** A request answered 503 {@code code} without being served. */
   public void requestShed(String code) {
     requestsShed.computeIfAbsent(code, name -> Counter.builder(Meters.REQUESTS_SHED)
@@ -422,6 +421,7 @@ public final class NodeStats {
         .increment(attempts);
   }
 
+  /** Retention deleted {@code rows} of {@code table}. */
   public void retentionDeleted(String table, int rows) {
     retentionDeleted.computeIfAbsent(table, name -> Counter.builder(Meters.RETENTION_DELETED)
             .description("Rows the retention job deleted, by table")
