@@ -145,7 +145,7 @@ public final class Service {
     boolean clustered = config.kafka().enabled();
     LockedSkus lockedSkus = new LockedSkus(Duration.ofMillis(config.intake().lockedSkuMillis()));
     IntakeGroups groups = new IntakeGroups();
-    return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds, statusCache))
+    return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds, statusCache, owned))
         .compose(lease -> clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), config.clients(), redisHealth)))
         .compose(id -> vertx.deployVerticle(close))

@@ -12,6 +12,7 @@ import ordertimeout.store.NodeLeases.OtherNodes;
 import ordertimeout.store.NodeLeases.Taken;
 import ordertimeout.store.Pools;
 import ordertimeout.store.StatusCache;
+import ordertimeout.timer.OwnedShards;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,6 +33,9 @@ import java.util.concurrent.TimeUnit;
  * renewal that finds no other live lease lets the cache answer until the lease's end here; one that finds another
  * turns the cache off for good. A node that starts beside one whose cache is on waits until that one has turned it off
  * (at its next renewal) or its lease has run out, before it serves anything.
+ *
+ * <p>The lease claims the shards the node owns: each take and renewal writes them, and so does a write at once when
+ * the node gains or loses shards. A shard no live lease claims is swept by every node of a cluster (decision 0049).
  */
 public final class NodeIdLeaseVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(NodeIdLeaseVerticle.class);
@@ -48,6 +52,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   private final String holder = UUID.randomUUID().toString();
   private NodeLeases leases;
   private final StatusCache statusCache;
+  private final OwnedShards owned;
   private long renewTimer = -1;
   private boolean renewing;
   private boolean ours;
@@ -55,10 +60,11 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   private OtherNodes othersAtStart;
 
   public NodeIdLeaseVerticle(AppConfig config, PgConnectOptions connectOptions, LeasedOrderIds ids,
-                             StatusCache statusCache) {
+                             StatusCache statusCache, OwnedShards owned) {
     this.connectOptions = connectOptions;
     this.ids = ids;
     this.statusCache = statusCache;
+    this.owned = owned;
     this.nodeId = config.node().id();
     this.leaseMillis = config.node().leaseSeconds() * 1000L;
     this.webhooksFingerprint = config.events().webhooksFingerprint();
@@ -70,6 +76,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
     leases = new NodeLeases(Pools.shared(vertx, Pools.NODE_LEASE, connectOptions, 1, 1,
         new AppConfig.PoolWaits(renewalBound, renewalBound, AppConfig.PoolWaits.UNBOUNDED)),
         webhooksFingerprint);
+    owned.onChange(() -> context.runOnContext(changed -> claimShards()));
     return takeAtStart(null)
         .recover(failure -> failure instanceof NodeIdInUse ? Future.failedFuture(failure) : startWithoutLease(failure))
         .onSuccess(started -> renewTimer = vertx.setPeriodic(leaseMillis / 3, id -> renew()))
@@ -115,6 +122,16 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
     }
   }
 
+  /** A write that fails leaves the claim to the next renewal. */
+  private void claimShards() {
+    if (!ours || stopped) {
+      return;
+    }
+    leases.claimShards(nodeId, holder, owned.list())
+        .onFailure(failure -> log.warn("could not write this node's shards into its lease ({}); the next renewal does",
+            failure.toString()));
+  }
+
   private Future<Void> startWithoutLease(Throwable failure) {
     ids.databaseUnreachable(true);
     log.warn("could not take the lease on node.id {} at start ({}); creates answer 503 order_id_unavailable until a renewal "
@@ -147,7 +164,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
   private Future<Void> takeAtStart(HeldElsewhere seen) {
     long sentNanos = System.nanoTime();
     long highWater = ids.highWaterFor(leaseMillis);
-    return leases.take(nodeId, holder, leaseMillis, highWater, statusCache.on()).compose(take -> {
+    return leases.take(nodeId, holder, leaseMillis, highWater, statusCache.on(), owned.list()).compose(take -> {
       if (take.taken() != null) {
         othersAtStart = take.taken().others();
         hold(take.taken(), sentNanos);
@@ -205,7 +222,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
     long sentNanos = System.nanoTime();
     long highWater = ids.highWaterFor(leaseMillis);
     Future<Void> done = ours
-        ? leases.renew(nodeId, holder, leaseMillis, highWater, statusCache.on()).map(others -> {
+        ? leases.renew(nodeId, holder, leaseMillis, highWater, statusCache.on(), owned.list()).map(others -> {
             if (others != null) {
               ids.heldUntil(highWater, validUntil(sentNanos));
               seen(others, sentNanos);
@@ -219,7 +236,7 @@ public final class NodeIdLeaseVerticle extends VerticleBase {
             }
             return null;
           })
-        : leases.take(nodeId, holder, leaseMillis, highWater, statusCache.on()).map(take -> {
+        : leases.take(nodeId, holder, leaseMillis, highWater, statusCache.on(), owned.list()).map(take -> {
             if (take.taken() != null) {
               hold(take.taken(), sentNanos);
             } else {

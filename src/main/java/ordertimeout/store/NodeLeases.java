@@ -6,6 +6,7 @@ import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
 
 import java.time.OffsetDateTime;
+import java.util.Arrays;
 
 /** The leases on node ids in PostgreSQL; every lease time is the database's. */
 public final class NodeLeases {
@@ -42,9 +43,10 @@ public final class NodeLeases {
 
   /**
    * Takes the lease on {@code nodeId} for {@code holder} unless another holder's is live; {@code statusCacheOn}:
-   * whether this node answers reads from its status cache.
+   * whether this node answers reads from its status cache; {@code shards}: those it owns.
    */
-  public Future<Take> take(int nodeId, String holder, long leaseMillis, long highWaterMillis, boolean statusCacheOn) {
+  public Future<Take> take(int nodeId, String holder, long leaseMillis, long highWaterMillis, boolean statusCacheOn,
+                           int[] shards) {
     return pool.withTransaction(conn -> conn.query(Sql.NODE_LEASES_IN_TURN).execute()
         .compose(inTurn -> conn.preparedQuery(Sql.ADD_NODE_LEASE).execute(Tuple.of(nodeId)))
         .compose(added -> conn.preparedQuery(Sql.LOCK_NODE_LEASE).execute(Tuple.of(nodeId)))
@@ -56,7 +58,8 @@ public final class NodeLeases {
           }
           long previous = lease.getLong("id_high_water_millis");
           return conn.preparedQuery(Sql.TAKE_NODE_LEASE)
-              .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint, statusCacheOn))
+              .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint, statusCacheOn,
+                  boxed(shards)))
               .map(held -> {
                 Row row = held.iterator().next();
                 return new Take(new Taken(previous, row.getLong("id_high_water_millis"), OtherNodes.of(row)), null);
@@ -69,11 +72,17 @@ public final class NodeLeases {
    * more (another took it after it expired).
    */
   public Future<OtherNodes> renew(int nodeId, String holder, long leaseMillis, long highWaterMillis,
-                                  boolean statusCacheOn) {
+                                  boolean statusCacheOn, int[] shards) {
     return pool.withTransaction(conn -> conn.query(Sql.NODE_LEASES_IN_TURN).execute()
         .compose(inTurn -> conn.preparedQuery(Sql.RENEW_NODE_LEASE)
-            .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint, statusCacheOn)))
+            .execute(Tuple.of(nodeId, holder, leaseMillis, highWaterMillis, webhooksFingerprint, statusCacheOn,
+                boxed(shards))))
         .map(rows -> rows.rowCount() == 1 ? OtherNodes.of(rows.iterator().next()) : null));
+  }
+
+  /** Writes the shards {@code holder} owns now into its lease; nothing when the lease is not its own any more. */
+  public Future<Void> claimShards(int nodeId, String holder, int[] shards) {
+    return pool.preparedQuery(Sql.CLAIM_NODE_SHARDS).execute(Tuple.of(nodeId, holder, boxed(shards))).mapEmpty();
   }
 
   /** How many other nodes than {@code nodeId} have their status cache on ({@link Sql#COUNT_OTHER_STATUS_CACHES}). */
@@ -84,5 +93,9 @@ public final class NodeLeases {
 
   public Future<Void> release(int nodeId, String holder, long highWaterMillis) {
     return pool.preparedQuery(Sql.RELEASE_NODE_LEASE).execute(Tuple.of(nodeId, holder, highWaterMillis)).mapEmpty();
+  }
+
+  private static Integer[] boxed(int[] shards) {
+    return Arrays.stream(shards).boxed().toArray(Integer[]::new);
   }
 }

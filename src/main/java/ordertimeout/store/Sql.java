@@ -76,14 +76,15 @@ final class Sql {
   /**
    * The high-water mark only ever rises: to {@code highWater}, computed from the mark {@code $4} the node asks for.
    * {@code $5}: the fingerprint of the node's webhooks
-   * ({@link ordertimeout.config.AppConfig.Events#webhooksFingerprint}); {@code $6}: whether its status cache is on.
+   * ({@link ordertimeout.config.AppConfig.Events#webhooksFingerprint}); {@code $6}: whether its status cache is on;
+   * {@code $7}: the shards it owns.
    * Answers too how many other nodes there are ({@link #otherNodes}), and how many of them have their status cache on.
    */
   private static String holdNodeLease(String highWater, String condition) {
     return """
         UPDATE node_leases
         SET holder = $2, expires_at = now() + $3 * interval '1 millisecond', id_high_water_millis = %s,
-            renewed_at = now(), webhooks = $5, status_cache = $6
+            renewed_at = now(), webhooks = $5, status_cache = $6, shards = $7
         WHERE %s
         RETURNING id_high_water_millis, (%s) AS other_nodes, (%s AND o.status_cache) AS other_status_caches"""
         .formatted(highWater, condition, otherNodes("$3"), otherNodes("$3"));
@@ -101,6 +102,9 @@ final class Sql {
 
   /** Other nodes ({@link #otherNodes}, {@code $2} the lease) with their status cache on. */
   static final String COUNT_OTHER_STATUS_CACHES = otherNodes("$2") + " AND o.status_cache";
+
+  /** The shards holder {@code $2} of the lease on {@code $1} owns now: {@code $3}. */
+  static final String CLAIM_NODE_SHARDS = "UPDATE node_leases SET shards = $3 WHERE node_id = $1 AND holder = $2";
 
   /** Frees the lease at once and leaves the exact last millisecond of its ids to the next holder. */
   static final String RELEASE_NODE_LEASE = """

@@ -26,6 +26,7 @@ public final class OwnedShards {
   /** The number of the last gain; {@code gainedIn[shard]}: that of the gain which gave this node the shard last. */
   private long gains = FROM_THE_START;
   private final long[] gainedIn;
+  private volatile Runnable onChange = () -> { };
 
   private OwnedShards(int shards, BitSet owned, boolean assigned) {
     this.owned = owned;
@@ -56,6 +57,11 @@ public final class OwnedShards {
     return this;
   }
 
+  /** Called after each gain or loss of shards, on the thread that made it. */
+  public void onChange(Runnable listener) {
+    onChange = listener;
+  }
+
   public boolean owns(int shard) {
     return owned.get(shard);
   }
@@ -76,12 +82,14 @@ public final class OwnedShards {
     owned = with(owned, gained, true);
     loaded = with(loaded, gained, false);
     assigned = true;
+    onChange.run();
     return gain;
   }
 
   public synchronized void remove(int[] lost) {
     owned = with(owned, lost, false);
     loaded = with(loaded, lost, false);
+    onChange.run();
   }
 
   public boolean isLoaded(int shard) {

@@ -100,7 +100,7 @@ class NodeLeaseWaitTest {
 
   /** A take under way, waiting for a lock in the statement that holds {@code statementPart}. */
   private Future<Take> takeWaitingFor(String statementPart) {
-    Future<Take> take = leases.take(NODE_ID, "this-instance", 10_000, 0, false);
+    Future<Take> take = leases.take(NODE_ID, "this-instance", 10_000, 0, false, new int[0]);
     Await.until("the take waiting", SAFETY, () -> ordertimeout.support.Sql.count("SELECT count(*) FROM "
         + "pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ?", "%" + statementPart + "%") == 1);
     return take;

@@ -55,7 +55,8 @@ class NodeLeasesInTurnTest {
     ordertimeout.support.Sql.rows(connection, Sql.NODE_LEASES_IN_TURN);
     ordertimeout.support.Sql.rows(connection, Sql.ADD_NODE_LEASE.replace("$1", Integer.toString(nodeId)));
     String take = Sql.TAKE_NODE_LEASE.replace("$1", Integer.toString(nodeId)).replace("$2", "'test'")
-        .replace("$3", "10000").replace("$4", "0").replace("$5", "'none'").replace("$6", "true");
+        .replace("$3", "10000").replace("$4", "0").replace("$5", "'none'").replace("$6", "true")
+        .replace("$7", "'{}'");
     return ((Number) ordertimeout.support.Sql.rows(connection, take).get(0).get("other_nodes")).longValue();
   }
 }
