@@ -135,7 +135,11 @@ public record AppConfig(
    */
   public record Close(int maxAttempts, int backoffMillis, int maxInFlight, int parkAfterFailures, int yieldToCreatesAboveMillis) {}
 
-  public record Sweep(int intervalSeconds, int graceSeconds, int pageSize) {}
+  /**
+   * In a cluster the sweep also covers the shards no live lease claims, taking their orders once overdue by more than
+   * {@code unclaimedGraceSeconds} (decision 0049).
+   */
+  public record Sweep(int intervalSeconds, int graceSeconds, int pageSize, int unclaimedGraceSeconds) {}
 
   /**
    * Operators' bulk actions (bulk-close, bulk-extend): {@code batchSize} orders per transaction, {@code batchPauseMillis}
@@ -361,7 +365,8 @@ public record AppConfig(
         new Sweep(
             source.integer("sweep.intervalSeconds", 5, 1, 3600),
             source.integer("sweep.graceSeconds", 2, 0, 3600),
-            source.integer("sweep.pageSize", 1000, 1, 100_000)),
+            source.integer("sweep.pageSize", 1000, 1, 100_000),
+            source.integer("sweep.unclaimedGraceSeconds", 30, 0, 3600)),
         reconciliation(source),
         retention(source, orders),
         new Limits(

@@ -231,6 +231,19 @@ public final class DeadlineStore {
     });
   }
 
+  /** The shards below {@code shardCount} that no live lease claims ({@link Sql#UNCLAIMED_SHARDS}). */
+  public Future<int[]> unclaimedShards(int shardCount) {
+    return pool.preparedQuery(Sql.UNCLAIMED_SHARDS).execute(Tuple.of(shardCount))
+        .map(rows -> {
+          int[] shards = new int[rows.size()];
+          int i = 0;
+          for (Row row : rows) {
+            shards[i++] = row.getInteger("shard");
+          }
+          return shards;
+        });
+  }
+
   /** A page of one shard's unpaid orders overdue by more than {@code graceSeconds}. */
   public Future<OverduePage> overduePage(int shard, int graceSeconds, PageCursor after, int limit) {
     return overdue(Sql.OVERDUE_PAGE, shard, graceSeconds, after, limit);

@@ -106,6 +106,15 @@ final class Sql {
   /** The shards holder {@code $2} of the lease on {@code $1} owns now: {@code $3}. */
   static final String CLAIM_NODE_SHARDS = "UPDATE node_leases SET shards = $3 WHERE node_id = $1 AND holder = $2";
 
+  /**
+   * The shards below {@code $1} (the shard count) that no live lease claims, by the database clock: in a cluster, those
+   * of a node that died while the broker was away, which no other node owns until the broker is back.
+   */
+  static final String UNCLAIMED_SHARDS = """
+      SELECT s.shard FROM generate_series(0, $1::int - 1) AS s (shard)
+      WHERE NOT EXISTS (SELECT 1 FROM node_leases WHERE expires_at > now() AND s.shard = ANY (shards))
+      ORDER BY s.shard""";
+
   /** Frees the lease at once and leaves the exact last millisecond of its ids to the next holder. */
   static final String RELEASE_NODE_LEASE = """
       UPDATE node_leases SET expires_at = now(), id_high_water_millis = $3, renewed_at = now(), status_cache = false

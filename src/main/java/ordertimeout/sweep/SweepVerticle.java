@@ -18,6 +18,9 @@ import ordertimeout.timer.OwnedShards;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.Arrays;
+import java.util.function.IntPredicate;
+
 /**
  * The compensation sweep: every {@code sweep.intervalSeconds}, finds the owned shards with unpaid orders overdue by
  * more than {@code sweep.graceSeconds} (one statement), pages through those orders and feeds them to the same
@@ -26,6 +29,11 @@ import org.slf4j.LoggerFactory;
  * timeout closes on the sweep path. Parked orders are not paged (the parked gauge and alarm show them). Each pass is
  * metered: {@value Meters#SWEEP_RUNS} (runs, duration), {@value Meters#SWEEP_FOUND} (found), {@value Meters#SWEEP_CATCHES}
  * (closed).
+ *
+ * <p>In a cluster a pass then covers, the same way, the shards that no node with a live lease claims (decision 0049):
+ * shard ownership lives in the Kafka group, so while the broker is away the shards of a node that dies have no owner,
+ * but its lease runs out in PostgreSQL. Their orders are taken once overdue by more than
+ * {@code sweep.unclaimedGraceSeconds}; while every shard is claimed this costs one small query a pass.
  */
 public final class SweepVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(SweepVerticle.class);
@@ -42,6 +50,8 @@ public final class SweepVerticle extends VerticleBase {
   private boolean sweeping;
   private int skippedInARow;
   private boolean stopped;
+  /** The shards no live lease claimed at the last pass that looked, which this node does not own; for the log. */
+  private int[] unclaimedLastSeen = new int[0];
 
   public SweepVerticle(AppConfig config, PgConnectOptions connectOptions, OwnedShards owned, NodeStats stats) {
     this.config = config;
@@ -54,15 +64,12 @@ public final class SweepVerticle extends VerticleBase {
   private static final class Found {
     /** False for the pass that runs after {@value SweepVerticle#MAX_PASSES_SKIPPED_IN_A_ROW} left out: it goes through. */
     final boolean mayStopForQueue;
-    /** How long past its deadline an order must be for this pass to take it. */
-    final int graceSeconds;
     long closes;
     long reminders;
     boolean stoppedForQueue;
 
-    Found(boolean mayStopForQueue, int graceSeconds) {
+    Found(boolean mayStopForQueue) {
       this.mayStopForQueue = mayStopForQueue;
-      this.graceSeconds = graceSeconds;
     }
   }
 
@@ -97,7 +104,9 @@ public final class SweepVerticle extends VerticleBase {
    * {@code sweep.intervalSeconds}, plus how long the passes between ran past their ticks and that pass takes to reach
    * the order's shard. Through batches still queued when it begins, that pass takes only what was overdue before the
    * oldest of them ({@link #graceSeconds()}): an order due since waits until the batches queued before its deadline
-   * have run, or for the first pass after the queue.
+   * have run, or for the first pass after the queue. The shards no live lease claims come after the owned ones in the
+   * same pass and under the same bound, with {@code sweep.unclaimedGraceSeconds} for the grace, not lengthened by the
+   * queue: their orders are in no wheel here, so not in the batches queued.
    */
   private void sweepOnce() {
     if (sweeping) {
@@ -111,9 +120,13 @@ public final class SweepVerticle extends VerticleBase {
     boolean forced = skippedInARow >= MAX_PASSES_SKIPPED_IN_A_ROW;
     sweeping = true;
     long started = System.nanoTime();
-    Found found = new Found(!forced, graceSeconds());
-    store.shardsWithOverdue(owned.list(), found.graceSeconds)
-        .compose(overdue -> sweepShardsFrom(0, 0, overdue, found))
+    Found found = new Found(!forced);
+    int graceSeconds = graceSeconds();
+    store.shardsWithOverdue(owned.list(), graceSeconds)
+        .compose(overdue -> sweepShardsFrom(0, 0, overdue, owned::owns, graceSeconds, found))
+        .compose(closed -> config.kafka().enabled()
+            ? sweepUnclaimed(found).map(closedUnclaimed -> closed + closedUnclaimed)
+            : Future.succeededFuture(closed))
         .onFailure(failure -> log.warn("sweep pass failed, the next pass retries it: {}", failure.toString()))
         .onSuccess(closed -> {
           if (closed > 0) {
@@ -147,27 +160,68 @@ public final class SweepVerticle extends VerticleBase {
     return (int) Math.min(Integer.MAX_VALUE, config.sweep().graceSeconds() + (queuedFor + 999) / 1000);
   }
 
-  /** Pages through the shards {@code overdue} names, from {@code shard} on: each one's closes, then its reminders. */
-  private Future<Integer> sweepShardsFrom(int shard, int closedSoFar, OverdueShards overdue, Found found) {
+  /**
+   * The shards no live lease claims that this node does not own, swept as the owned ones are but with
+   * {@code sweep.unclaimedGraceSeconds}, reminders included. Every other node sweeps the same shards meanwhile: each
+   * close (and reminder) is a compare-and-set in PostgreSQL, so each order still closes once.
+   */
+  private Future<Integer> sweepUnclaimed(Found found) {
+    if (stopped || found.stoppedForQueue) {
+      return Future.succeededFuture(0);
+    }
+    int graceSeconds = config.sweep().unclaimedGraceSeconds();
+    return store.unclaimedShards(config.database().shards()).compose(unclaimed -> {
+      int[] notOwned = Arrays.stream(unclaimed).filter(shard -> !owned.owns(shard)).toArray();
+      logWhenChanged(notOwned);
+      if (notOwned.length == 0) {
+        return Future.succeededFuture(0);
+      }
+      return store.shardsWithOverdue(notOwned, graceSeconds)
+          .compose(overdue -> sweepShardsFrom(0, 0, overdue, shard -> !owned.owns(shard), graceSeconds, found));
+    });
+  }
+
+  private void logWhenChanged(int[] unclaimed) {
+    if (Arrays.equals(unclaimed, unclaimedLastSeen)) {
+      return;
+    }
+    if (unclaimed.length > 0) {
+      log.warn("shards {} are claimed by no live node's lease: this node's sweep covers them too, closing their orders "
+          + "overdue by more than {} s", Arrays.toString(unclaimed), config.sweep().unclaimedGraceSeconds());
+    } else {
+      log.info("every shard is claimed by a live node's lease again");
+    }
+    unclaimedLastSeen = unclaimed;
+  }
+
+  /**
+   * Pages through the shards {@code overdue} names, from {@code shard} on, that are still {@code sweptHere}: each one's
+   * closes, then its reminders, of orders overdue by more than {@code graceSeconds}.
+   */
+  private Future<Integer> sweepShardsFrom(int shard, int closedSoFar, OverdueShards overdue, IntPredicate sweptHere,
+                                          int graceSeconds, Found found) {
     if (shard >= config.database().shards() || stopped || found.stoppedForQueue) {
       return Future.succeededFuture(closedSoFar);
     }
     boolean closes = overdue.closes().contains(shard);
     boolean reminders = overdue.reminders().contains(shard);
-    if (!owned.owns(shard) || !closes && !reminders) { // owned when the pass began, maybe not any more
-      return sweepShardsFrom(shard + 1, closedSoFar, overdue, found);
+    // owned (or not) when the pass began, maybe not any more
+    if (!sweptHere.test(shard) || !closes && !reminders) {
+      return sweepShardsFrom(shard + 1, closedSoFar, overdue, sweptHere, graceSeconds, found);
     }
-    return (closes ? sweepShard(shard, PageCursor.START, 0, store::overduePage, Addresses.CLOSE_DUE, found)
-                   : Future.succeededFuture(0))
+    return (closes
+            ? sweepShard(shard, PageCursor.START, 0, store::overduePage, Addresses.CLOSE_DUE, graceSeconds, found)
+            : Future.succeededFuture(0))
         .compose(closed -> (reminders
-            ? sweepShard(shard, PageCursor.START, 0, store::overdueRemindersPage, Addresses.REMIND_DUE, found)
+            ? sweepShard(shard, PageCursor.START, 0, store::overdueRemindersPage, Addresses.REMIND_DUE, graceSeconds,
+                found)
             : Future.succeededFuture(0))
             .map(reminded -> closed))
         .recover(failure -> {
           log.warn("sweep of shard {} failed, the next pass retries it: {}", shard, failure.toString());
           return Future.succeededFuture(0);
         })
-        .compose(closed -> sweepShardsFrom(shard + 1, closedSoFar + closed, overdue, found));
+        .compose(closed -> sweepShardsFrom(shard + 1, closedSoFar + closed, overdue, sweptHere, graceSeconds, found));
   }
 
   private interface OverdueQuery {
@@ -176,13 +230,13 @@ public final class SweepVerticle extends VerticleBase {
 
   /** Hands every page of the query's overdue orders of one shard to {@code address}; returns how many it handled. */
   private Future<Integer> sweepShard(int shard, PageCursor after, int handledSoFar, OverdueQuery query, String address,
-                                     Found found) {
+                                     int graceSeconds, Found found) {
     if (found.mayStopForQueue && stats.closeQueued() > 0) {
       found.stoppedForQueue = true;
       return Future.succeededFuture(handledSoFar);
     }
     int pageSize = config.sweep().pageSize();
-    return query.page(shard, found.graceSeconds, after, pageSize).compose(page -> {
+    return query.page(shard, graceSeconds, after, pageSize).compose(page -> {
       if (page.ids().length == 0) {
         return Future.succeededFuture(handledSoFar);
       }
@@ -200,7 +254,7 @@ public final class SweepVerticle extends VerticleBase {
           })
           .compose(handled -> page.ids().length < pageSize
               ? Future.succeededFuture(handledSoFar + handled)
-              : sweepShard(shard, page.next(), handledSoFar + handled, query, address, found));
+              : sweepShard(shard, page.next(), handledSoFar + handled, query, address, graceSeconds, found));
     });
   }
 }
