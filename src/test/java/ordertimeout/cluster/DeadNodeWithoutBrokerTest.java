@@ -53,7 +53,8 @@ class DeadNodeWithoutBrokerTest {
         victimApi.createOrders(ORDERS, TIMEOUT_SECONDS, SKU);
         Set<Integer> shardsOfOrders = Sql.rows("SELECT shard FROM orders").stream()
             .map(row -> ((Number) row.get("shard")).intValue()).collect(Collectors.toSet());
-        assertThat(shardsOfOrders).as("minted on the victim's shards").doesNotContainAnyElementsOf(survivor.ownedShards());
+        assertThat(shardsOfOrders).as("minted on the victim's shards")
+            .doesNotContainAnyElementsOf(survivor.ownedShards());
 
         broker.stop();
         victim.kill();
@@ -63,7 +64,8 @@ class DeadNodeWithoutBrokerTest {
         Await.until("the victim's orders closed by the survivor, the broker still away",
             Duration.ofSeconds(TIMEOUT_SECONDS).plus(LATENESS_BOUND),
             () -> Sql.count("SELECT count(*) FROM orders WHERE status = 'CLOSED'") == ORDERS);
-        long latestMillis = Sql.count("SELECT max(extract(epoch FROM closed_at - close_at) * 1000)::bigint FROM orders");
+        long latestMillis =
+            Sql.count("SELECT max(extract(epoch FROM closed_at - close_at) * 1000)::bigint FROM orders");
         assertThat(Duration.ofMillis(latestMillis)).as("the latest close's lateness").isLessThan(LATENESS_BOUND);
         assertThat(Sql.count("SELECT count(DISTINCT order_id) FROM order_log WHERE event = 'CLOSED'"))
             .as("closed, each once").isEqualTo(ORDERS);
