@@ -137,7 +137,7 @@ public record AppConfig(
 
   /**
    * In a cluster the sweep also covers the shards no live lease claims, taking their orders once overdue by more than
-   * {@code unclaimedGraceSeconds} (decision 0049).
+   * {@code unclaimedGraceSeconds} (decision 0050).
    */
   public record Sweep(int intervalSeconds, int graceSeconds, int pageSize, int unclaimedGraceSeconds) {}
 

@@ -30,7 +30,7 @@ import java.util.function.IntPredicate;
  * metered: {@value Meters#SWEEP_RUNS} (runs, duration), {@value Meters#SWEEP_FOUND} (found), {@value Meters#SWEEP_CATCHES}
  * (closed).
  *
- * <p>In a cluster a pass then covers, the same way, the shards that no node with a live lease claims (decision 0049):
+ * <p>In a cluster a pass then covers, the same way, the shards that no node with a live lease claims (decision 0050):
  * shard ownership lives in the Kafka group, so while the broker is away the shards of a node that dies have no owner,
  * but its lease runs out in PostgreSQL. Their orders are taken once overdue by more than
  * {@code sweep.unclaimedGraceSeconds}; while every shard is claimed this costs one small query a pass.

@@ -21,7 +21,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A node that dies while the broker is away keeps its shards in the group until the broker is back, but its lease runs
- * out in PostgreSQL: the other node's sweep then covers its shards (decision 0049) and closes its orders within
+ * out in PostgreSQL: the other node's sweep then covers its shards (decision 0050) and closes its orders within
  * {@code node.leaseSeconds} + {@code sweep.unclaimedGraceSeconds} + {@code sweep.intervalSeconds} and a pass of their
  * deadlines, while the broker is still away. A broker of its own, stopped for good; 3 s leases, a 3 s grace.
  */

@@ -34,7 +34,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * In a cluster the lease of a node claims the shards it owns, and each node's sweep also covers the shards no live
- * lease claims (decision 0049): while the broker is away, a node that dies keeps its shards in the Kafka group, but its
+ * lease claims (decision 0050): while the broker is away, a node that dies keeps its shards in the Kafka group, but its
  * lease runs out in PostgreSQL. The node here is a lease, a close and a sweep in cluster mode with no broker (none of
  * them talks to one), its ownership set by hand; the other nodes are lease rows written by hand.
  */
