@@ -302,7 +302,10 @@ public record AppConfig(
       Set.of("ORDER_CREATED", "ORDER_PAID", "ORDER_CLOSED", "ORDER_CLOSE_REMINDER", "ORDER_DEADLINE_EXTENDED",
           "ORDER_LATE_PAYMENT");
 
-  /** {@code LOCAL}: this node's own bucket decides (the default); {@code DENY}: no permits until Redis answers. */
+  /**
+   * For the creates while Redis is unreachable: {@code LOCAL}, this node's own bucket decides (the default);
+   * {@code DENY}, none is granted (503) until Redis answers. The closes always take this node's own bucket.
+   */
   public enum WhenUnreachable { LOCAL, DENY }
 
   /** The level names logback accepts; anything else is refused rather than silently read as DEBUG. */

@@ -19,10 +19,10 @@ import org.slf4j.LoggerFactory;
  * the partitions of the next {@code retention.partitionsAhead} days, then takes out each partition whose range ended
  * more than {@code retention.ordersDays} ago and holds no unpaid order ({@link OrderPartitions#dropFinished}). Runs at
  * start too, so a node started after a long stop creates today's partition before it takes orders. With Redis on, one
- * node of the cluster runs it per interval ({@link SingletonJob}); two at once are safe: a create of the same
- * partitions waits for the other's transaction, then finds them made (IF NOT EXISTS); a drop of the same old
- * partition fails (its detach waits past its lock timeout, or finds the partition gone), its transaction is rolled
- * back and the run logs a WARN; the next run finds nothing left to do.
+ * node of the cluster runs it per interval ({@link SingletonJob}); two at once are safe: when both create the same
+ * partitions or take out the same old one, the second may fail (it waits past its lock timeout, or finds the
+ * partition made or gone meanwhile: IF NOT EXISTS is checked before the lock), its transaction is rolled back and the
+ * run logs a WARN; the next run finds nothing left to do.
  */
 public final class PartitionsVerticle extends VerticleBase {
   public static final String JOB = "partitions";
