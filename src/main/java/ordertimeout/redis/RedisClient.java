@@ -11,6 +11,7 @@ import ordertimeout.config.AppConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -21,10 +22,14 @@ import java.util.function.Function;
  * behind one host name, pooled connections may still reach the old server, now a replica or loading its data: every
  * call on them fails, and the pool never drops them. So after a reply READONLY, LOADING or MASTERDOWN, or
  * {@value #TIMEOUTS_BEFORE_REBUILD} timeouts in a row, the client is closed and built again: its connections are opened
- * anew, to wherever the name leads now. Use from one context.
+ * anew, to wherever the name leads now. While an outage lasts the client is rebuilt at most once every
+ * {@value #SECONDS_BETWEEN_REBUILDS} s, and only the first rebuild of a run is logged at INFO. Use from one context.
  */
 public final class RedisClient {
   static final int TIMEOUTS_BEFORE_REBUILD = 3;
+  static final int SECONDS_BETWEEN_REBUILDS = 10;
+  /** A rebuild this soon after the last one belongs to the same outage: it is logged at DEBUG. */
+  private static final long SAME_RUN_NANOS = TimeUnit.MINUTES.toNanos(1);
   /** Connections per client; they pipeline, so a few serve thousands of calls a second. */
   private static final int POOL_SIZE = 4;
   private static final int POOL_WAITING = 4096;
@@ -33,13 +38,22 @@ public final class RedisClient {
 
   private final Vertx vertx;
   private final AppConfig.Redis config;
+  private final long nanosBetweenRebuilds;
   private Redis current;
+  private boolean answeredSinceBuilt;
   private int timeoutsInARow;
+  private long lastRebuildNanos;
   private long rebuilds;
 
   public RedisClient(Vertx vertx, AppConfig.Redis config) {
+    this(vertx, config, Duration.ofSeconds(SECONDS_BETWEEN_REBUILDS));
+  }
+
+  /** Tests make the time between rebuilds short. */
+  RedisClient(Vertx vertx, AppConfig.Redis config, Duration timeBetweenRebuilds) {
     this.vertx = vertx;
     this.config = config;
+    this.nanosBetweenRebuilds = timeBetweenRebuilds.toNanos();
     this.current = build();
   }
 
@@ -81,6 +95,7 @@ public final class RedisClient {
       return;
     }
     if (outcome.succeeded()) {
+      answeredSinceBuilt = true;
       timeoutsInARow = 0;
       return;
     }
@@ -88,7 +103,8 @@ public final class RedisClient {
     String notServing = notServing(failure);
     if (notServing != null) {
       rebuild(notServing + " reply");
-    } else if (failure instanceof TimeoutException && ++timeoutsInARow >= TIMEOUTS_BEFORE_REBUILD) {
+    } else if (failure instanceof TimeoutException && answeredSinceBuilt
+        && ++timeoutsInARow >= TIMEOUTS_BEFORE_REBUILD) {
       rebuild(timeoutsInARow + " timeouts in a row");
     }
   }
@@ -108,12 +124,25 @@ public final class RedisClient {
   }
 
   private void rebuild(String why) {
+    long now = System.nanoTime();
+    boolean sameRun = rebuilds > 0 && now - lastRebuildNanos < SAME_RUN_NANOS;
+    if (rebuilds > 0 && now - lastRebuildNanos < nanosBetweenRebuilds) {
+      log.debug("redis client not rebuilt after {}: it was rebuilt less than {} ms ago", why,
+          TimeUnit.NANOSECONDS.toMillis(nanosBetweenRebuilds));
+      return;
+    }
     Redis stale = current;
     current = build();
+    answeredSinceBuilt = false;
     timeoutsInARow = 0;
+    lastRebuildNanos = now;
     rebuilds++;
-    log.info("redis client rebuilt after {}: its connections may reach a server that no longer serves redis.url "
-        + "(a failover); new connections go to wherever the url leads now", why);
+    if (sameRun) {
+      log.debug("redis client rebuilt again after {}", why);
+    } else {
+      log.info("redis client rebuilt after {}: its connections may reach a server that no longer serves redis.url "
+          + "(a failover); new connections go to wherever the url leads now", why);
+    }
     stale.close();
   }
 

@@ -1,5 +1,6 @@
 package ordertimeout.redis;
 
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Request;
@@ -11,13 +12,15 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.concurrent.TimeoutException;
 
 import static ordertimeout.support.TestService.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A failover behind one host name leaves the pooled connections on the old server, now a replica: the client is
- * built again after its READONLY reply, so that its old connections close and new ones are opened.
+ * built again after its READONLY reply, so that its old connections close and new ones are opened. Three timeouts in a
+ * row do the same; an outage rebuilds it at most once every {@value RedisClient#SECONDS_BETWEEN_REBUILDS} s.
  */
 class RedisClientRebuildTest {
   private TestRedis server;
@@ -51,11 +54,23 @@ class RedisClientRebuildTest {
         .handle((ok, failure) -> failure).toCompletableFuture().join();
     assertThat(refused).as("a write on a replica").isNotNull();
     assertThat(refused.getMessage()).containsAnyOf("READONLY", "LOADING", "MASTERDOWN");
+    assertThat(client.rebuilds()).isEqualTo(1);
 
     assertThat(server.command("REPLICAOF NO ONE")).isEqualTo("+OK");
     Await.until("the old connection closed", Duration.ofSeconds(10),
         () -> server.command("CLIENT LIST ID " + connection).isEmpty());
     assertThat(await(client.send(Request.cmd(Command.SET).arg("k").arg("v"))).toString()).isEqualTo("OK");
+  }
+
+  @Test
+  void aSecondNotServingReplyWithinTheTimeBetweenRebuildsDoesNotRebuildAgain() {
+    RedisClient client = new RedisClient(vertx, settings(5000));
+    assertThat(server.command("REPLICAOF 127.0.0.1 " + newPrimary.port())).isEqualTo("+OK");
+    for (int i = 0; i < 2; i++) {
+      Throwable refused = failureOf(client.send(Request.cmd(Command.SET).arg("k").arg("v")));
+      assertThat(refused.getMessage()).containsAnyOf("READONLY", "LOADING", "MASTERDOWN");
+    }
+    assertThat(client.rebuilds()).as("rebuilt after the first reply only").isEqualTo(1);
   }
 
   @Test
@@ -72,5 +87,13 @@ class RedisClientRebuildTest {
     Await.until("the old connection closed once the pause is over", Duration.ofSeconds(15),
         () -> server.command("CLIENT LIST ID " + connection).isEmpty());
     assertThat(await(client.send(Request.cmd(Command.PING))).toString()).isEqualTo("PONG");
+  }
+
+  private AppConfig.Redis settings(int timeoutMillis) {
+    return new AppConfig.Redis(server.url(), "ot", timeoutMillis, AppConfig.WhenUnreachable.LOCAL, 30);
+  }
+
+  private static Throwable failureOf(Future<?> call) {
+    return call.toCompletionStage().handle((ok, failure) -> failure).toCompletableFuture().join();
   }
 }
