@@ -42,6 +42,7 @@ public final class RedisClient {
   private Redis current;
   private boolean answeredSinceBuilt;
   private int timeoutsInARow;
+  private long lastCountedTimeoutNanos;
   private long lastRebuildNanos;
   private long rebuilds;
 
@@ -55,6 +56,7 @@ public final class RedisClient {
     this.config = config;
     this.nanosBetweenRebuilds = timeBetweenRebuilds.toNanos();
     this.current = build();
+    this.lastCountedTimeoutNanos = System.nanoTime();
   }
 
   /** Connections are opened on first use and again after Redis comes back. */
@@ -87,10 +89,12 @@ public final class RedisClient {
 
   /** {@code call} sent on {@code used}, failed with a timeout when Redis has not answered within the bound. */
   public <T> Future<T> bounded(Redis used, Future<T> call) {
-    return call.timeout(config.timeoutMillis(), TimeUnit.MILLISECONDS).onComplete(outcome -> look(used, outcome));
+    long sentNanos = System.nanoTime();
+    return call.timeout(config.timeoutMillis(), TimeUnit.MILLISECONDS)
+        .onComplete(outcome -> look(used, sentNanos, outcome));
   }
 
-  private void look(Redis used, AsyncResult<?> outcome) {
+  private void look(Redis used, long sentNanos, AsyncResult<?> outcome) {
     if (used != current) {
       return;
     }
@@ -103,10 +107,22 @@ public final class RedisClient {
     String notServing = notServing(failure);
     if (notServing != null) {
       rebuild(notServing + " reply");
-    } else if (failure instanceof TimeoutException && answeredSinceBuilt
+    } else if (failure instanceof TimeoutException && countsAsATimeoutInARow(sentNanos)
         && ++timeoutsInARow >= TIMEOUTS_BEFORE_REBUILD) {
       rebuild(timeoutsInARow + " timeouts in a row");
     }
+  }
+
+  /**
+   * Only a call sent after the last counted timeout fired counts, so that calls sent together and timed out by one
+   * hiccup count once. A client that never answered has nothing to drop: its connections are still being opened.
+   */
+  private boolean countsAsATimeoutInARow(long sentNanos) {
+    if (!answeredSinceBuilt || sentNanos - lastCountedTimeoutNanos < 0) {
+      return false;
+    }
+    lastCountedTimeoutNanos = System.nanoTime();
+    return true;
   }
 
   /** READONLY, LOADING or MASTERDOWN when Redis answered so, also from inside a script; else null. */
@@ -135,6 +151,7 @@ public final class RedisClient {
     current = build();
     answeredSinceBuilt = false;
     timeoutsInARow = 0;
+    lastCountedTimeoutNanos = now;
     lastRebuildNanos = now;
     rebuilds++;
     if (sameRun) {

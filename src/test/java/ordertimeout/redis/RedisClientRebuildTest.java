@@ -4,6 +4,7 @@ import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.redis.client.Command;
 import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
 import ordertimeout.config.AppConfig;
 import ordertimeout.support.Await;
 import ordertimeout.support.TestRedis;
@@ -12,6 +13,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeoutException;
 
 import static ordertimeout.support.TestService.await;
@@ -87,6 +90,20 @@ class RedisClientRebuildTest {
     Await.until("the old connection closed once the pause is over", Duration.ofSeconds(15),
         () -> server.command("CLIENT LIST ID " + connection).isEmpty());
     assertThat(await(client.send(Request.cmd(Command.PING))).toString()).isEqualTo("PONG");
+  }
+
+  /** A hiccup that times out many pipelined calls at once is one try, not three. */
+  @Test
+  void timeoutsOfCallsSentTogetherDoNotRebuild() {
+    RedisClient client = new RedisClient(vertx, settings(1000), Duration.ZERO);
+    await(client.send(Request.cmd(Command.PING)));
+    assertThat(server.command("CLIENT PAUSE 3000 ALL")).isEqualTo("+OK");
+    List<Future<Response>> together = new ArrayList<>();
+    for (int i = 0; i < 2 * RedisClient.TIMEOUTS_BEFORE_REBUILD; i++) {
+      together.add(client.send(Request.cmd(Command.PING)));
+    }
+    together.forEach(call -> assertThat(failureOf(call)).isInstanceOf(TimeoutException.class));
+    assertThat(client.rebuilds()).isZero();
   }
 
   private AppConfig.Redis settings(int timeoutMillis) {
