@@ -45,6 +45,7 @@ public final class RedisClient {
   private long lastCountedTimeoutNanos;
   private long lastRebuildNanos;
   private long rebuilds;
+  private boolean closed;
 
   public RedisClient(Vertx vertx, AppConfig.Redis config) {
     this(vertx, config, Duration.ofSeconds(SECONDS_BETWEEN_REBUILDS));
@@ -141,6 +142,9 @@ public final class RedisClient {
 
   private void rebuild(String why) {
     long now = System.nanoTime();
+    if (closed) {
+      return;
+    }
     boolean sameRun = rebuilds > 0 && now - lastRebuildNanos < SAME_RUN_NANOS;
     if (rebuilds > 0 && now - lastRebuildNanos < nanosBetweenRebuilds) {
       log.debug("redis client not rebuilt after {}: it was rebuilt less than {} ms ago", why,
@@ -168,7 +172,9 @@ public final class RedisClient {
     return rebuilds;
   }
 
+  /** Also stops any later rebuild: a client built after this would be closed by nothing. */
   public Future<Void> close() {
+    closed = true;
     return current.close();
   }
 }

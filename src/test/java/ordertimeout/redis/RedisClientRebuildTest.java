@@ -3,6 +3,7 @@ package ordertimeout.redis;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
 import io.vertx.redis.client.Request;
 import io.vertx.redis.client.Response;
 import ordertimeout.config.AppConfig;
@@ -22,8 +23,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A failover behind one host name leaves the pooled connections on the old server, now a replica: the client is
- * built again after its READONLY reply, so that its old connections close and new ones are opened. Three timeouts in a
- * row do the same; an outage rebuilds it at most once every {@value RedisClient#SECONDS_BETWEEN_REBUILDS} s.
+ * built again after its READONLY reply, so that its old connections close and new ones are opened. Three timeouts of
+ * separate tries do the same; an outage rebuilds it at most once every {@value RedisClient#SECONDS_BETWEEN_REBUILDS} s.
  */
 class RedisClientRebuildTest {
   private TestRedis server;
@@ -103,6 +104,18 @@ class RedisClientRebuildTest {
       together.add(client.send(Request.cmd(Command.PING)));
     }
     together.forEach(call -> assertThat(failureOf(call)).isInstanceOf(TimeoutException.class));
+    assertThat(client.rebuilds()).isZero();
+  }
+
+  @Test
+  void aNotServingReplyAfterCloseBuildsNoClient() {
+    RedisClient client = new RedisClient(vertx, settings(5000), Duration.ZERO);
+    Redis used = client.current();
+    await(client.close());
+    Throwable lateReply = failureOf(client.bounded(used,
+        Future.failedFuture(new IllegalStateException("READONLY You can't write against a read only replica."))));
+    assertThat(lateReply).hasMessageStartingWith("READONLY");
+    assertThat(client.current()).isSameAs(used);
     assertThat(client.rebuilds()).isZero();
   }
 
