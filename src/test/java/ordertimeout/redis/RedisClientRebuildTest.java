@@ -78,16 +78,15 @@ class RedisClientRebuildTest {
   }
 
   @Test
-  void threeTimeoutsInARowCloseThePooledConnectionsToo() {
-    RedisClient client = new RedisClient(vertx,
-        new AppConfig.Redis(server.url(), "ot", 300, AppConfig.WhenUnreachable.LOCAL, 30));
+  void threeTimeoutsOfSeparateTriesCloseThePooledConnectionsToo() {
+    RedisClient client = new RedisClient(vertx, settings(1000), Duration.ZERO);
     long connection = await(client.send(Request.cmd(Command.CLIENT).arg("ID"))).toLong();
-    assertThat(server.command("CLIENT PAUSE 3000 ALL")).isEqualTo("+OK");
+    assertThat(server.command("CLIENT PAUSE 5000 ALL")).isEqualTo("+OK");
     for (int i = 0; i < RedisClient.TIMEOUTS_BEFORE_REBUILD; i++) {
-      Throwable late = client.send(Request.cmd(Command.PING)).toCompletionStage()
-          .handle((ok, failure) -> failure).toCompletableFuture().join();
-      assertThat(late).as("past the 300 ms bound").isInstanceOf(java.util.concurrent.TimeoutException.class);
+      assertThat(failureOf(client.send(Request.cmd(Command.PING)))).as("past the 1000 ms bound")
+          .isInstanceOf(TimeoutException.class);
     }
+    assertThat(client.rebuilds()).isEqualTo(1);
     Await.until("the old connection closed once the pause is over", Duration.ofSeconds(15),
         () -> server.command("CLIENT LIST ID " + connection).isEmpty());
     assertThat(await(client.send(Request.cmd(Command.PING))).toString()).isEqualTo("PONG");
