@@ -58,7 +58,7 @@ public final class LimiterVerticle extends VerticleBase {
   private void acquire(Message<PermitRequest> message) {
     PermitRequest request = message.body();
     String name = request.bucket();
-    if (!name.equals(CLOSES) && !name.startsWith(CREATES_PREFIX)) {
+    if (!isBucket(name)) {
       message.fail(400, "unknown bucket " + name);
       return;
     }
@@ -95,7 +95,7 @@ public final class LimiterVerticle extends VerticleBase {
   private void refund(Message<PermitRequest> message) {
     PermitRequest request = message.body();
     String name = request.bucket();
-    if (!name.equals(CLOSES) && !name.startsWith(CREATES_PREFIX) || request.permits() <= 0 || rateOf(name) <= 0) {
+    if (!isBucket(name) || request.permits() <= 0 || rateOf(name) <= 0) {
       return;
     }
     if (cluster != null && redisHealth.isUp()) {
@@ -106,6 +106,10 @@ public final class LimiterVerticle extends VerticleBase {
     if (bucket != null) {
       bucket.giveBack(request.permits(), System.nanoTime());
     }
+  }
+
+  private static boolean isBucket(String name) {
+    return name.equals(CLOSES) || name.startsWith(CREATES_PREFIX);
   }
 
   private int rateOf(String bucket) {

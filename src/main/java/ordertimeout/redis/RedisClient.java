@@ -168,7 +168,7 @@ public final class RedisClient {
   }
 
   /** How often the client was built again; for tests. */
-  public long rebuilds() {
+  long rebuilds() {
     return rebuilds;
   }
 
