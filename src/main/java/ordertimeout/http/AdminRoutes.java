@@ -90,7 +90,7 @@ final class AdminRoutes {
     try {
       after = cursor == null ? 0 : Long.parseLong(cursor);
     } catch (NumberFormatException e) {
-      throw ApiException.badRequest("invalid_cursor", "cursor is the next of a previous page, an order id");
+      throw ApiException.badRequest(ProblemCodes.INVALID_CURSOR, "cursor is the next of a previous page, an order id");
     }
     closeFailures.parked(after, limit).onSuccess(page -> {
       JsonArray list = new JsonArray();

@@ -80,7 +80,7 @@ final class EventRoutes {
       }
       return (first ? events.lastPosition() : Future.succeededFuture(after)).compose(last -> {
         if (after > last) {
-          return Future.failedFuture(ApiException.badRequest("invalid_cursor", "the cursor " + after
+          return Future.failedFuture(ApiException.badRequest(ProblemCodes.INVALID_CURSOR, "the cursor " + after
               + " is past the feed's last position, " + last + ": not a 'next' of this feed"));
         }
         long leftMillis = (deadlineNanos - System.nanoTime()) / 1_000_000;
@@ -106,7 +106,7 @@ final class EventRoutes {
     try {
       return after == null ? 0 : Long.parseLong(after);
     } catch (NumberFormatException e) {
-      throw ApiException.badRequest("invalid_cursor", "a cursor is the 'next' of an earlier page");
+      throw ApiException.badRequest(ProblemCodes.INVALID_CURSOR, "a cursor is the 'next' of an earlier page");
     }
   }
 

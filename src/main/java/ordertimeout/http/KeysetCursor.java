@@ -10,7 +10,6 @@ import java.util.regex.Pattern;
  * cursor holds without breaking those handed out.
  */
 final class KeysetCursor {
-  static final String INVALID_CURSOR = "invalid_cursor";
   /** The order searches, GET /v1/admin/orders and GET /v1/orders. */
   static final KeysetCursor ORDERS = new KeysetCursor("o1");
   /** The bulk jobs, GET /v1/admin/jobs. */
@@ -43,7 +42,7 @@ final class KeysetCursor {
     } catch (IllegalArgumentException e) {
       // not base64, or beyond 64 bits: invalid below
     }
-    throw ApiException.badRequest(INVALID_CURSOR,
+    throw ApiException.badRequest(ProblemCodes.INVALID_CURSOR,
         "the cursor is not one this list handed out (pass a page's 'next' as it is)");
   }
 }

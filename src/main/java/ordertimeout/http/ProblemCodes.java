@@ -19,6 +19,8 @@ final class ProblemCodes {
   static final String MALFORMED_JSON = "malformed_json";
   static final String UNKNOWN_FIELD = "unknown_field";
   static final String INVALID_FIELD = "invalid_field";
+  /** 400: a list's cursor that is not one it handed out. */
+  static final String INVALID_CURSOR = "invalid_cursor";
   /** 503: the request was not started (queue full, deadline passed, no room to wait for a connection); nothing stored. */
   static final String OVERLOADED = "overloaded";
   /** 503: a row the request needs stayed locked by another transaction past the lock wait; nothing stored. */

@@ -4,9 +4,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.DeliveryOptions;
 import ordertimeout.bus.Addresses;
 import ordertimeout.bus.DueOrders;
-import ordertimeout.clock.WallClock;
 import ordertimeout.store.DeadlineStore;
-import ordertimeout.store.Pools;
 import ordertimeout.support.Await;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
@@ -79,8 +77,7 @@ class CloseRollbackTest extends ServiceTestBase {
 
     Vertx vertx = Vertx.vertx();
     try {
-      DeadlineStore store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, TestDatabase.connectOptions(), 2, 1,
-          TestDatabase.databaseConfig(Map.of()).deadlines()), WallClock.SYSTEM);
+      DeadlineStore store = TestDatabase.deadlineStore(vertx, 2);
       assertThatThrownBy(() -> TestService.await(store.closeDue(batch))).hasMessageContaining("injected failure");
       assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'")).as("no order closed").isEqualTo(6);
       assertThat(Sql.count("SELECT count(*) FROM order_log WHERE event = 'CLOSED'")).isZero();

@@ -170,13 +170,7 @@ class ParkedOrderTest extends ServiceTestBase {
 
   @Test
   void theParkedListPagesByIdAndRefusesABadCursor() {
-    api.setStock("SKU-1", 100);
-    long[] ids = new long[3];
-    for (int i = 0; i < ids.length; i++) {
-      ids[i] = Long.parseLong(create("u-" + i, 600, "SKU-1", 1).getString("id"));
-      Sql.execute("INSERT INTO close_failures (order_id, failures, first_failed_at, last_failed_at, last_error, parked_at) "
-          + "VALUES (?, 3, now(), now(), 'x', now())", ids[i]);
-    }
+    long[] ids = parkedOrders(3);
     JsonObject first = api.get("/v1/admin/orders/parked?limit=2", Api.ADMIN_KEY).json();
     assertThat(first.getJsonArray("orders")).hasSize(2);
     String next = first.getString("next");
@@ -194,16 +188,22 @@ class ParkedOrderTest extends ServiceTestBase {
     assertThat(Sql.count("SELECT count(*) FROM close_failures")).isZero();
   }
 
-  /** A last page that happens to be full says there is no page after it: no request for an empty one. */
-  @Test
-  void anExactlyFullLastPageHasNoNext() {
+  /** {@code count} unpaid orders of SKU-1, each parked (by its row in close_failures, not by failed closes). */
+  private long[] parkedOrders(int count) {
     api.setStock("SKU-1", 100);
-    long[] ids = new long[2];
-    for (int i = 0; i < ids.length; i++) {
+    long[] ids = new long[count];
+    for (int i = 0; i < count; i++) {
       ids[i] = Long.parseLong(create("u-" + i, 600, "SKU-1", 1).getString("id"));
       Sql.execute("INSERT INTO close_failures (order_id, failures, first_failed_at, last_failed_at, last_error, "
           + "parked_at) VALUES (?, 3, now(), now(), 'x', now())", ids[i]);
     }
+    return ids;
+  }
+
+  /** A last page that happens to be full says there is no page after it: no request for an empty one. */
+  @Test
+  void anExactlyFullLastPageHasNoNext() {
+    long[] ids = parkedOrders(2);
     JsonObject whole = api.get("/v1/admin/orders/parked?limit=2", Api.ADMIN_KEY).json();
     assertThat(whole.getJsonArray("orders")).hasSize(2);
     assertThat(whole.getValue("next")).as("all of them on one full page").isNull();

@@ -2,9 +2,7 @@ package ordertimeout.close;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import ordertimeout.clock.WallClock;
 import ordertimeout.store.DeadlineStore;
-import ordertimeout.store.Pools;
 import ordertimeout.support.Await;
 import ordertimeout.support.SeedOrders;
 import ordertimeout.support.Sql;
@@ -17,7 +15,6 @@ import org.junit.jupiter.api.Test;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.Map;
 import java.util.function.Supplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -46,8 +43,7 @@ class PutBackAfterLockWaitTest {
   void start() {
     TestDatabase.reset();
     vertx = Vertx.vertx();
-    store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, TestDatabase.connectOptions(), 2, 1,
-        TestDatabase.databaseConfig(Map.of()).deadlines()), WallClock.SYSTEM);
+    store = TestDatabase.deadlineStore(vertx, 2);
   }
 
   /** The order not yet due is left unpaid, behind the service's back. */

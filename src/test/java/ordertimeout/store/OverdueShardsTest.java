@@ -1,7 +1,6 @@
 package ordertimeout.store;
 
 import io.vertx.core.Vertx;
-import ordertimeout.clock.WallClock;
 import ordertimeout.store.DeadlineStore.OverdueShards;
 import ordertimeout.store.DeadlineStore.PageCursor;
 import ordertimeout.support.SeedOrders;
@@ -13,7 +12,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.HashSet;
-import java.util.Map;
 import java.util.Set;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -35,8 +33,7 @@ class OverdueShardsTest {
   void start() {
     TestDatabase.reset();
     vertx = Vertx.vertx();
-    store = new DeadlineStore(Pools.shared(vertx, "overdue-shards-test", TestDatabase.connectOptions(), 1, 1,
-        TestDatabase.databaseConfig(Map.of()).deadlines()), WallClock.SYSTEM);
+    store = TestDatabase.deadlineStore(vertx, 1);
   }
 
   @AfterEach

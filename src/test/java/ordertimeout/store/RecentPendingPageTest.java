@@ -2,7 +2,6 @@ package ordertimeout.store;
 
 import io.vertx.core.Vertx;
 import ordertimeout.bus.Deadlines;
-import ordertimeout.clock.WallClock;
 import ordertimeout.order.OrderIds;
 import ordertimeout.support.SeedOrders;
 import ordertimeout.support.Sql;
@@ -54,8 +53,7 @@ class RecentPendingPageTest {
     Map<Long, long[]> read = new HashMap<>();
     Vertx vertx = Vertx.vertx();
     try {
-      DeadlineStore store = new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, TestDatabase.connectOptions(), 2, 1,
-          TestDatabase.databaseConfig(Map.of()).deadlines()), WallClock.SYSTEM);
+      DeadlineStore store = TestDatabase.deadlineStore(vertx, 2);
       long after = floor;
       int pages = 0;
       for (DeadlineStore.RecentPage page; ; after = page.lastId()) {

@@ -1,9 +1,13 @@
 package ordertimeout.support;
 
+import io.vertx.core.Vertx;
 import io.vertx.pgclient.PgConnectOptions;
+import ordertimeout.clock.WallClock;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigSource;
 import ordertimeout.store.DatabaseSetup;
+import ordertimeout.store.DeadlineStore;
+import ordertimeout.store.Pools;
 
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -45,6 +49,12 @@ public final class TestDatabase {
 
   public static PgConnectOptions connectOptions() {
     return get().connectOptions();
+  }
+
+  /** The close and reload statements on this database, with the shipped pool settings and this machine's clock. */
+  public static DeadlineStore deadlineStore(Vertx vertx, int connections) {
+    return new DeadlineStore(Pools.shared(vertx, Pools.DEADLINES, connectOptions(), connections, 1,
+        databaseConfig(Map.of()).deadlines()), WallClock.SYSTEM);
   }
 
   /** The database as a {@code database.url} (postgresql://user:password@host:port/db). */
