@@ -85,17 +85,11 @@ final class AdminRoutes {
   /** A page of parked orders by id; {@code next} is the cursor of the page after, null on the last. */
   private void parked(RoutingContext ctx) {
     int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
-    String cursor = (String) ContractChecks.parameter(ctx, "cursor");
-    long after;
-    try {
-      after = cursor == null ? 0 : Long.parseLong(cursor);
-    } catch (NumberFormatException e) {
-      throw ApiException.badRequest(ProblemCodes.INVALID_CURSOR, "cursor is the next of a previous page, an order id");
-    }
-    closeFailures.parked(after, limit).onSuccess(page -> {
+    Long after = KeysetCursor.PARKED_ORDERS.lastShown((String) ContractChecks.parameter(ctx, "cursor"));
+    closeFailures.parked(after == null ? 0 : after, limit).onSuccess(page -> {
       JsonArray list = new JsonArray();
       page.items().forEach(parked -> list.add(toJson(parked)));
-      String next = page.next() == null ? null : Long.toString(page.next());
+      String next = page.next() == null ? null : KeysetCursor.PARKED_ORDERS.of(page.next());
       OrderRoutes.json(ctx, 200, new JsonObject().put("orders", list).put("next", next));
     }).onFailure(ctx::fail);
   }

@@ -91,7 +91,7 @@ final class BulkJobRoutes {
   /** A page of jobs, newest first; {@code next} is the cursor of the page after, null on the last. */
   private void list(RoutingContext ctx) {
     int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
-    Long below = KeysetCursor.JOBS.below((String) ContractChecks.parameter(ctx, "cursor"));
+    Long below = KeysetCursor.JOBS.lastShown((String) ContractChecks.parameter(ctx, "cursor"));
     jobs.page(below, limit).onSuccess(page -> {
       JsonArray body = new JsonArray();
       page.items().forEach(job -> body.add(job.toJson()));

@@ -122,13 +122,14 @@ final class EventRoutes {
   private void deliveries(RoutingContext ctx) {
     String status = (String) ContractChecks.parameter(ctx, "status");
     int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
-    long after = cursor((String) ContractChecks.parameter(ctx, "after"));
-    events.deliveries(status == null ? null : EventStore.Status.valueOf(status.toUpperCase(Locale.ROOT)), after, limit)
+    Long after = KeysetCursor.WEBHOOK_DELIVERIES.lastShown((String) ContractChecks.parameter(ctx, "after"));
+    EventStore.Status wanted = status == null ? null : EventStore.Status.valueOf(status.toUpperCase(Locale.ROOT));
+    events.deliveries(wanted, after == null ? 0 : after, limit)
         .onSuccess(page -> {
           JsonArray body = new JsonArray();
           page.items().forEach(delivery -> body.add(toJson(delivery)));
           OrderRoutes.json(ctx, 200, new JsonObject().put("deliveries", body)
-              .put("next", page.next() == null ? null : Long.toString(page.next())));
+              .put("next", page.next() == null ? null : KeysetCursor.WEBHOOK_DELIVERIES.of(page.next())));
         })
         .onFailure(ctx::fail);
   }

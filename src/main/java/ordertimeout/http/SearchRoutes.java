@@ -38,7 +38,7 @@ final class SearchRoutes {
 
   private void page(RoutingContext ctx, OrderFilter filter) {
     int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
-    Long below = KeysetCursor.ORDERS.below((String) ContractChecks.parameter(ctx, "cursor"));
+    Long below = KeysetCursor.ORDERS.lastShown((String) ContractChecks.parameter(ctx, "cursor"));
     search.page(filter, below, limit).onSuccess(page -> {
       JsonArray orders = new JsonArray();
       for (Order order : page.items()) orders.add(order.toJson());

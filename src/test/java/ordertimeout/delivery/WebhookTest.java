@@ -289,11 +289,54 @@ class WebhookTest extends ServiceTestBase {
     assertThat(whole.getValue("next")).as("both on one full page").isNull();
     JsonObject first = api.get(list + "&limit=1", Api.ADMIN_KEY).json();
     assertThat(first.getJsonArray("deliveries")).hasSize(1);
-    assertThat(first.getString("next")).isEqualTo(Long.toString(ids[0]));
+    assertThat(first.getString("next")).isNotNull();
     JsonObject last = api.get(list + "&limit=1&after=" + first.getString("next"), Api.ADMIN_KEY).json();
     assertThat(last.getJsonArray("deliveries")).extracting(d -> ((JsonObject) d).getString("id"))
         .containsExactly(Long.toString(ids[1]));
     assertThat(last.getValue("next")).as("the last page, full").isNull();
+  }
+
+  /**
+   * The deliveries' list pages by id with an opaque cursor of its own; the raw delivery id it handed out before is
+   * still taken; a cursor it did not hand out (garbage, another list's, beyond 64 bits) answers 400 invalid_cursor.
+   */
+  @Test
+  void theDeliveriesListPagesWithAnOpaqueCursorAndRefusesABadOne() {
+    api.setStock("SKU-1", 100);
+    String id = create("u-1", 3600, "SKU-1", 1).getString("id");
+    // three failed deliveries of its create, to webhooks no node has: nothing sends them
+    String insert = "INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, status) "
+        + "SELECT event_id, 0, order_id, 0, ?, 'FAILED' FROM outbox WHERE order_id = ? RETURNING id";
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      ids.add(Sql.rows(insert, receiver.url("/gone-" + i), Long.parseLong(id)).get(0).get("id").toString());
+    }
+    String list = "/v1/admin/webhooks/deliveries?status=failed&limit=2";
+    JsonObject first = api.get(list, Api.ADMIN_KEY).json();
+    assertThat(deliveryIds(first)).containsExactlyElementsOf(ids.subList(0, 2));
+    String next = first.getString("next");
+    assertThat(next).as("opaque, not the raw id").doesNotContain(ids.get(1)).doesNotMatch("[0-9]+");
+    JsonObject second = api.get(list + "&after=" + next, Api.ADMIN_KEY).json();
+    assertThat(deliveryIds(second)).containsExactlyElementsOf(ids.subList(2, 3));
+    assertThat(second.getValue("next")).isNull();
+
+    JsonObject afterRawId = api.get(list + "&after=" + ids.get(0), Api.ADMIN_KEY).json();
+    assertThat(deliveryIds(afterRawId)).as("a raw delivery id, the cursor of before")
+        .containsExactlyElementsOf(ids.subList(1, 3));
+    assertThat(deliveryIds(api.get(list + "&after=0", Api.ADMIN_KEY).json())).as("0, the start of before")
+        .containsExactlyElementsOf(ids.subList(0, 2));
+
+    String parkedListCursor = Base64.getUrlEncoder().withoutPadding()
+        .encodeToString(("p1:" + ids.get(0)).getBytes(StandardCharsets.US_ASCII));
+    for (String cursor : List.of("abc", "%21%21", parkedListCursor, "x".repeat(65), "-1", "9999999999999999999")) {
+      Api.Response response = api.get(list + "&after=" + cursor, Api.ADMIN_KEY);
+      assertThat(response.status()).as(cursor + ": " + response.body()).isEqualTo(400);
+      assertThat(response.code()).as(cursor).isEqualTo("invalid_cursor");
+    }
+  }
+
+  private static List<String> deliveryIds(JsonObject page) {
+    return page.getJsonArray("deliveries").stream().map(d -> ((JsonObject) d).getString("id")).toList();
   }
 
   private JsonArray failed() {
