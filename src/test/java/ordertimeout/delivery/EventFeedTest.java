@@ -150,7 +150,12 @@ class EventFeedTest extends ServiceTestBase {
 
   @Test
   void badCursorsLimitsAndWaitsAnswer400() {
-    assertThat(api.get("/v1/events?after=abc", Api.USER_KEY).code()).isEqualTo("invalid_cursor");
+    // The feed's cursor is a position, a number its reader keeps: anything else, another list's opaque cursor too.
+    for (String cursor : List.of("abc", "-1", "1.5", "%21%21", "cDE6NDI", "9999999999999999999", "x".repeat(65))) {
+      Api.Response response = api.get("/v1/events?after=" + cursor, Api.USER_KEY);
+      assertThat(response.status()).as(cursor + ": " + response.body()).isEqualTo(400);
+      assertThat(response.code()).as(cursor).isEqualTo("invalid_cursor");
+    }
     // A cursor past the last position given (another database's, a typo) would skip every event up to it unseen.
     long last = Sql.count("SELECT last_position FROM outbox_positions");
     assertThat(api.get("/v1/events?after=" + (last + 1_000_000), Api.USER_KEY).code()).isEqualTo("invalid_cursor");
