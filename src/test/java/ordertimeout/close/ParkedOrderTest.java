@@ -186,7 +186,8 @@ class ParkedOrderTest extends ServiceTestBase {
     assertThat(second.getValue("next")).isNull();
 
     JsonObject afterRawId = api.get("/v1/admin/orders/parked?limit=2&cursor=" + byId.get(0), Api.ADMIN_KEY).json();
-    assertThat(ids(afterRawId)).as("a raw order id, the cursor of before").containsExactlyElementsOf(byId.subList(1, 3));
+    assertThat(ids(afterRawId)).as("a raw order id, the cursor of before")
+        .containsExactlyElementsOf(byId.subList(1, 3));
     assertThat(afterRawId.getValue("next")).isNull();
 
     String searchCursor = api.get("/v1/admin/orders?limit=1", Api.ADMIN_KEY).json().getString("next");
