@@ -22,7 +22,8 @@ import ordertimeout.http.HttpConnections;
 import ordertimeout.http.IntakeGroups;
 import ordertimeout.http.IntakeVerticle;
 import ordertimeout.http.OpsRoutes;
-import ordertimeout.kafka.KafkaClients;
+import ordertimeout.kafka.BrokerTopics;
+import ordertimeout.kafka.TopicCheckVerticle;
 import ordertimeout.limit.LimiterVerticle;
 import ordertimeout.maintenance.BulkJobVerticle;
 import ordertimeout.maintenance.ReconciliationVerticle;
@@ -69,6 +70,8 @@ public final class Service {
   private String ownershipDeployment;
   /** Null when Redis is off. */
   private final RedisHealth redisHealth;
+  /** Null when Kafka is off. */
+  private final BrokerTopics brokerTopics;
   private String timerDeployment;
   private String sweepDeployment;
   /** Every session of this node, in every pool, carries this name (PostgreSQL's application_name). */
@@ -90,7 +93,9 @@ public final class Service {
     this.close = new CloseVerticle(config, database, stats, statusCache);
     int shards = config.database().shards();
     this.owned = (config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards)).bindTo(registry);
-    this.opsRoutes = new OpsRoutes(registry, database, config.health().databaseTimeoutMillis(), latestMigration, owned, draining);
+    this.brokerTopics = config.kafka().enabled() ? new BrokerTopics() : null;
+    this.opsRoutes = new OpsRoutes(registry, database, config.health().databaseTimeoutMillis(), latestMigration, owned,
+        draining, brokerTopics);
     this.connections = new HttpConnections(config.http(), registry);
     this.redisHealth = config.redis().enabled() ? new RedisHealth(registry, config.redis()) : null;
   }
@@ -136,26 +141,30 @@ public final class Service {
   }
 
   /**
-   * The lease on the node id first (a node whose id another running node holds starts nothing); then limiter
-   * and close, so that the timer's first due batch has somewhere to go; on a node alone the timer loads every
-   * shard before it finishes starting; in a cluster the timer fan-out and the shard ownership come next (the
-   * group then assigns shards, loaded as they come); intake last.
+   * The lease on the node id first (a node whose id another running node holds starts nothing); in a cluster the topic
+   * check next (a broker with wrong topics stops the start; one that does not answer does not, decision 0051: the check
+   * is tried again in the background); then limiter and close, so that the timer's first due batch has somewhere to go;
+   * on a node alone the timer loads every shard before it finishes starting; in a cluster the timer fan-out and the
+   * shard ownership come next (the group then assigns shards, loaded as they come, once the topic check got through);
+   * intake last.
    */
   private Future<Service> deploy(PgConnectOptions database, LeasedOrderIds orderIds, Future<ContractChecks> contract) {
     boolean clustered = config.kafka().enabled();
     LockedSkus lockedSkus = new LockedSkus(Duration.ofMillis(config.intake().lockedSkuMillis()));
     IntakeGroups groups = new IntakeGroups();
     return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds, statusCache, owned))
-        .compose(lease -> clustered ? KafkaClients.ensureTopics(vertx, config) : Future.<Void>succeededFuture())
+        .compose(lease -> clustered ? vertx.deployVerticle(new TopicCheckVerticle(config, brokerTopics))
+            : Future.succeededFuture(lease))
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), config.clients(), redisHealth)))
         .compose(id -> vertx.deployVerticle(close))
         .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, stats, owned)))
         .compose(id -> {
           timerDeployment = id;
           return clustered ? vertx.deployVerticle(new TimerFanoutVerticle(config, stats, owned))
-              .compose(fanout -> vertx.deployVerticle(new ShardOwnershipVerticle(config, owned, stats, orderIds)))
+              .compose(fanout -> vertx.deployVerticle(new ShardOwnershipVerticle(config, owned, stats, orderIds,
+                  brokerTopics)))
               .onSuccess(ownership -> ownershipDeployment = ownership)
-              .compose(ownership -> vertx.deployVerticle(new OutboxRelayVerticle(config, database, stats)))
+              .compose(ownership -> vertx.deployVerticle(new OutboxRelayVerticle(config, database, stats, brokerTopics)))
               : Future.succeededFuture(id);
         })
         .compose(id -> vertx.deployVerticle(new SweepVerticle(config, database, owned, stats)))
@@ -169,7 +178,8 @@ public final class Service {
         .compose(id -> config.events().webhooks().isEmpty() ? Future.succeededFuture(id)
             : vertx.deployVerticle(new WebhookVerticle(config, database, stats, owned)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms,
-            redisHealth == null ? () -> Double.NaN : redisHealth::unreachableSeconds)))
+            redisHealth == null ? () -> Double.NaN : redisHealth::unreachableSeconds,
+            brokerTopics == null ? () -> Double.NaN : brokerTopics::secondsWithoutTheBroker)))
         .compose(id -> vertx.deployVerticle(new BulkJobVerticle(config, database, stats, statusCache)))
         .compose(id -> contract)
         .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus, statusCache, groups),

@@ -17,7 +17,12 @@ public final class Addresses {
   public static final String TIMER_CANCEL = "timer.cancel";
   /** {@link ordertimeout.bus.Deadlines} of shards this node owns, as they arrive from Kafka: into this node's wheel. */
   public static final String TIMER_OWNED_SCHEDULE = "timer.owned.schedule";
-  /** {@link CancelTimers} of shards this node owns, as they arrive from Kafka. */
+  /**
+   * {@link ordertimeout.bus.Deadlines} this node keeps in its wheel whatever their shards: those handed out before the
+   * group first assigned it shards (it cannot tell whose a shard is yet; decision 0051).
+   */
+  public static final String TIMER_KEPT_SCHEDULE = "timer.kept.schedule";
+  /** {@link CancelTimers} of shards this node owns, as they arrive from Kafka (or of timers it kept). */
   public static final String TIMER_OWNED_CANCEL = "timer.owned.cancel";
   /** {@link ShardChange}: this node was given these shards; the timer loads them and replies when they are in its wheel. */
   public static final String SHARDS_ASSIGNED = "timer.shards.assigned";

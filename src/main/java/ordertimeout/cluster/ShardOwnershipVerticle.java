@@ -15,6 +15,7 @@ import ordertimeout.bus.Deadlines;
 import ordertimeout.bus.Revocation;
 import ordertimeout.bus.ShardChange;
 import ordertimeout.config.AppConfig;
+import ordertimeout.kafka.BrokerTopics;
 import ordertimeout.kafka.KafkaClients;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.LeasedOrderIds;
@@ -26,6 +27,7 @@ import java.util.Arrays;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
+import java.util.function.BooleanSupplier;
 
 /**
  * This node's membership of the consumer group on the timer topic: the partitions the group assigns
@@ -47,6 +49,8 @@ import java.util.function.BiFunction;
  * group, so that the nodes that reach the database take them and load their orders. It joins again once every renewal
  * for a third of the lease (at least two in a row) got through: slow to leave, slower to come back, so that a database
  * that answers now and then does not move the shards back and forth at every answer.
+ *
+ * <p>A node that started without the broker joins once its topic check gets through (decision 0051).
  */
 public final class ShardOwnershipVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(ShardOwnershipVerticle.class);
@@ -58,6 +62,8 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private final OwnedShards owned;
   private final NodeStats stats;
   private final LeasedOrderIds ids;
+  /** Whether the topic check got through to the broker ({@link BrokerTopics#ready}): nothing joins before. */
+  private final BooleanSupplier topicsReady;
   private final BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers;
   /** This node's membership of the group; null while it stays out (it cannot reach the database) and once stopped. */
   private Membership member;
@@ -66,28 +72,37 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   /** The close of the last membership left (bounded); a new one waits for it. */
   private Future<?> leaving = Future.succeededFuture();
   private long databaseCheck = -1;
+  /** Whether this verticle ever joined the group: the first join may wait for the broker, later ones for the database. */
+  private boolean joinedOnce;
 
   /** One consumer's membership: a node that left the group and joins again does so with a new consumer. */
   private record Membership(OwnershipConsumer kafka, KafkaConsumer<String, String> consumer,
                             KafkaClientMetrics metrics) {}
 
-  public ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats, LeasedOrderIds ids) {
-    this(config, owned, stats, ids, (vertx, kafka) -> KafkaConsumer.create(vertx, kafka));
+  public ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats, LeasedOrderIds ids,
+                                BrokerTopics topics) {
+    this(config, owned, stats, ids, topics::ready, (vertx, kafka) -> KafkaConsumer.create(vertx, kafka));
   }
 
   /** {@code consumers} wraps each new Kafka consumer for Vert.x; a test hands out consumers it calls back itself. */
   ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats, LeasedOrderIds ids,
-                         BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers) {
+                         BooleanSupplier topicsReady, BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers) {
     this.config = config;
     this.owned = owned;
     this.stats = stats;
     this.ids = ids;
+    this.topicsReady = topicsReady;
     this.consumers = consumers;
   }
 
   @Override
   public Future<?> start() {
     databaseCheck = vertx.setPeriodic(DATABASE_CHECK_MILLIS, id -> followTheDatabase());
+    if (!topicsReady.getAsBoolean()) {
+      log.warn("the topic check has not reached the Kafka broker: this node joins the timer group (and owns shards) "
+          + "once it does");
+      return Future.succeededFuture();
+    }
     if (ids.lapsedForTheDatabase()) {
       log.warn("the database could not be reached to take the lease on node.id: this node joins the timer group (and "
           + "owns shards) once it can");
@@ -128,6 +143,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     consumer.exceptionHandler(failure -> log.warn("timer consumer: {}", failure.toString()));
     joined.metrics().bindTo(stats.registry());
     member = joined;
+    joinedOnce = true;
     return consumer.subscribe(topic);
   }
 
@@ -161,9 +177,14 @@ public final class ShardOwnershipVerticle extends VerticleBase {
         revoke(shards, false); // now, not when the closing consumer calls back: by then they are given up already
       }
       leaving = close(current);
-    } else if (member == null && leaving.isComplete() && ids.reachedTheDatabaseFor(rejoinAfterMillis * 1_000_000)) {
-      log.info("the database has answered this node's lease renewals for {} ms: joining the timer group again",
-          rejoinAfterMillis);
+    } else if (member == null && leaving.isComplete() && topicsReady.getAsBoolean()
+        && ids.reachedTheDatabaseFor(rejoinAfterMillis * 1_000_000)) {
+      if (joinedOnce) {
+        log.info("the database has answered this node's lease renewals for {} ms: joining the timer group again",
+            rejoinAfterMillis);
+      } else {
+        log.info("joining the timer group");
+      }
       join().onFailure(failure -> {
         log.error("joining the timer group failed; trying again", failure);
         Membership failed = member;

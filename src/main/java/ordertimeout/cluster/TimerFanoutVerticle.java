@@ -105,8 +105,20 @@ public final class TimerFanoutVerticle extends VerticleBase {
   /**
    * Timers of owned shards go to this node's wheel, the others to Kafka. The timer ignores the timers of
    * shards it does not own, so a batch with any local timer goes to it whole.
+   *
+   * <p>Until the group first assigns this node shards (for a few seconds at a start; for as long as no broker answers
+   * when it started without one, decision 0051) every timer stays in its own wheel, whatever its shard: the node cannot
+   * tell whose a shard is, and before its topic check got through nothing of it may reach Kafka. Each order then closes
+   * here, on time; its shard's owner, which never got the timer, is the net (its sweep, a grace later; or the catch-up
+   * read of decision 0032 at the rebalance of this node's join), and a close from both is one compare-and-set that
+   * wins. Those timers stay in the wheel after the first assignment too, replaced by the load of the shards gained.
    */
   private void publishSchedule(Deadlines deadlines) {
+    if (!owned.assigned()) {
+      vertx.eventBus().send(Addresses.TIMER_KEPT_SCHEDULE, deadlines);
+      remember(new LocalBatch(System.nanoTime(), deadlines, null));
+      return;
+    }
     int shards = config.database().shards();
     Map<Integer, StringBuilder> byShard = new TreeMap<>();
     boolean anyLocal = false;
@@ -128,6 +140,11 @@ public final class TimerFanoutVerticle extends VerticleBase {
   }
 
   private void publishCancel(CancelTimers cancel) {
+    if (!owned.assigned()) {
+      vertx.eventBus().send(Addresses.TIMER_OWNED_CANCEL, cancel);
+      remember(new LocalBatch(System.nanoTime(), null, cancel));
+      return;
+    }
     int shards = config.database().shards();
     Map<Integer, StringBuilder> byShard = new TreeMap<>();
     boolean anyLocal = false;

@@ -219,7 +219,8 @@ public record AppConfig(
       long eventsDroppedUndelivered,
       long parkedOrders,
       long nodesWithOtherWebhooks,
-      long redisUnreachableSeconds) {
+      long redisUnreachableSeconds,
+      long brokerUnreachableSeconds) {
     public static final long OFF = -1;
   }
 
@@ -389,7 +390,8 @@ public record AppConfig(
             source.number("alarms.eventsDroppedUndelivered", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.parkedOrders", 0, Alarms.OFF, Long.MAX_VALUE),
             source.number("alarms.nodesWithOtherWebhooks", 0, Alarms.OFF, Long.MAX_VALUE),
-            source.number("alarms.redisUnreachableSeconds", 30, Alarms.OFF, Long.MAX_VALUE)),
+            source.number("alarms.redisUnreachableSeconds", 30, Alarms.OFF, Long.MAX_VALUE),
+            source.number("alarms.brokerUnreachableSeconds", 30, Alarms.OFF, Long.MAX_VALUE)),
         new Drain(source.integer("drain.timeoutSeconds", 10, 0, 3600)),
         logging(source),
         new Kafka(

@@ -6,6 +6,7 @@ import io.vertx.kafka.client.producer.KafkaProducer;
 import io.vertx.kafka.client.producer.KafkaProducerRecord;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.config.AppConfig;
+import ordertimeout.kafka.BrokerTopics;
 import ordertimeout.kafka.KafkaClients;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.store.OutboxStore.OutboxEvent;
@@ -33,6 +34,7 @@ public final class OutboxRelayVerticle extends VerticleBase {
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
   private final NodeStats stats;
+  private final BrokerTopics topics;
   private OutboxStore store;
   private KafkaProducer<String, String> producer;
   private long timer = -1;
@@ -41,10 +43,11 @@ public final class OutboxRelayVerticle extends VerticleBase {
   /** The try under way, if any. */
   private Future<Integer> current = Future.succeededFuture(0);
 
-  public OutboxRelayVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats) {
+  public OutboxRelayVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, BrokerTopics topics) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.stats = stats;
+    this.topics = topics;
   }
 
   @Override
@@ -95,9 +98,14 @@ public final class OutboxRelayVerticle extends VerticleBase {
    * <p>The topic's partitions are asked for first, outside the transaction: while no broker answers, the
    * producer drops the topic from its metadata, and then every send waits up to
    * {@code kafka.deliveryTimeoutMillis} for it, one after another on the producer's worker. Without the
-   * check each try would queue a whole batch of such sends and hold its rows locked meanwhile.
+   * check each try would queue a whole batch of such sends and hold its rows locked meanwhile. Nothing is asked
+   * before the node's topic check got through ({@link BrokerTopics}): the events wait in the outbox.
    */
   private void relay() {
+    if (!topics.ready()) {
+      relayLater(config.kafka().relayIntervalMillis());
+      return;
+    }
     int batchSize = config.kafka().relayBatchSize();
     current = producer.partitionsFor(config.kafka().eventsTopic())
         .compose(partitions -> store.publishOldest(batchSize, tryWithinMillis(), this::publish));

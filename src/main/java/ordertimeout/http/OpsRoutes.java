@@ -12,6 +12,7 @@ import io.vertx.ext.web.Router;
 import io.vertx.ext.web.healthchecks.HealthCheckHandler;
 import io.vertx.micrometer.PrometheusScrapingHandler;
 import io.vertx.pgclient.PgConnectOptions;
+import ordertimeout.kafka.BrokerTopics;
 import ordertimeout.store.OpsStore.AppliedMigrations;
 import ordertimeout.store.OpsStore;
 import ordertimeout.timer.OwnedShards;
@@ -26,6 +27,11 @@ import java.util.concurrent.TimeUnit;
  * wheel holds every owned shard, and the node is not draining. 200 when every check is UP, 503 otherwise; the
  * body lists each check with its data. A database that does not answer within
  * {@code health.databaseTimeoutMillis} is down.
+ *
+ * <p>In a cluster the wheel waits for the group's first assignment, except on a node that started without the broker
+ * (decision 0051): it takes orders and closes them from its own wheel, so it is ready until the group assigns it
+ * shards, then ready again once they are loaded. The {@code broker} check says where the topic check and the group
+ * stand; it never makes the node unready.
  */
 public final class OpsRoutes {
 
@@ -34,16 +40,19 @@ public final class OpsRoutes {
   private final MigrationVersion latestMigration;
   private final OwnedShards owned;
   private final Draining draining;
+  /** Null with Kafka off. */
+  private final BrokerTopics topics;
   private final int queryTimeoutMillis;
 
   public OpsRoutes(PrometheusMeterRegistry registry, PgConnectOptions connectOptions, int queryTimeoutMillis,
-                   MigrationVersion latestMigration, OwnedShards owned, Draining draining) {
+                   MigrationVersion latestMigration, OwnedShards owned, Draining draining, BrokerTopics topics) {
     this.queryTimeoutMillis = queryTimeoutMillis;
     this.registry = registry;
     this.connectOptions = connectOptions;
     this.latestMigration = latestMigration;
     this.owned = owned;
     this.draining = draining;
+    this.topics = topics;
   }
 
   Draining draining() {
@@ -56,15 +65,38 @@ public final class OpsRoutes {
     router.get("/metrics").handler(PrometheusScrapingHandler.create(registry));
     health(router, "/health/live")
         .handler(HealthCheckHandler.create(vertx).register("eventLoop", promise -> promise.complete(Status.OK())));
-    health(router, "/health/ready").handler(HealthCheckHandler.create(vertx)
+    HealthCheckHandler ready = HealthCheckHandler.create(vertx)
         .register("database", checkTimeoutMillis, promise -> complete(promise, timed(store.ping()).map(ok -> Status.OK())))
         .register("migrations", checkTimeoutMillis, promise -> complete(promise, timed(store.appliedMigrations()).map(this::migrations)))
-        .register("wheel", checkTimeoutMillis, promise -> promise.complete(owned.allLoaded()
-            ? Status.OK(new JsonObject().put("wheel", "LOADED"))
-            : Status.KO(new JsonObject().put("wheel", "LOADING"))))
+        .register("wheel", checkTimeoutMillis, promise -> promise.complete(wheel()))
         .register("drain", checkTimeoutMillis, promise -> promise.complete(draining.isOn()
             ? Status.KO(new JsonObject().put("draining", true))
-            : Status.OK(new JsonObject().put("draining", false)))));
+            : Status.OK(new JsonObject().put("draining", false))));
+    if (topics != null) {
+      ready.register("broker", checkTimeoutMillis, promise -> promise.complete(broker()));
+    }
+    health(router, "/health/ready").handler(ready);
+  }
+
+  private Status wheel() {
+    if (owned.allLoaded()) {
+      return Status.OK(new JsonObject().put("wheel", "LOADED"));
+    }
+    if (topics != null && topics.startedWithoutTheBroker() && !owned.assigned()) {
+      return Status.OK(new JsonObject().put("wheel", "OWN_ORDERS_ONLY"));
+    }
+    return Status.KO(new JsonObject().put("wheel", "LOADING"));
+  }
+
+  /** UP whatever it says: a node without the broker still takes orders and closes them. */
+  private Status broker() {
+    JsonObject data = new JsonObject()
+        .put("broker", topics.state().name())
+        .put("group", owned.assigned() ? "JOINED" : "NOT_JOINED");
+    if (!topics.ready()) {
+      data.put("withoutTheBrokerSeconds", (long) topics.secondsWithoutTheBroker()).put("error", topics.lastFailure());
+    }
+    return Status.OK(data);
   }
 
   private static Route health(Router router, String path) {

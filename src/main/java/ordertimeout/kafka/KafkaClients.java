@@ -8,9 +8,11 @@ import io.vertx.kafka.admin.TopicDescription;
 import ordertimeout.cluster.ShardOwnershipVerticle;
 import ordertimeout.config.AppConfig;
 import org.apache.kafka.clients.CommonClientConfigs;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -19,11 +21,14 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeoutException;
 
 /** Client settings shared by the node's Kafka producers and consumer, and the topics they need. */
 public final class KafkaClients {
   private static final int TOPIC_READY_TRIES = 100;
   private static final long TOPIC_READY_PAUSE_MILLIS = 100;
+  /** How long one call of the topic check waits for a broker that does not answer (the client's default: a minute). */
+  static final int TOPIC_CHECK_CALL_TIMEOUT_MILLIS = 5_000;
 
   private KafkaClients() {}
 
@@ -86,12 +91,16 @@ public final class KafkaClients {
   /**
    * Creates the timer topic (one partition per shard) and the events topic when missing, and refuses
    * to go on with a timer topic whose partition count is not the shard count: ownership would not
-   * cover every shard.
+   * cover every shard. A broker that does not answer fails a call after
+   * {@value #TOPIC_CHECK_CALL_TIMEOUT_MILLIS} ms (see {@link #brokerAbsent}).
    */
   public static Future<Void> ensureTopics(Vertx vertx, AppConfig config) {
     AppConfig.Kafka kafka = config.kafka();
     int shards = config.database().shards();
-    KafkaAdminClient admin = KafkaAdminClient.create(vertx, common(config, "admin"));
+    Map<String, String> settings = common(config, "admin");
+    settings.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
+    settings.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
+    KafkaAdminClient admin = KafkaAdminClient.create(vertx, settings);
     short replication = (short) kafka.replicationFactor();
     return admin.listTopics()
         .compose(existing -> {
@@ -117,6 +126,21 @@ public final class KafkaClients {
                   + " shards; give the topic one partition per shard or configure kafka.timersTopic"));
         })
         .eventually(() -> admin.close());
+  }
+
+  /**
+   * Whether a failed {@link #ensureTopics} says only that no broker answered (yet): a timeout, a connection refused or
+   * lost, a topic not yet known everywhere (Kafka's retriable errors). Anything else is a broker that answered and is
+   * wrong for this service: a timer topic of another partition count, a replication factor it cannot give, no right to
+   * create topics.
+   */
+  public static boolean brokerAbsent(Throwable failure) {
+    for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+      if (cause instanceof RetriableException || cause instanceof TimeoutException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

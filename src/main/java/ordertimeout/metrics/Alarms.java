@@ -42,7 +42,9 @@ public final class Alarms {
     /** Live nodes whose webhooks (urls, types, clients) differ from this node's. */
     WEBHOOKS_DIFFER("nodes"),
     /** How long this node has found Redis unreachable (its limits and job locks on their fallbacks), s. */
-    REDIS_UNREACHABLE("s");
+    REDIS_UNREACHABLE("s"),
+    /** How long this node has run since its start without its topic check reaching the Kafka broker, s. */
+    BROKER_UNREACHABLE("s");
 
     private final String unit;
 
@@ -54,12 +56,14 @@ public final class Alarms {
   /**
    * What the alarms look at: the recent p99 lateness, the counters since the node started (the
    * alarms take their increase over the window), the outbox age, the last reconciliation's
-   * differences, the parked orders, the nodes with other webhooks and how long Redis has been unreachable
-   * ({@code NaN} while unknown, or with Redis off).
+   * differences, the parked orders, the nodes with other webhooks, how long Redis has been unreachable
+   * ({@code NaN} while unknown, or with Redis off) and how long the node has run without reaching the broker
+   * ({@code NaN} with Kafka off).
    */
   public record Readings(double latenessP99Millis, long sweepCatches, long closeBatchesGivenUp, double outboxOldestAgeSeconds,
                          double reconciliationDifferences, long eventsDroppedUndelivered, double parkedOrders,
-                         double nodesWithOtherWebhooks, double redisUnreachableSeconds) {}
+                         double nodesWithOtherWebhooks, double redisUnreachableSeconds,
+                         double brokerUnreachableSeconds) {}
 
   private record Sample(long atMillis, long sweepCatches, long closeBatchesGivenUp, long eventsDropped) {}
 
@@ -78,6 +82,7 @@ public final class Alarms {
     thresholds.put(Code.PARKED_ORDERS, config.parkedOrders());
     thresholds.put(Code.WEBHOOKS_DIFFER, config.nodesWithOtherWebhooks());
     thresholds.put(Code.REDIS_UNREACHABLE, config.redisUnreachableSeconds());
+    thresholds.put(Code.BROKER_UNREACHABLE, config.brokerUnreachableSeconds());
     windowMillis = window.toMillis();
     for (Code code : Code.values()) {
       AtomicInteger state = new AtomicInteger();
@@ -107,6 +112,7 @@ public final class Alarms {
     check(Code.PARKED_ORDERS, readings.parkedOrders());
     check(Code.WEBHOOKS_DIFFER, readings.nodesWithOtherWebhooks());
     check(Code.REDIS_UNREACHABLE, readings.redisUnreachableSeconds());
+    check(Code.BROKER_UNREACHABLE, readings.brokerUnreachableSeconds());
   }
 
   /** The newest sample at least a window old (or the oldest there is), after adding {@code now}; older ones go. */

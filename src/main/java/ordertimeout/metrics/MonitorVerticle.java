@@ -26,6 +26,7 @@ public final class MonitorVerticle extends VerticleBase {
   private final NodeStats stats;
   private final Alarms alarms;
   private final DoubleSupplier redisUnreachableSeconds;
+  private final DoubleSupplier brokerUnreachableSeconds;
   private final String webhooksFingerprint;
   private OpsStore store;
   private volatile double outboxBacklog = Double.NaN;
@@ -36,15 +37,19 @@ public final class MonitorVerticle extends VerticleBase {
   private long outboxTimer = -1;
   private long alarmTimer = -1;
 
-  /** {@code redisUnreachableSeconds}: how long Redis has been unreachable, NaN with Redis off. */
+  /**
+   * {@code redisUnreachableSeconds}: how long Redis has been unreachable, NaN with Redis off;
+   * {@code brokerUnreachableSeconds}: how long the node has run without reaching the broker, NaN with Kafka off.
+   */
   public MonitorVerticle(AppConfig config, PgConnectOptions connectOptions, MeterRegistry registry, NodeStats stats,
-                         Alarms alarms, DoubleSupplier redisUnreachableSeconds) {
+                         Alarms alarms, DoubleSupplier redisUnreachableSeconds, DoubleSupplier brokerUnreachableSeconds) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.registry = registry;
     this.stats = stats;
     this.alarms = alarms;
     this.redisUnreachableSeconds = redisUnreachableSeconds;
+    this.brokerUnreachableSeconds = brokerUnreachableSeconds;
     this.webhooksFingerprint = config.events().webhooksFingerprint();
   }
 
@@ -107,6 +112,6 @@ public final class MonitorVerticle extends VerticleBase {
         stats.recentLatenessP99Millis(), stats.sweepCatches(), stats.closeBatchesGivenUp(), outboxOldestAgeSeconds,
         stats.lastReconciliationSkuDifferences() < 0 ? Double.NaN : stats.lastReconciliationSkuDifferences(),
         stats.eventsDroppedUndelivered(), parkedOrders, nodesWithOtherWebhooks,
-        redisUnreachableSeconds.getAsDouble()));
+        redisUnreachableSeconds.getAsDouble(), brokerUnreachableSeconds.getAsDouble()));
   }
 }

@@ -92,6 +92,11 @@ public final class OwnedShards {
     onChange.run();
   }
 
+  /** Whether the group has assigned this node shards (none, maybe) at least once; always for a node alone. */
+  public boolean assigned() {
+    return assigned;
+  }
+
   public boolean isLoaded(int shard) {
     return loaded.get(shard);
   }

@@ -34,7 +34,8 @@ import java.util.function.LongPredicate;
  * Owns the time wheel of this node's shards. One node alone owns every shard: it reloads every pending
  * deadline and reminder from PostgreSQL before it takes new ones. In a cluster it starts empty and
  * loads the shards the consumer group gives it ({@link Addresses#SHARDS_ASSIGNED}), dropping those it
- * loses. Every tick it hands the due order ids to the close verticle in batches.
+ * loses; until the group first assigns it shards it also keeps the timers this node hands out, whatever their shards
+ * ({@link Addresses#TIMER_KEPT_SCHEDULE}). Every tick it hands the due order ids to the close verticle in batches.
  */
 public final class TimerVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(TimerVerticle.class);
@@ -68,6 +69,8 @@ public final class TimerVerticle extends VerticleBase {
     Future<Void> ready = clustered
         ? Future.join(
             bus.<Deadlines>consumer(Addresses.TIMER_OWNED_SCHEDULE, message -> schedule(message.body(), true)).completion(),
+            bus.<Deadlines>consumer(Addresses.TIMER_KEPT_SCHEDULE, message -> schedule(message.body(), true, shard -> true))
+                .completion(),
             bus.<CancelTimers>consumer(Addresses.TIMER_OWNED_CANCEL, message -> cancel(message.body())).completion(),
             bus.<ShardChange>consumer(Addresses.SHARDS_ASSIGNED, this::onAssigned).completion(),
             bus.<Revocation>consumer(Addresses.SHARDS_REVOKED, this::onRevoked).completion()).mapEmpty()

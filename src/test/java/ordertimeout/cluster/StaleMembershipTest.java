@@ -72,7 +72,7 @@ class StaleMembershipTest {
         revoked.add(Arrays.toString(message.body().shards()));
         message.reply(Deadlines.EMPTY);
       });
-      ShardOwnershipVerticle ownership = new ShardOwnershipVerticle(config, owned, stats, ids, (unused, kafka) -> {
+      ShardOwnershipVerticle ownership = new ShardOwnershipVerticle(config, owned, stats, ids, () -> true, (unused, kafka) -> {
         Fake fake = new Fake(kafka, config.kafka().timersTopic());
         consumers.add(fake);
         return fake.consumer;

@@ -31,7 +31,7 @@ class AlarmsTest {
   void setUp() {
     log.start();
     logger.addAppender(log);
-    alarms = new Alarms(new AppConfig.Alarms(5, 100, 0, 10, 0, 0, 0, 0, 0, 30), Duration.ofSeconds(60), registry);
+    alarms = new Alarms(new AppConfig.Alarms(5, 100, 0, 10, 0, 0, 0, 0, 0, 30, 30), Duration.ofSeconds(60), registry);
   }
 
   @AfterEach
@@ -40,7 +40,7 @@ class AlarmsTest {
   }
 
   private static Readings readings(double latenessP99, long sweepCatches, long givenUp, double outboxAge) {
-    return new Readings(latenessP99, sweepCatches, givenUp, outboxAge, 0, 0, 0, 0, 0);
+    return new Readings(latenessP99, sweepCatches, givenUp, outboxAge, 0, 0, 0, 0, 0, 0);
   }
 
   private double gauge(Code code) {
@@ -102,8 +102,8 @@ class AlarmsTest {
 
     Alarms off = new Alarms(new AppConfig.Alarms(5, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF,
         AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF,
-        AppConfig.Alarms.OFF, AppConfig.Alarms.OFF), Duration.ofSeconds(60), new SimpleMeterRegistry());
-    off.evaluate(T0, new Readings(1e9, 1000, 1000, 1e9, 1000, 1000, 1000, 1000, 1e9));
+        AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF), Duration.ofSeconds(60), new SimpleMeterRegistry());
+    off.evaluate(T0, new Readings(1e9, 1000, 1000, 1e9, 1000, 1000, 1000, 1000, 1e9, 1e9));
     for (Code code : Code.values()) {
       assertThat(off.isFiring(code)).as(code.name()).isFalse();
     }
@@ -111,25 +111,25 @@ class AlarmsTest {
 
   @Test
   void reconciliationDifferencesFireUntilAReconciliationFindsNone() {
-    alarms.evaluate(T0, new Readings(0, 0, 0, 0, Double.NaN, 0, 0, 0, 0));
+    alarms.evaluate(T0, new Readings(0, 0, 0, 0, Double.NaN, 0, 0, 0, 0, 0));
     assertThat(alarms.isFiring(Code.RECONCILIATION_DIFFERENCES)).as("no reconciliation ran yet").isFalse();
-    alarms.evaluate(T0 + 5_000, new Readings(0, 0, 0, 0, 2, 0, 0, 0, 0));
+    alarms.evaluate(T0 + 5_000, new Readings(0, 0, 0, 0, 2, 0, 0, 0, 0, 0));
     assertThat(alarms.isFiring(Code.RECONCILIATION_DIFFERENCES)).isTrue();
     assertThat(gauge(Code.RECONCILIATION_DIFFERENCES)).isEqualTo(1.0);
     assertThat(lines()).anyMatch(line -> line.contains("alarm=RECONCILIATION_DIFFERENCES state=FIRING value=2"));
-    alarms.evaluate(T0 + 10_000, new Readings(0, 0, 0, 0, 0, 0, 0, 0, 0));
+    alarms.evaluate(T0 + 10_000, new Readings(0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
     assertThat(alarms.isFiring(Code.RECONCILIATION_DIFFERENCES)).isFalse();
   }
 
   @Test
   void parkedOrdersFireWhileAnyOrderIsParked() {
-    alarms.evaluate(T0, new Readings(0, 0, 0, 0, 0, 0, Double.NaN, 0, 0));
+    alarms.evaluate(T0, new Readings(0, 0, 0, 0, 0, 0, Double.NaN, 0, 0, 0));
     assertThat(alarms.isFiring(Code.PARKED_ORDERS)).as("not read yet").isFalse();
-    alarms.evaluate(T0 + 5_000, new Readings(0, 0, 0, 0, 0, 0, 1, 0, 0));
+    alarms.evaluate(T0 + 5_000, new Readings(0, 0, 0, 0, 0, 0, 1, 0, 0, 0));
     assertThat(alarms.isFiring(Code.PARKED_ORDERS)).isTrue();
     assertThat(gauge(Code.PARKED_ORDERS)).isEqualTo(1.0);
     assertThat(lines()).anyMatch(line -> line.contains("alarm=PARKED_ORDERS state=FIRING value=1"));
-    alarms.evaluate(T0 + 10_000, new Readings(0, 0, 0, 0, 0, 0, 0, 0, 0));
+    alarms.evaluate(T0 + 10_000, new Readings(0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
     assertThat(alarms.isFiring(Code.PARKED_ORDERS)).isFalse();
   }
 
@@ -148,6 +148,6 @@ class AlarmsTest {
   }
 
   private static Readings redisUnreachable(double seconds) {
-    return new Readings(0, 0, 0, 0, 0, 0, 0, 0, seconds);
+    return new Readings(0, 0, 0, 0, 0, 0, 0, 0, seconds, 0);
   }
 }

@@ -1,0 +1,70 @@
+package ordertimeout.kafka;
+
+/**
+ * Whether this clustered node's topic check ({@link KafkaClients#ensureTopics}) has got through to the broker. A node
+ * starts without the broker (decision 0051): until the check gets through, nothing of it talks to Kafka (the shard
+ * ownership does not join the group, the outbox relay does not publish; the timer fan-out sends nothing to Kafka before
+ * the group's first assignment anyway), so that no client of this node makes the broker create a topic with its own
+ * defaults. Read from any thread; written by the check's verticle.
+ */
+public final class BrokerTopics {
+  /** Where the topic check stands. */
+  public enum State {
+    /** The check at start has not ended yet. */
+    CHECKING,
+    /** No broker answered the last check (a timeout, a refused connection): tried again. */
+    UNREACHABLE,
+    /** The broker answered, but its topics are wrong for this service (a timer topic of another partition count). */
+    WRONG,
+    /** The topics exist with a partition per shard: the node joins the group and relays its outbox. */
+    READY
+  }
+
+  private final long startedNanos = System.nanoTime();
+  private volatile State state = State.CHECKING;
+  private volatile String lastFailure;
+  private volatile boolean startedWithoutTheBroker;
+  private volatile long readyAtNanos;
+
+  public State state() {
+    return state;
+  }
+
+  public boolean ready() {
+    return state == State.READY;
+  }
+
+  /** Why the last check failed; null once ready. */
+  public String lastFailure() {
+    return lastFailure;
+  }
+
+  /** The check at start found no broker answering: the node started without it (and may be ready without shards). */
+  public boolean startedWithoutTheBroker() {
+    return startedWithoutTheBroker;
+  }
+
+  /** How long this node has run without its topic check getting through, since it started; 0 once it did. */
+  public double secondsWithoutTheBroker() {
+    return ready() ? 0 : (System.nanoTime() - startedNanos) / 1e9;
+  }
+
+  /** How long after the node started the check got through; meaningless until {@link #ready()}. */
+  public long readyAfterMillis() {
+    return (readyAtNanos - startedNanos) / 1_000_000;
+  }
+
+  void checked() {
+    readyAtNanos = System.nanoTime();
+    lastFailure = null;
+    state = State.READY;
+  }
+
+  void failed(State why, String failure, boolean atStart) {
+    lastFailure = failure;
+    if (atStart) {
+      startedWithoutTheBroker = true;
+    }
+    state = why;
+  }
+}
