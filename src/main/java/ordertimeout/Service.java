@@ -164,7 +164,8 @@ public final class Service {
               .compose(fanout -> vertx.deployVerticle(new ShardOwnershipVerticle(config, owned, stats, orderIds,
                   brokerTopics)))
               .onSuccess(ownership -> ownershipDeployment = ownership)
-              .compose(ownership -> vertx.deployVerticle(new OutboxRelayVerticle(config, database, stats, brokerTopics)))
+              .compose(ownership -> vertx.deployVerticle(
+                  new OutboxRelayVerticle(config, database, stats, brokerTopics)))
               : Future.succeededFuture(id);
         })
         .compose(id -> vertx.deployVerticle(new SweepVerticle(config, database, owned, stats)))

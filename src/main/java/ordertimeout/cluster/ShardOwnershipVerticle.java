@@ -72,7 +72,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   /** The close of the last membership left (bounded); a new one waits for it. */
   private Future<?> leaving = Future.succeededFuture();
   private long databaseCheck = -1;
-  /** Whether this verticle ever joined the group: the first join may wait for the broker, later ones for the database. */
+  /** Whether this verticle ever joined the group: the first join may wait for the broker, later ones the database. */
   private boolean joinedOnce;
 
   /** One consumer's membership: a node that left the group and joins again does so with a new consumer. */
@@ -86,7 +86,8 @@ public final class ShardOwnershipVerticle extends VerticleBase {
 
   /** {@code consumers} wraps each new Kafka consumer for Vert.x; a test hands out consumers it calls back itself. */
   ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats, LeasedOrderIds ids,
-                         BooleanSupplier topicsReady, BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers) {
+                         BooleanSupplier topicsReady,
+                         BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers) {
     this.config = config;
     this.owned = owned;
     this.stats = stats;

@@ -42,7 +42,8 @@ public final class MonitorVerticle extends VerticleBase {
    * {@code brokerUnreachableSeconds}: how long the node has run without reaching the broker, NaN with Kafka off.
    */
   public MonitorVerticle(AppConfig config, PgConnectOptions connectOptions, MeterRegistry registry, NodeStats stats,
-                         Alarms alarms, DoubleSupplier redisUnreachableSeconds, DoubleSupplier brokerUnreachableSeconds) {
+                         Alarms alarms, DoubleSupplier redisUnreachableSeconds,
+                         DoubleSupplier brokerUnreachableSeconds) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.registry = registry;

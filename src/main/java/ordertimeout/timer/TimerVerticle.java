@@ -69,8 +69,8 @@ public final class TimerVerticle extends VerticleBase {
     Future<Void> ready = clustered
         ? Future.join(
             bus.<Deadlines>consumer(Addresses.TIMER_OWNED_SCHEDULE, message -> schedule(message.body(), true)).completion(),
-            bus.<Deadlines>consumer(Addresses.TIMER_KEPT_SCHEDULE, message -> schedule(message.body(), true, shard -> true))
-                .completion(),
+            bus.<Deadlines>consumer(Addresses.TIMER_KEPT_SCHEDULE,
+                message -> schedule(message.body(), true, shard -> true)).completion(),
             bus.<CancelTimers>consumer(Addresses.TIMER_OWNED_CANCEL, message -> cancel(message.body())).completion(),
             bus.<ShardChange>consumer(Addresses.SHARDS_ASSIGNED, this::onAssigned).completion(),
             bus.<Revocation>consumer(Addresses.SHARDS_REVOKED, this::onRevoked).completion()).mapEmpty()

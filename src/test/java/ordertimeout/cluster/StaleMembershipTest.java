@@ -72,11 +72,12 @@ class StaleMembershipTest {
         revoked.add(Arrays.toString(message.body().shards()));
         message.reply(Deadlines.EMPTY);
       });
-      ShardOwnershipVerticle ownership = new ShardOwnershipVerticle(config, owned, stats, ids, () -> true, (unused, kafka) -> {
-        Fake fake = new Fake(kafka, config.kafka().timersTopic());
-        consumers.add(fake);
-        return fake.consumer;
-      });
+      ShardOwnershipVerticle ownership = new ShardOwnershipVerticle(config, owned, stats, ids, () -> true,
+          (unused, kafka) -> {
+            Fake fake = new Fake(kafka, config.kafka().timersTopic());
+            consumers.add(fake);
+            return fake.consumer;
+          });
       String deployment = vertx.deployVerticle(ownership).toCompletionStage().toCompletableFuture()
           .get(30, TimeUnit.SECONDS);
       Fake first = consumers.get(0);

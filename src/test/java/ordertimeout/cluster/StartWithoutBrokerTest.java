@@ -49,7 +49,8 @@ class StartWithoutBrokerTest {
       long startedAt = System.nanoTime();
       try (TestService node = TestService.start(node(cluster))) {
         Duration startTook = Duration.ofNanos(System.nanoTime() - startedAt);
-        System.out.printf("StartWithoutBrokerTest: the node started in %d ms without the broker%n", startTook.toMillis());
+        System.out.printf("StartWithoutBrokerTest: the node started in %d ms without the broker%n",
+            startTook.toMillis());
         assertThat(startTook).as("the start, the broker away").isLessThan(START_BOUND);
         Api api = node.api();
         Await.until("ready without the broker", READY_BOUND, () -> api.get("/health/ready", null).status() == 200);
@@ -78,7 +79,8 @@ class StartWithoutBrokerTest {
         assertThat(Duration.ofMillis(latestMillis)).as("the latest close's lateness").isLessThan(LATENESS_BOUND);
         assertThat(Sql.count("SELECT count(*) FROM order_log WHERE event = 'CLOSED'")).as("each closed once")
             .isEqualTo(ORDERS);
-        assertThat(Sql.count("SELECT count(DISTINCT order_id) FROM order_log WHERE event = 'CLOSED'")).isEqualTo(ORDERS);
+        assertThat(Sql.count("SELECT count(DISTINCT order_id) FROM order_log WHERE event = 'CLOSED'"))
+            .isEqualTo(ORDERS);
         assertThat(api.order(paid).json().getString("status")).isEqualTo("PAID");
         System.out.printf("StartWithoutBrokerTest: %d orders closed without the broker, the latest %d ms late%n",
             ORDERS, latestMillis);

@@ -85,4 +85,34 @@ class TopicSetupTest {
         .hasRootCauseInstanceOf(IllegalStateException.class)
         .rootCause().hasMessageContaining("has 64 partitions but the database has 128 shards");
   }
+
+  /**
+   * At start (decision 0051): a broker that answers with a timer topic of another partition count still stops the
+   * start; one that does not answer does not, and the node is left checking again, not ready for Kafka.
+   */
+  @Test
+  void theStartStopsOnWrongTopicsButNotOnAnAbsentBroker() throws Exception {
+    ClusterSettings cluster = new ClusterSettings(KafkaBroker.shared().bootstrapServers());
+    KafkaClients.ensureTopics(vertx, node(cluster, 1, Map.of())).toCompletionStage().toCompletableFuture()
+        .get(60, TimeUnit.SECONDS);
+    BrokerTopics wrong = new BrokerTopics();
+    AppConfig moreShards = node(cluster, 2, Map.of("OT_DATABASE_SHARDS", "128"));
+    assertThatThrownBy(() -> vertx.deployVerticle(new TopicCheckVerticle(moreShards, wrong))
+        .toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS))
+        .hasRootCauseInstanceOf(IllegalStateException.class);
+    assertThat(wrong.ready()).isFalse();
+    assertThat(wrong.startedWithoutTheBroker()).isFalse();
+
+    BrokerTopics absent = new BrokerTopics();
+    AppConfig noBroker = node(new ClusterSettings("127.0.0.1:9"), 3, Map.of());
+    long started = System.nanoTime();
+    String deployment = vertx.deployVerticle(new TopicCheckVerticle(noBroker, absent))
+        .toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
+    long tookMillis = (System.nanoTime() - started) / 1_000_000;
+    assertThat(tookMillis).as("the check at start waits its bound, not a minute").isLessThan(15_000);
+    assertThat(absent.state()).isEqualTo(BrokerTopics.State.UNREACHABLE);
+    assertThat(absent.startedWithoutTheBroker()).isTrue();
+    assertThat(absent.lastFailure()).contains("TimeoutException");
+    vertx.undeploy(deployment).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+  }
 }

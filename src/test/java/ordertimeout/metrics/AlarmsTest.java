@@ -102,7 +102,8 @@ class AlarmsTest {
 
     Alarms off = new Alarms(new AppConfig.Alarms(5, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF,
         AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF,
-        AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF), Duration.ofSeconds(60), new SimpleMeterRegistry());
+        AppConfig.Alarms.OFF, AppConfig.Alarms.OFF, AppConfig.Alarms.OFF), Duration.ofSeconds(60),
+        new SimpleMeterRegistry());
     off.evaluate(T0, new Readings(1e9, 1000, 1000, 1e9, 1000, 1000, 1000, 1000, 1e9, 1e9));
     for (Code code : Code.values()) {
       assertThat(off.isFiring(code)).as(code.name()).isFalse();

@@ -21,7 +21,8 @@ class OpsConfigTest {
   void theEmbeddedDefaultHasTheDocumentedThresholds() {
     AppConfig config = load(Map.of());
     assertThat(config.metrics()).isEqualTo(new AppConfig.Metrics(60, 5));
-    assertThat(config.alarms()).isEqualTo(new AppConfig.Alarms(5, 1000, 0, AppConfig.Alarms.OFF, 0, 0, 0, 0, 0, 30, 30));
+    assertThat(config.alarms())
+        .isEqualTo(new AppConfig.Alarms(5, 1000, 0, AppConfig.Alarms.OFF, 0, 0, 0, 0, 0, 30, 30));
     assertThat(config.drain().timeoutSeconds()).isEqualTo(10);
   }
 
