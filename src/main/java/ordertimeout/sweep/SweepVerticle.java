@@ -19,6 +19,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
 import java.util.function.IntPredicate;
 
 /**
@@ -32,8 +33,11 @@ import java.util.function.IntPredicate;
  *
  * <p>In a cluster a pass then covers, the same way, the shards that no node with a live lease claims (decision 0050):
  * shard ownership lives in the Kafka group, so while the broker is away the shards of a node that dies have no owner,
- * but its lease runs out in PostgreSQL. Their orders are taken once overdue by more than
- * {@code sweep.unclaimedGraceSeconds}; while every shard is claimed this costs one small query a pass.
+ * but its lease runs out in PostgreSQL. A shard counts as unclaimed only once every look (one each tick) has found
+ * it so for {@code sweep.unclaimedGraceSeconds}: a group that is settling (a cluster's start, a rebalance) leaves
+ * shards unclaimed for seconds, and every node sweeping them then would work the same backlog at once. Their orders
+ * are taken once overdue by more than {@code sweep.unclaimedGraceSeconds}; while every shard is claimed this costs one
+ * small query a tick.
  */
 public final class SweepVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(SweepVerticle.class);
@@ -50,14 +54,20 @@ public final class SweepVerticle extends VerticleBase {
   private boolean sweeping;
   private int skippedInARow;
   private boolean stopped;
-  /** The shards no live lease claimed at the last pass that looked, which this node does not own; for the log. */
-  private int[] unclaimedLastSeen = new int[0];
+  private final UnclaimedStreaks unclaimedStreaks;
+  private boolean lookingForUnclaimed;
+  /** The shards found unclaimed, and not owned here, by every look for the lasting time: those a pass sweeps. */
+  private int[] unclaimedLasting = new int[0];
+  /** {@link #unclaimedLasting} as last logged. */
+  private int[] unclaimedLogged = new int[0];
 
   public SweepVerticle(AppConfig config, PgConnectOptions connectOptions, OwnedShards owned, NodeStats stats) {
     this.config = config;
     this.connectOptions = connectOptions;
     this.owned = owned;
     this.stats = stats;
+    this.unclaimedStreaks = new UnclaimedStreaks(config.database().shards(),
+        TimeUnit.SECONDS.toNanos(config.sweep().unclaimedGraceSeconds()));
   }
 
   /** What one pass found: overdue closes and late reminders; and whether it stopped early for close batches queued. */
@@ -106,9 +116,13 @@ public final class SweepVerticle extends VerticleBase {
    * oldest of them ({@link #graceSeconds()}): an order due since waits until the batches queued before its deadline
    * have run, or for the first pass after the queue. The shards no live lease claims come after the owned ones in the
    * same pass and under the same bound, with {@code sweep.unclaimedGraceSeconds} for the grace, not lengthened by the
-   * queue: their orders are in no wheel here, so not in the batches queued.
+   * queue: their orders are in no wheel here, so not in the batches queued. Which shards those are is looked at each
+   * tick, whether the pass runs or not, so that a storm's passes left out do not join two moments unclaimed into one.
    */
   private void sweepOnce() {
+    if (config.kafka().enabled()) {
+      lookForUnclaimed();
+    }
     if (sweeping) {
       return;
     }
@@ -161,37 +175,57 @@ public final class SweepVerticle extends VerticleBase {
   }
 
   /**
-   * The shards no live lease claims that this node does not own, swept as the owned ones are but with
+   * Which shards no live lease claims and this node does not own, and which of them every look has found so for
+   * {@code sweep.unclaimedGraceSeconds}. A look that fails starts every streak again.
+   */
+  private void lookForUnclaimed() {
+    if (lookingForUnclaimed || stopped) {
+      return;
+    }
+    lookingForUnclaimed = true;
+    long lookedAt = System.nanoTime();
+    store.unclaimedShards(config.database().shards())
+        .onSuccess(unclaimed -> {
+          int[] notOwned = Arrays.stream(unclaimed).filter(shard -> !owned.owns(shard)).toArray();
+          unclaimedLasting = unclaimedStreaks.lookedAndFound(notOwned, lookedAt);
+          logWhenChanged(unclaimedLasting);
+        })
+        .onFailure(failure -> {
+          unclaimedStreaks.forget();
+          unclaimedLasting = new int[0];
+          log.debug("could not look for unclaimed shards, their streaks start again: {}", failure.toString());
+        })
+        .onComplete(done -> lookingForUnclaimed = false);
+  }
+
+  /**
+   * The shards unclaimed for long enough that this node does not own, swept as the owned ones are but with
    * {@code sweep.unclaimedGraceSeconds}, reminders included. Every other node sweeps the same shards meanwhile: each
    * close (and reminder) is a compare-and-set in PostgreSQL, so each order still closes once.
    */
   private Future<Integer> sweepUnclaimed(Found found) {
-    if (stopped || found.stoppedForQueue) {
+    int[] notOwned = Arrays.stream(unclaimedLasting).filter(shard -> !owned.owns(shard)).toArray();
+    if (stopped || found.stoppedForQueue || notOwned.length == 0) {
       return Future.succeededFuture(0);
     }
     int graceSeconds = config.sweep().unclaimedGraceSeconds();
-    return store.unclaimedShards(config.database().shards()).compose(unclaimed -> {
-      int[] notOwned = Arrays.stream(unclaimed).filter(shard -> !owned.owns(shard)).toArray();
-      logWhenChanged(notOwned);
-      if (notOwned.length == 0) {
-        return Future.succeededFuture(0);
-      }
-      return store.shardsWithOverdue(notOwned, graceSeconds)
-          .compose(overdue -> sweepShardsFrom(0, 0, overdue, shard -> !owned.owns(shard), graceSeconds, found));
-    });
+    return store.shardsWithOverdue(notOwned, graceSeconds)
+        .compose(overdue -> sweepShardsFrom(0, 0, overdue, shard -> !owned.owns(shard), graceSeconds, found));
   }
 
   private void logWhenChanged(int[] unclaimed) {
-    if (Arrays.equals(unclaimed, unclaimedLastSeen)) {
+    if (Arrays.equals(unclaimed, unclaimedLogged)) {
       return;
     }
     if (unclaimed.length > 0) {
-      log.warn("shards {} are claimed by no live node's lease: this node's sweep covers them too, closing their orders "
-          + "overdue by more than {} s", Arrays.toString(unclaimed), config.sweep().unclaimedGraceSeconds());
+      int graceSeconds = config.sweep().unclaimedGraceSeconds();
+      log.warn("shards {} have been claimed by no live node's lease for {} s or more: this node's sweep covers them "
+          + "too, closing their orders overdue by more than {} s", Arrays.toString(unclaimed), graceSeconds,
+          graceSeconds);
     } else {
-      log.info("every shard is claimed by a live node's lease again");
+      log.info("no shard has been left unclaimed for long any more: this node's sweep covers only its own");
     }
-    unclaimedLastSeen = unclaimed;
+    unclaimedLogged = unclaimed;
   }
 
   /**

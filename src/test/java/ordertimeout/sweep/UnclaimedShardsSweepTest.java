@@ -34,16 +34,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * In a cluster the lease of a node claims the shards it owns, and each node's sweep also covers the shards no live
- * lease claims (decision 0050): while the broker is away, a node that dies keeps its shards in the Kafka group, but its
- * lease runs out in PostgreSQL. The node here is a lease, a close and a sweep in cluster mode with no broker (none of
- * them talks to one), its ownership set by hand; the other nodes are lease rows written by hand.
+ * lease claims for {@code sweep.unclaimedGraceSeconds} (decision 0050): while the broker is away, a node that dies keeps
+ * its shards in the Kafka group, but its lease runs out in PostgreSQL. The node here is a lease, a close and a sweep in
+ * cluster mode with no broker (none of them talks to one), its ownership set by hand; the other nodes are lease rows
+ * written by hand.
  */
 class UnclaimedShardsSweepTest {
   private static final int THIS_NODE = 1003;
   private static final int LIVE_NODE = 1001;
   private static final int DEAD_NODE = 1002;
   private static final String SKU = "SKU-UNCLAIMED";
-  private static final int UNCLAIMED_GRACE_SECONDS = 20;
+  private static final int UNCLAIMED_GRACE_SECONDS = 10;
   private static final Duration SAFETY = Duration.ofSeconds(30);
 
   private Vertx vertx;
@@ -101,12 +102,12 @@ class UnclaimedShardsSweepTest {
     long inLiveNodesShard = SeedOrders.idsInShard(3, 1)[0];
     long dueLately = SeedOrders.idsInShard(6, 1)[0];
     SeedOrders.insert(SKU, new long[] {inDeadNodesShard, inLiveNodesShard}, -60_000, 0, null);
-    SeedOrders.insert(SKU, new long[] {dueLately}, -2_000, 0, null);
 
     Await.until("the order of the dead node's shard closed by this node's sweep", SAFETY,
         () -> "CLOSED".equals(status(inDeadNodesShard)));
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ? AND close_reason = 'TIMEOUT'", inDeadNodesShard))
         .isEqualTo(1);
+    SeedOrders.insert(SKU, new long[] {dueLately}, -2_000, 0, null); // in a shard unclaimed for long already
     Await.sleep(2000); // two more passes
     assertThat(status(inLiveNodesShard)).as("a shard a live lease claims is its node's").isEqualTo("UNPAID");
     assertThat(status(dueLately)).as("overdue by less than sweep.unclaimedGraceSeconds").isEqualTo("UNPAID");
@@ -116,6 +117,25 @@ class UnclaimedShardsSweepTest {
         () -> "CLOSED".equals(status(inLiveNodesShard)));
     Await.until("the order due lately closed once past the grace", SAFETY, () -> "CLOSED".equals(status(dueLately)));
     Invariants.assertHold();
+  }
+
+  @Test
+  void aShardUnclaimedOnlyForAMomentAsAtAClustersStartOrInARebalanceIsLeftToItsOwner() {
+    lease(LIVE_NODE, "now() + interval '1 hour'", "{3,4}");
+    long beforeTheFirstAssignment = SeedOrders.idsInShard(5, 1)[0];
+    long inARebalance = SeedOrders.idsInShard(3, 1)[0];
+    SeedOrders.insert(SKU, new long[] {beforeTheFirstAssignment, inARebalance}, -60_000, 0, null);
+
+    Await.sleep(4000); // shard 5 unclaimed since this node's start, the group not settled yet
+    lease(LIVE_NODE, "now() + interval '1 hour'", "{3,4,5}");
+    Await.sleep(1000);
+    lease(LIVE_NODE, "now() + interval '1 hour'", "{4,5}"); // shard 3 between its old owner and its new one
+    Await.sleep(4000);
+    lease(LIVE_NODE, "now() + interval '1 hour'", "{3,4,5}");
+    Await.sleep(2000);
+
+    assertThat(status(beforeTheFirstAssignment)).as("unclaimed only until the first assignment").isEqualTo("UNPAID");
+    assertThat(status(inARebalance)).as("unclaimed only during a rebalance").isEqualTo("UNPAID");
   }
 
   private DeadlineStore deadlineStore() {
