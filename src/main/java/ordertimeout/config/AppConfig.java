@@ -136,8 +136,8 @@ public record AppConfig(
   public record Close(int maxAttempts, int backoffMillis, int maxInFlight, int parkAfterFailures, int yieldToCreatesAboveMillis) {}
 
   /**
-   * In a cluster the sweep also covers the shards no live lease claims, taking their orders once overdue by more than
-   * {@code unclaimedGraceSeconds} (decision 0050).
+   * In a cluster the sweep also covers the shards no live lease claims once it has found them so for
+   * {@code unclaimedGraceSeconds}, taking their orders overdue by more than that (decision 0050).
    */
   public record Sweep(int intervalSeconds, int graceSeconds, int pageSize, int unclaimedGraceSeconds) {}
 

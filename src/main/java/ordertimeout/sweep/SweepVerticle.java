@@ -120,9 +120,7 @@ public final class SweepVerticle extends VerticleBase {
    * tick, whether the pass runs or not, so that a storm's passes left out do not join two moments unclaimed into one.
    */
   private void sweepOnce() {
-    if (config.kafka().enabled()) {
-      lookForUnclaimed();
-    }
+    Future<Void> lookedForUnclaimed = config.kafka().enabled() ? lookForUnclaimed() : Future.succeededFuture();
     if (sweeping) {
       return;
     }
@@ -139,7 +137,8 @@ public final class SweepVerticle extends VerticleBase {
     store.shardsWithOverdue(owned.list(), graceSeconds)
         .compose(overdue -> sweepShardsFrom(0, 0, overdue, owned::owns, graceSeconds, found))
         .compose(closed -> config.kafka().enabled()
-            ? sweepUnclaimed(found).map(closedUnclaimed -> closed + closedUnclaimed)
+            ? lookedForUnclaimed.compose(looked -> sweepUnclaimed(found))
+                .map(closedUnclaimed -> closed + closedUnclaimed)
             : Future.succeededFuture(closed))
         .onFailure(failure -> log.warn("sweep pass failed, the next pass retries it: {}", failure.toString()))
         .onSuccess(closed -> {
@@ -176,15 +175,16 @@ public final class SweepVerticle extends VerticleBase {
 
   /**
    * Which shards no live lease claims and this node does not own, and which of them every look has found so for
-   * {@code sweep.unclaimedGraceSeconds}. A look that fails starts every streak again.
+   * {@code sweep.unclaimedGraceSeconds}. A look that fails starts every streak again. Completes when the look is done,
+   * failed or not (at once when the last one is still running), so that the tick's pass sweeps what this look found.
    */
-  private void lookForUnclaimed() {
+  private Future<Void> lookForUnclaimed() {
     if (lookingForUnclaimed || stopped) {
-      return;
+      return Future.succeededFuture();
     }
     lookingForUnclaimed = true;
     long lookedAt = System.nanoTime();
-    store.unclaimedShards(config.database().shards())
+    return store.unclaimedShards(config.database().shards())
         .onSuccess(unclaimed -> {
           int[] notOwned = Arrays.stream(unclaimed).filter(shard -> !owned.owns(shard)).toArray();
           unclaimedLasting = unclaimedStreaks.lookedAndFound(notOwned, lookedAt);
@@ -195,7 +195,9 @@ public final class SweepVerticle extends VerticleBase {
           unclaimedLasting = new int[0];
           log.debug("could not look for unclaimed shards, their streaks start again: {}", failure.toString());
         })
-        .onComplete(done -> lookingForUnclaimed = false);
+        .onComplete(done -> lookingForUnclaimed = false)
+        .<Void>mapEmpty()
+        .otherwiseEmpty();
   }
 
   /**

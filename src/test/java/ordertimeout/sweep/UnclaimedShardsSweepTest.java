@@ -31,6 +31,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.SoftAssertions.assertSoftly;
 
 /**
  * In a cluster the lease of a node claims the shards it owns, and each node's sweep also covers the shards no live
@@ -134,8 +135,11 @@ class UnclaimedShardsSweepTest {
     lease(LIVE_NODE, "now() + interval '1 hour'", "{3,4,5}");
     Await.sleep(2000);
 
-    assertThat(status(beforeTheFirstAssignment)).as("unclaimed only until the first assignment").isEqualTo("UNPAID");
-    assertThat(status(inARebalance)).as("unclaimed only during a rebalance").isEqualTo("UNPAID");
+    assertSoftly(softly -> {
+      softly.assertThat(status(beforeTheFirstAssignment)).as("unclaimed only until the first assignment")
+          .isEqualTo("UNPAID");
+      softly.assertThat(status(inARebalance)).as("unclaimed only during a rebalance").isEqualTo("UNPAID");
+    });
   }
 
   private DeadlineStore deadlineStore() {
