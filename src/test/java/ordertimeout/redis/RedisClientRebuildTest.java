@@ -92,6 +92,18 @@ class RedisClientRebuildTest {
     assertThat(await(client.send(Request.cmd(Command.PING))).toString()).isEqualTo("PONG");
   }
 
+  /** Its connections are still being opened (or Redis was away from the start): there is nothing stale to drop. */
+  @Test
+  void timeoutsOnAClientThatHasNotAnsweredYetDoNotRebuild() {
+    assertThat(server.command("CLIENT PAUSE 5000 ALL")).isEqualTo("+OK");
+    RedisClient client = new RedisClient(vertx, settings(1000), Duration.ZERO);
+    for (int i = 0; i < RedisClient.TIMEOUTS_BEFORE_REBUILD; i++) {
+      assertThat(failureOf(client.send(Request.cmd(Command.PING)))).as("past the 1000 ms bound, separate tries")
+          .isInstanceOf(TimeoutException.class);
+    }
+    assertThat(client.rebuilds()).isZero();
+  }
+
   /** A hiccup that times out many pipelined calls at once is one try, not three. */
   @Test
   void timeoutsOfCallsSentTogetherDoNotRebuild() {
