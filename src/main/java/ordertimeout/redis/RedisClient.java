@@ -33,6 +33,13 @@ public final class RedisClient {
   /** Connections per client; they pipeline, so a few serve thousands of calls a second. */
   private static final int POOL_SIZE = 4;
   private static final int POOL_WAITING = 4096;
+  /**
+   * A connection whose data has gone unacknowledged this long is ended by the kernel (TCP_USER_TIMEOUT): its server
+   * vanished without a word (a host gone, a partition), and TCP would otherwise retry for about 15 minutes. A slow
+   * server's kernel still acknowledges at once. Rebuilds drop such connections too, but only those of a client that
+   * has answered. Set on the native transport a node prefers; Java NIO leaves it out.
+   */
+  static final int UNACKNOWLEDGED_MILLIS = 10_000;
   private static final List<String> NOT_SERVING = List.of("READONLY", "LOADING", "MASTERDOWN");
   private static final Logger log = LoggerFactory.getLogger(RedisClient.class);
 
@@ -62,12 +69,26 @@ public final class RedisClient {
 
   /** Connections are opened on first use and again after Redis comes back. */
   private Redis build() {
+    return Redis.createClient(vertx, options(config));
+  }
+
+  /**
+   * SO_KEEPALIVE is the Redis client's default, kept here: an idle pooled connection to a host that vanished ends once
+   * the kernel's probes go unanswered (after its {@code net.ipv4.tcp_keepalive_time}, two hours unless tuned; the pool
+   * recycles a connection idle for three minutes first). A connection with a call in flight ends after
+   * {@value #UNACKNOWLEDGED_MILLIS} ms.
+   */
+  static RedisOptions options(AppConfig.Redis config) {
     RedisOptions options = new RedisOptions()
         .setConnectionString(config.url())
         .setMaxPoolSize(POOL_SIZE)
         .setMaxPoolWaiting(POOL_WAITING);
-    options.getNetClientOptions().setConnectTimeout(config.timeoutMillis()).setTcpNoDelay(true);
-    return Redis.createClient(vertx, options);
+    options.getNetClientOptions()
+        .setConnectTimeout(config.timeoutMillis())
+        .setTcpNoDelay(true)
+        .setTcpKeepAlive(true)
+        .setTcpUserTimeout(UNACKNOWLEDGED_MILLIS);
+    return options;
   }
 
   public AppConfig.Redis config() {

@@ -106,6 +106,34 @@ public final class TestRedis implements AutoCloseable {
     kill();
   }
 
+  /**
+   * Stops the server's process without ending it (SIGSTOP): it reads nothing more, but its kernel still acknowledges
+   * what fits into its sockets' buffers. {@link #thaw()} lets it go on.
+   */
+  public synchronized void freeze() {
+    signal("-STOP");
+  }
+
+  public synchronized void thaw() {
+    signal("-CONT");
+  }
+
+  private void signal(String signal) {
+    if (!isRunning()) {
+      return;
+    }
+    try {
+      Process kill = new ProcessBuilder("kill", signal, Long.toString(process.pid())).inheritIO().start();
+      if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+        throw new IllegalStateException("kill " + signal + " " + process.pid() + " failed");
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   @Override
   public synchronized void close() {
     stopForGood();
