@@ -35,7 +35,8 @@ import java.util.concurrent.TimeUnit;
  * (at its next renewal) or its lease has run out, before it serves anything.
  *
  * <p>The lease claims the shards the node owns: each take and renewal writes them, and so does a write at once when
- * the node gains or loses shards. A shard no live lease claims is swept by every node of a cluster (decision 0050).
+ * the node gains or loses shards. A shard no live lease has claimed for {@code sweep.unclaimedGraceSeconds} is swept
+ * by every node of a cluster (decision 0050).
  */
 public final class NodeIdLeaseVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(NodeIdLeaseVerticle.class);

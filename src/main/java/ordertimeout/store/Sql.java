@@ -108,7 +108,8 @@ final class Sql {
 
   /**
    * The shards below {@code $1} (the shard count) that no live lease claims, by the database clock: in a cluster, those
-   * of a node that died while the broker was away, which no other node owns until the broker is back.
+   * of a node that died while the broker was away, which no other node owns until the broker is back, and for a
+   * moment those a settling group has not given out yet.
    */
   static final String UNCLAIMED_SHARDS = """
       SELECT s.shard FROM generate_series(0, $1::int - 1) AS s (shard)
