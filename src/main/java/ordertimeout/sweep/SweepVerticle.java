@@ -44,6 +44,7 @@ public final class SweepVerticle extends VerticleBase {
   private static final DeliveryOptions CLOSE_REQUEST = new DeliveryOptions().setSendTimeout(120_000);
   /** A backlog that lasts is no reason to stop looking for lost deadlines: a pass runs after this many skipped. */
   private static final int MAX_PASSES_SKIPPED_IN_A_ROW = 12;
+  private static final long LOOK_FAILURES_LOGGED_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
@@ -60,6 +61,9 @@ public final class SweepVerticle extends VerticleBase {
   private int[] unclaimedLasting = new int[0];
   /** {@link #unclaimedLasting} as last logged. */
   private int[] unclaimedLogged = new int[0];
+  /** -1 until a failed look has been logged. */
+  private long lookFailuresNotLogged = -1;
+  private long lookFailureLoggedAt;
 
   public SweepVerticle(AppConfig config, PgConnectOptions connectOptions, OwnedShards owned, NodeStats stats) {
     this.config = config;
@@ -175,29 +179,40 @@ public final class SweepVerticle extends VerticleBase {
 
   /**
    * Which shards no live lease claims and this node does not own, and which of them every look has found so for
-   * {@code sweep.unclaimedGraceSeconds}. A look that fails starts every streak again. Completes when the look is done,
-   * failed or not (at once when the last one is still running), so that the tick's pass sweeps what this look found.
+   * {@code sweep.unclaimedGraceSeconds}. A look that fails changes nothing, as one skipped: were it to start every
+   * streak again, a database that fails a look now and then (a flapping proxy) would keep a dead node's shards from
+   * ever being swept. Completes when the look is done, failed or not (at once when the last one is still running), so
+   * that the tick's pass sweeps what this look found.
    */
   private Future<Void> lookForUnclaimed() {
     if (lookingForUnclaimed || stopped) {
       return Future.succeededFuture();
     }
     lookingForUnclaimed = true;
-    long lookedAt = System.nanoTime();
+    long sentAt = System.nanoTime();
     return store.unclaimedShards(config.database().shards())
         .onSuccess(unclaimed -> {
           int[] notOwned = Arrays.stream(unclaimed).filter(shard -> !owned.owns(shard)).toArray();
-          unclaimedLasting = unclaimedStreaks.lookedAndFound(notOwned, lookedAt);
+          unclaimedLasting = unclaimedStreaks.lookedAndFound(notOwned, sentAt, System.nanoTime());
           logWhenChanged(unclaimedLasting);
         })
-        .onFailure(failure -> {
-          unclaimedStreaks.forget();
-          unclaimedLasting = new int[0];
-          log.debug("could not look for unclaimed shards, their streaks start again: {}", failure.toString());
-        })
+        .onFailure(this::lookFailed)
         .onComplete(done -> lookingForUnclaimed = false)
         .<Void>mapEmpty()
         .otherwiseEmpty();
+  }
+
+  /** Logged at most once every {@link #LOOK_FAILURES_LOGGED_EVERY_NANOS}: a flapping database fails a look a tick. */
+  private void lookFailed(Throwable failure) {
+    long now = System.nanoTime();
+    if (lookFailuresNotLogged >= 0 && now - lookFailureLoggedAt < LOOK_FAILURES_LOGGED_EVERY_NANOS) {
+      lookFailuresNotLogged++;
+      return;
+    }
+    log.warn("could not look for unclaimed shards ({} more such failures not logged since the last), the shards "
+        + "found so far kept: {}", Math.max(lookFailuresNotLogged, 0), failure.toString());
+    lookFailureLoggedAt = now;
+    lookFailuresNotLogged = 0;
   }
 
   /**
