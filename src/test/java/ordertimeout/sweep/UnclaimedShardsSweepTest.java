@@ -127,7 +127,8 @@ class UnclaimedShardsSweepTest {
     lease(LIVE_NODE, "now() + interval '1 hour'", "{3,4}");
     long beforeTheFirstAssignment = SeedOrders.idsInShard(5, 1)[0];
     long inARebalance = SeedOrders.idsInShard(3, 1)[0];
-    SeedOrders.insert(SKU, new long[] {beforeTheFirstAssignment, inARebalance}, -60_000, 0, null);
+    long unclaimedAllAlong = SeedOrders.idsInShard(6, 1)[0];
+    SeedOrders.insert(SKU, new long[] {beforeTheFirstAssignment, inARebalance, unclaimedAllAlong}, -60_000, 0, null);
 
     Await.sleep(4000); // shard 5 unclaimed since this node's start, the group not settled yet
     lease(LIVE_NODE, "now() + interval '1 hour'", "{3,4,5}");
@@ -136,6 +137,8 @@ class UnclaimedShardsSweepTest {
     Await.sleep(4000);
     lease(LIVE_NODE, "now() + interval '1 hour'", "{3,4,5}");
     Await.sleep(2000);
+    Await.until("the order of the shard unclaimed all along closed: the sweep of unclaimed shards ran", SAFETY,
+        () -> "CLOSED".equals(status(unclaimedAllAlong)));
 
     assertSoftly(softly -> {
       softly.assertThat(status(beforeTheFirstAssignment)).as("unclaimed only until the first assignment")
