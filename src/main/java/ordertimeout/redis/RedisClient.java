@@ -35,9 +35,10 @@ public final class RedisClient {
   private static final int POOL_WAITING = 4096;
   /**
    * A connection whose data has gone unacknowledged this long is ended by the kernel (TCP_USER_TIMEOUT): its server
-   * vanished without a word (a host gone, a partition), and TCP would otherwise retry for about 15 minutes. A slow
-   * server's kernel still acknowledges at once. Rebuilds drop such connections too, but only those of a client that
-   * has answered. Set on the native transport a node prefers; Java NIO leaves it out.
+   * vanished without a word (a host gone, a partition), and TCP would otherwise retry for about 15 minutes. A live
+   * server that reads nothing for longer (stalled) is cut too, once its socket buffers fill and its kernel advertises
+   * a zero window: its calls have timed out by then anyway. Rebuilds drop such connections too, but only those of a
+   * client that has answered. Only on Netty's epoll transport (Linux on x86-64, the pom's); Java NIO ignores it.
    */
   static final int UNACKNOWLEDGED_MILLIS = 10_000;
   private static final List<String> NOT_SERVING = List.of("READONLY", "LOADING", "MASTERDOWN");
