@@ -40,9 +40,15 @@ class RedisClientConnectionsTest {
 
   @AfterEach
   void stop() {
-    server.thaw();
-    await(vertx.close());
-    server.close();
+    try {
+      server.thaw();
+    } finally {
+      try {
+        await(vertx.close());
+      } finally {
+        server.close();
+      }
+    }
   }
 
   @Test

@@ -174,6 +174,11 @@ public final class TestRedis implements AutoCloseable {
     if (process == null) {
       return;
     }
+    try {
+      signal("-CONT"); // SIGTERM stays pending on a process that freeze() stopped
+    } catch (RuntimeException e) {
+      process.destroyForcibly();
+    }
     process.destroy();
     try {
       if (!process.waitFor(10, TimeUnit.SECONDS)) {
