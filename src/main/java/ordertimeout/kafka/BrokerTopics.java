@@ -25,6 +25,7 @@ public final class BrokerTopics {
   private volatile String lastFailure;
   private volatile boolean startedWithoutTheBroker;
   private volatile long readyAtNanos;
+  private volatile long failedChecks;
 
   public State state() {
     return state;
@@ -54,6 +55,11 @@ public final class BrokerTopics {
     return (readyAtNanos - startedNanos) / 1_000_000;
   }
 
+  /** How many checks have failed since the start. */
+  public long failedChecks() {
+    return failedChecks;
+  }
+
   void checked() {
     readyAtNanos = System.nanoTime();
     lastFailure = null;
@@ -62,6 +68,7 @@ public final class BrokerTopics {
 
   void failed(State why, String failure, boolean atStart) {
     lastFailure = failure;
+    failedChecks++;
     if (atStart) {
       startedWithoutTheBroker = true;
     }

@@ -12,6 +12,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
@@ -100,7 +101,16 @@ public final class KafkaClients {
     Map<String, String> settings = common(config, "admin");
     settings.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
     settings.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
-    KafkaAdminClient admin = KafkaAdminClient.create(vertx, settings);
+    // Creating the client resolves the bootstrap hosts, a blocking lookup that throws when none resolves.
+    return vertx.executeBlocking(() -> KafkaAdminClient.create(vertx, settings), false)
+        .recover(failure -> Future.failedFuture(unresolved(failure) == null ? failure : new BootstrapUnresolved(
+            kafka.bootstrapServers(), unresolved(failure))))
+        .compose(admin -> ensureTopics(vertx, config, admin));
+  }
+
+  private static Future<Void> ensureTopics(Vertx vertx, AppConfig config, KafkaAdminClient admin) {
+    AppConfig.Kafka kafka = config.kafka();
+    int shards = config.database().shards();
     short replication = (short) kafka.replicationFactor();
     return admin.listTopics()
         .compose(existing -> {
@@ -130,13 +140,15 @@ public final class KafkaClients {
 
   /**
    * Whether a failed {@link #ensureTopics} says only that no broker answered (yet): a timeout, a connection refused or
-   * lost, a topic not yet known everywhere (Kafka's retriable errors). Anything else is a broker that answered and is
-   * wrong for this service: a timer topic of another partition count, a replication factor it cannot give, no right to
-   * create topics.
+   * lost, a topic not yet known everywhere (Kafka's retriable errors), a client that could not be made because no
+   * bootstrap host resolved (a name not in the DNS yet, or a DNS that does not answer). Anything else is a broker
+   * that answered and is wrong for this service (a timer topic of another partition count, a replication factor it
+   * cannot give, no right to create topics) or a malformed {@code kafka.bootstrapServers}.
    */
   public static boolean brokerAbsent(Throwable failure) {
     for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-      if (cause instanceof RetriableException || cause instanceof TimeoutException) {
+      if (cause instanceof RetriableException || cause instanceof TimeoutException
+          || cause instanceof BootstrapUnresolved) {
         return true;
       }
     }
@@ -157,5 +169,22 @@ public final class KafkaClients {
               ? vertx.timer(TOPIC_READY_PAUSE_MILLIS).compose(waited -> describeOnceKnown(vertx, admin, topic, triesLeft - 1))
               : Future.failedFuture(failure);
         });
+  }
+
+  /** Why a client's creation failed if none of its bootstrap hosts resolved (not one malformed); else null. */
+  private static ConfigException unresolved(Throwable failure) {
+    for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+      if (cause instanceof ConfigException config && String.valueOf(config.getMessage()).contains("No resolvable")) {
+        return config;
+      }
+    }
+    return null;
+  }
+
+  /** No admin client could be made: with kafka-clients 4.1, none of the bootstrap hosts resolved. */
+  static final class BootstrapUnresolved extends RuntimeException {
+    BootstrapUnresolved(String bootstrapServers, ConfigException cause) {
+      super("no Kafka client for " + bootstrapServers + ": " + cause.getMessage(), cause);
+    }
   }
 }

@@ -63,7 +63,8 @@ public final class TopicCheckVerticle extends VerticleBase {
   }
 
   private void checkAgain() {
-    KafkaClients.ensureTopics(vertx, config).onComplete(done -> {
+    // anything the check throws becomes a failed check, tried again: the timer would otherwise end with it
+    Future.<Void>succeededFuture().compose(go -> KafkaClients.ensureTopics(vertx, config)).onComplete(done -> {
       if (done.succeeded()) {
         topics.checked();
         log.info("the Kafka broker answers: topics {} and {} ready {} s after the start; joining the timer group",

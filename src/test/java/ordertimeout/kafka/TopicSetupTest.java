@@ -4,6 +4,7 @@ import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import ordertimeout.config.AppConfig;
 import ordertimeout.config.ConfigSource;
+import ordertimeout.support.Await;
 import ordertimeout.support.ClusterSettings;
 import ordertimeout.support.KafkaBroker;
 import org.apache.kafka.clients.admin.Admin;
@@ -16,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -114,5 +116,28 @@ class TopicSetupTest {
     assertThat(absent.startedWithoutTheBroker()).isTrue();
     assertThat(absent.lastFailure()).contains("TimeoutException");
     vertx.undeploy(deployment).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+  }
+
+  /**
+   * A bootstrap host that does not resolve makes kafka-clients 4.1 throw when the client is made: the node still
+   * starts without the broker, and the check goes on being tried (made off the event loop, the throw a failed check).
+   */
+  @Test
+  void aBootstrapHostThatDoesNotResolveDoesNotStopTheChecks() throws Exception {
+    BrokerTopics topics = new BrokerTopics();
+    AppConfig unresolved = node(new ClusterSettings("no-such-host.invalid:9092"), 4, Map.of());
+    String deployment = vertx.deployVerticle(new TopicCheckVerticle(unresolved, topics))
+        .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    try {
+      assertThat(topics.state()).isEqualTo(BrokerTopics.State.UNREACHABLE);
+      assertThat(topics.startedWithoutTheBroker()).isTrue();
+      assertThat(topics.lastFailure()).contains("No resolvable bootstrap");
+      Await.until("three more checks", Duration.ofMillis(TopicCheckVerticle.RETRY_MILLIS * 3 + 5_000),
+          () -> topics.failedChecks() >= 4);
+      assertThat(topics.state()).isEqualTo(BrokerTopics.State.UNREACHABLE);
+      assertThat(topics.lastFailure()).contains("No resolvable bootstrap");
+    } finally {
+      vertx.undeploy(deployment).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
   }
 }
