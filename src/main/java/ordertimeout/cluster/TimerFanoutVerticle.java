@@ -111,7 +111,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
    * tell whose a shard is, and before its topic check got through nothing of it may reach Kafka. Each order then closes
    * here, on time; its shard's owner, which never got the timer, is the net (its sweep, a grace later; or the catch-up
    * read of decision 0032 at the rebalance of this node's join), and a close from both is one compare-and-set that
-   * wins. Those timers stay in the wheel after the first assignment too, replaced by the load of the shards gained.
+   * wins. At the first assignment those of the shards gained are replaced by their load; the others leave the wheel
+   * for their owners' through Kafka ({@link #handOver}, sent by the timer as a loss with the timers it held).
    */
   private void publishSchedule(Deadlines deadlines) {
     if (!owned.assigned()) {
@@ -185,7 +186,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
    *
    * <p>Shards the group gave away before this node heard ({@link Revocation#lost()}: its membership had expired) may
    * have been loaded by their new owner long before, while this node went on taking their new orders: every timer the
-   * wheel held for them goes first ({@link #sendHeld}), then the remembered ones, which are newer.
+   * wheel held for them goes first ({@link #sendHeld}), then the remembered ones, which are newer. So do, at the
+   * group's first assignment, the timers kept before it for shards other nodes own.
    */
   private void handOver(Revocation revocation) {
     forgetOlderThanASession(System.nanoTime());
@@ -221,9 +223,10 @@ public final class TimerFanoutVerticle extends VerticleBase {
             recentTimers, Arrays.toString(lostShards), config.kafka().sessionTimeoutMillis());
       }
       if (held.size() > 0) {
-        log.info("sent the {} timers this node's wheel held for the shards {} to Kafka{}: the group gave those shards "
-            + "away before this node heard, and their new owners may lack the orders taken here meanwhile", held.size(),
-            Arrays.toString(lostShards), sent.succeeded() ? "" : " (not all: " + sent.cause().getMessage() + ")");
+        log.info("sent the {} timers this node's wheel held for the shards {} to Kafka{}: their owners may lack the "
+            + "orders taken here (shards the group gave away before this node heard, or timers kept before its first "
+            + "assignment)", held.size(), Arrays.toString(lostShards),
+            sent.succeeded() ? "" : " (not all: " + sent.cause().getMessage() + ")");
       }
     });
   }

@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.function.IntPredicate;
 import java.util.function.IntToLongFunction;
 import java.util.function.LongPredicate;
+import java.util.stream.IntStream;
 
 /**
  * Owns the time wheel of this node's shards. One node alone owns every shard: it reloads every pending
@@ -50,6 +51,8 @@ public final class TimerVerticle extends VerticleBase {
   private TimeWheel wheel;
   private DeadlineStore store;
   private long tickTimer = -1;
+  /** Clustered: the group has not assigned this node shards yet, and the wheel keeps timers of every shard. */
+  private boolean keepingEveryShard;
 
   public TimerVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats, OwnedShards owned) {
     this.config = config;
@@ -58,6 +61,7 @@ public final class TimerVerticle extends VerticleBase {
     this.owned = owned;
     this.clustered = config.kafka().enabled();
     this.clock = config.node().wallClock();
+    this.keepingEveryShard = clustered;
   }
 
   @Override
@@ -100,6 +104,10 @@ public final class TimerVerticle extends VerticleBase {
    * in its producer, so those shards' recent orders are read again too ({@link #catchUpUntilDone}).
    */
   private void onAssigned(Message<ShardChange> message) {
+    if (keepingEveryShard) {
+      keepingEveryShard = false;
+      handOverKept();
+    }
     int[] shards = message.body().shards();
     int[] kept = Arrays.stream(owned.list())
         .filter(shard -> Arrays.stream(shards).noneMatch(gained -> gained == shard))
@@ -203,6 +211,28 @@ public final class TimerVerticle extends VerticleBase {
         message.body().lost() ? " (the group gave them away before this node heard; they go to their new owners)" : "",
         Arrays.toString(lost));
     message.reply(held);
+  }
+
+  /**
+   * At the group's first assignment: the timers kept for shards other nodes own now (every timer this node handed out
+   * before, for as long as it had no broker, decision 0051) are taken out of the wheel and go to their owners through
+   * Kafka, as those of shards lost before this node heard do. Left here, they would be in no wheel once this node is
+   * drained or dies, and their owner's catch-up reads back only the last seconds: its sweep would close them, late.
+   */
+  private void handOverKept() {
+    int shardCount = config.database().shards();
+    HeldTimers timers = new HeldTimers();
+    int removed = wheel.removeWhere(id -> !owned.owns(OrderIds.shardOf(id, shardCount)), timers::add);
+    int[] others = IntStream.range(0, shardCount).filter(shard -> !owned.owns(shard)).toArray();
+    if (others.length == 0) {
+      return;
+    }
+    stats.timersClearedFor(others);
+    if (removed > 0) {
+      log.info("took out of the wheel the {} timers kept here before the group's first assignment for shards other "
+          + "nodes own; they go to their owners", removed);
+    }
+    vertx.eventBus().send(Addresses.SHARDS_HANDED_OVER, new Revocation(others, true, timers.deadlines()));
   }
 
   /** Timers taken out of the wheel, one per line (the other kind {@link Deadlines#NONE}), in growing arrays. */
