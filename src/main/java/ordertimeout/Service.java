@@ -95,7 +95,7 @@ public final class Service {
     this.owned = (config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards)).bindTo(registry);
     this.brokerTopics = config.kafka().enabled() ? new BrokerTopics() : null;
     this.opsRoutes = new OpsRoutes(registry, database, config.health().databaseTimeoutMillis(), latestMigration, owned,
-        draining, brokerTopics);
+        draining, brokerTopics, config.kafka().readyWithoutBroker());
     this.connections = new HttpConnections(config.http(), registry);
     this.redisHealth = config.redis().enabled() ? new RedisHealth(registry, config.redis()) : null;
   }

@@ -229,11 +229,12 @@ public record AppConfig(
    * the partition assignment of consumer group {@code groupId} on {@code timersTopic} (one partition per
    * shard, created at start when missing), new timers travel through that topic to their shard's owner,
    * and the outbox relay publishes to {@code eventsTopic} every {@code relayIntervalMillis}, at most
-   * {@code relayBatchSize} events per transaction.
+   * {@code relayBatchSize} events per transaction. {@code readyWithoutBroker}: whether a node that started without
+   * the broker is ready before it joins the group (decision 0051); by default it answers not ready until then.
    */
   public record Kafka(String bootstrapServers, String timersTopic, String eventsTopic, String groupId,
                       int replicationFactor, int sessionTimeoutMillis, int relayIntervalMillis, int relayBatchSize,
-                      int deliveryTimeoutMillis) {
+                      int deliveryTimeoutMillis, boolean readyWithoutBroker) {
     public boolean enabled() {
       return !bootstrapServers.isBlank();
     }
@@ -403,7 +404,8 @@ public record AppConfig(
             source.integer("kafka.sessionTimeoutMillis", 10_000, 6_000, 300_000),
             source.integer("kafka.relayIntervalMillis", 100, 1, 60_000),
             source.integer("kafka.relayBatchSize", 1000, 1, 100_000),
-            source.integer("kafka.deliveryTimeoutMillis", 15_000, 1000, 300_000)),
+            source.integer("kafka.deliveryTimeoutMillis", 15_000, 1000, 300_000),
+            source.bool("kafka.readyWithoutBroker", false)),
         redis(source),
         new Health(source.integer("health.databaseTimeoutMillis", 1000, 10, 60_000)),
         events(source, apiKeys),

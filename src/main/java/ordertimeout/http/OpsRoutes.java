@@ -29,9 +29,11 @@ import java.util.concurrent.TimeUnit;
  * {@code health.databaseTimeoutMillis} is down.
  *
  * <p>In a cluster the wheel waits for the group's first assignment, except on a node that started without the broker
- * (decision 0051): it takes orders and closes them from its own wheel, so it is ready until the group assigns it
- * shards, then ready again once they are loaded. The {@code broker} check says where the topic check and the group
- * stand; it never makes the node unready.
+ * (decision 0051): it takes orders and closes them from its own wheel ({@code OWN_ORDERS_ONLY}). The {@code broker}
+ * check says where the topic check and the group stand. It keeps such a node unready until the group first assigns it
+ * shards, so that a rollout gated on readiness halts during a broker outage instead of draining the old nodes (whose
+ * shards nobody could then take) or spreading a wrong {@code kafka.bootstrapServers}; with
+ * {@code kafka.readyWithoutBroker} the node is ready meanwhile. Either way ready once its shards are loaded.
  */
 public final class OpsRoutes {
 
@@ -42,10 +44,12 @@ public final class OpsRoutes {
   private final Draining draining;
   /** Null with Kafka off. */
   private final BrokerTopics topics;
+  private final boolean readyWithoutBroker;
   private final int queryTimeoutMillis;
 
   public OpsRoutes(PrometheusMeterRegistry registry, PgConnectOptions connectOptions, int queryTimeoutMillis,
-                   MigrationVersion latestMigration, OwnedShards owned, Draining draining, BrokerTopics topics) {
+                   MigrationVersion latestMigration, OwnedShards owned, Draining draining, BrokerTopics topics,
+                   boolean readyWithoutBroker) {
     this.queryTimeoutMillis = queryTimeoutMillis;
     this.registry = registry;
     this.connectOptions = connectOptions;
@@ -53,6 +57,7 @@ public final class OpsRoutes {
     this.owned = owned;
     this.draining = draining;
     this.topics = topics;
+    this.readyWithoutBroker = readyWithoutBroker;
   }
 
   Draining draining() {
@@ -88,7 +93,7 @@ public final class OpsRoutes {
     return Status.KO(new JsonObject().put("wheel", "LOADING"));
   }
 
-  /** UP whatever it says: a node without the broker still takes orders and closes them. */
+  /** DOWN only on a node that started without the broker and has not joined yet, unless it may be ready so. */
   private Status broker() {
     JsonObject data = new JsonObject()
         .put("broker", topics.state().name())
@@ -96,7 +101,8 @@ public final class OpsRoutes {
     if (!topics.ready()) {
       data.put("withoutTheBrokerSeconds", (long) topics.secondsWithoutTheBroker()).put("error", topics.lastFailure());
     }
-    return Status.OK(data);
+    boolean waiting = topics.startedWithoutTheBroker() && !owned.assigned() && !readyWithoutBroker;
+    return waiting ? Status.KO(data) : Status.OK(data);
   }
 
   private static Route health(Router router, String path) {

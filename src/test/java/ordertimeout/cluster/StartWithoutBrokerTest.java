@@ -24,7 +24,8 @@ import java.util.concurrent.TimeUnit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A clustered node that starts while the broker is away (decision 0051): it starts, becomes ready, takes orders and
+ * A clustered node that starts while the broker is away (decision 0051): it starts, becomes ready (with
+ * kafka.readyWithoutBroker; not ready by default, the second test), takes orders and
  * closes its own from its wheel, on time and once, owning no shards; when the broker comes it creates the topics, joins
  * the group, owns every shard (it is alone) and relays the events the outbox kept. A broker of its own, started once to
  * format it and stopped before the node starts. The sweep of unclaimed shards waits a minute here, so the closes within
@@ -115,8 +116,39 @@ class StartWithoutBrokerTest {
     Invariants.assertHold();
   }
 
+  /**
+   * By default (kafka.readyWithoutBroker false) such a node serves but is not ready until it joins the group, so that a
+   * rollout gated on readiness halts during the outage: 503, the broker check DOWN. No broker at all: a closed port.
+   */
+  @Test
+  void byDefaultANodeStartedWithoutTheBrokerIsNotReady() {
+    TestDatabase.reset();
+    Map<String, String> settings = node(new ClusterSettings("127.0.0.1:9"));
+    settings.remove("OT_KAFKA_READY_WITHOUT_BROKER");
+    try (TestService node = TestService.start(settings)) {
+      Api api = node.api();
+      api.setStock(SKU, 10);
+      assertThat(api.createOrders(1, 60, SKU)).as("it takes orders").hasSize(1);
+      long until = System.nanoTime() + READY_BOUND.toNanos();
+      while (System.nanoTime() < until) {
+        Api.Response ready = api.get("/health/ready", null);
+        assertThat(ready.status()).as("ready, the broker away: %s", ready.body()).isEqualTo(503);
+        JsonObject broker = check(ready, "broker");
+        assertThat(broker.getString("status")).isEqualTo("DOWN");
+        assertThat(broker.getJsonObject("data").getString("broker")).isEqualTo("UNREACHABLE");
+        assertThat(check(ready, "wheel").getString("status")).isEqualTo("UP");
+      }
+    }
+  }
+
+  private static JsonObject check(Api.Response ready, String id) {
+    return ready.json().getJsonArray("checks").stream().map(check -> (JsonObject) check)
+        .filter(check -> check.getString("id").equals(id)).findFirst().orElseThrow();
+  }
+
   private static Map<String, String> node(ClusterSettings cluster) {
     Map<String, String> settings = new HashMap<>(cluster.forNode(81));
+    settings.put("OT_KAFKA_READY_WITHOUT_BROKER", "true");
     settings.put("OT_SWEEP_UNCLAIMED_GRACE_SECONDS", "60");
     settings.put("OT_ALARMS_EVALUATE_SECONDS", "1");
     settings.put("OT_ALARMS_BROKER_UNREACHABLE_SECONDS", "1");

@@ -158,6 +158,7 @@ class AppConfigTest {
     assertThat(kafka.relayIntervalMillis()).isEqualTo(100);
     assertThat(kafka.relayBatchSize()).isEqualTo(1000);
     assertThat(kafka.deliveryTimeoutMillis()).isEqualTo(15_000);
+    assertThat(kafka.readyWithoutBroker()).isFalse();
     assertThat(load(Map.of("OT_KAFKA_BOOTSTRAP_SERVERS", "  ")).kafka().enabled()).as("blank counts as empty").isFalse();
   }
 
@@ -173,9 +174,10 @@ class AppConfigTest {
         "OT_KAFKA_SESSION_TIMEOUT_MILLIS", "6000",
         "OT_KAFKA_RELAY_INTERVAL_MILLIS", "50",
         "OT_KAFKA_RELAY_BATCH_SIZE", "200",
-        "OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "3000")).kafka();
+        "OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "3000",
+        "OT_KAFKA_READY_WITHOUT_BROKER", "true")).kafka();
     assertThat(kafka).isEqualTo(new AppConfig.Kafka("127.0.0.1:9092,127.0.0.1:9093", "timers-a", "events-a", "group-a",
-        2, 6000, 50, 200, 3000));
+        2, 6000, 50, 200, 3000, true));
     assertThat(kafka.enabled()).isTrue();
   }
 
@@ -192,6 +194,8 @@ class AppConfigTest {
     assertThatThrownBy(() -> load(Map.of("OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "999"))).hasMessageContaining("kafka.deliveryTimeoutMillis");
     assertThatThrownBy(() -> load(Map.of("OT_KAFKA_DELIVERY_TIMEOUT_MILLIS", "soon")))
         .isInstanceOf(ConfigException.class).hasMessageContaining("kafka.deliveryTimeoutMillis");
+    assertThatThrownBy(() -> load(Map.of("OT_KAFKA_READY_WITHOUT_BROKER", "soon")))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("kafka.readyWithoutBroker");
   }
 
   @Test
