@@ -52,7 +52,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
   private final AppConfig config;
   private final NodeStats stats;
   private final OwnedShards owned;
-  private KafkaProducer<String, String> producer;
+  /** Made at the first send (after the group's first assignment, so after the topic check); null until then. */
+  private Future<KafkaProducer<String, String>> producer;
   private long lastWarning = System.nanoTime() - WARN_EVERY_NANOS;
   private int sendsInFlight;
   /** Batches that held timers of owned shards, oldest first; each went to this node's wheel and not to Kafka. */
@@ -69,13 +70,6 @@ public final class TimerFanoutVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    Map<String, String> settings = KafkaClients.producer(config, "timers");
-    // With no broker to ask for the topic's partitions, a send fails after a second instead of queueing
-    // behind the others for a delivery timeout each: its order is in the database, and the sweep closes it.
-    settings.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "1000");
-    producer = KafkaProducer.create(vertx, settings);
-    // each failed send also fails its future, which send() counts; without a handler Vert.x logs every one as an ERROR
-    producer.exceptionHandler(failure -> log.debug("timer send failed: {}", failure.toString()));
     EventBus bus = vertx.eventBus();
     return Future.join(
         bus.<Deadlines>consumer(Addresses.TIMER_SCHEDULE, message -> publishSchedule(message.body())).completion(),
@@ -93,7 +87,10 @@ public final class TimerFanoutVerticle extends VerticleBase {
   @Override
   public Future<?> stop() {
     int deliveryTimeoutMillis = config.kafka().deliveryTimeoutMillis();
-    return producer.close()
+    if (producer == null) {
+      return Future.succeededFuture();
+    }
+    return producer.transform(made -> made.succeeded() ? made.result().close() : Future.succeededFuture())
         .timeout(deliveryTimeoutMillis, TimeUnit.MILLISECONDS)
         .recover(failure -> {
           log.warn("the timer producer had not closed after {} ms ({}); timer messages still queued are dropped",
@@ -347,6 +344,20 @@ public final class TimerFanoutVerticle extends VerticleBase {
    * past {@value #MAX_SENDS_IN_FLIGHT} waiting, new timers are not queued behind them but counted as not
    * published (their orders are in the database: the sweep, or the owner's next load, finds them).
    */
+  /** The producer, made when first asked for, and made again at the next ask if that failed. */
+  private Future<KafkaProducer<String, String>> producer() {
+    if (producer == null || producer.failed()) {
+      Map<String, String> settings = KafkaClients.producer(config, "timers");
+      // With no broker to ask for the topic's partitions, a send fails after a second instead of queueing
+      // behind the others for a delivery timeout each: its order is in the database, and the sweep closes it.
+      settings.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "1000");
+      producer = KafkaClients.producerOf(vertx, settings).onSuccess(made ->
+          // each failed send also fails its future, which send() counts; without a handler Vert.x logs each as an ERROR
+          made.exceptionHandler(failure -> log.debug("timer send failed: {}", failure.toString())));
+    }
+    return producer;
+  }
+
   private Future<Void> send(int shard, StringBuilder text) {
     if (sendsInFlight >= MAX_SENDS_IN_FLIGHT) {
       IllegalStateException full =
@@ -356,7 +367,9 @@ public final class TimerFanoutVerticle extends VerticleBase {
     }
     sendsInFlight++;
     String topic = config.kafka().timersTopic();
-    return producer.send(KafkaProducerRecord.create(topic, Integer.toString(shard), text.toString(), shard))
+    KafkaProducerRecord<String, String> record =
+        KafkaProducerRecord.create(topic, Integer.toString(shard), text.toString(), shard);
+    return producer().compose(made -> made.send(record))
         .onComplete(sent -> sendsInFlight--)
         .onFailure(failure -> failed(shard, failure))
         .mapEmpty();

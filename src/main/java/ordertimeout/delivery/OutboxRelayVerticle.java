@@ -36,7 +36,8 @@ public final class OutboxRelayVerticle extends VerticleBase {
   private final NodeStats stats;
   private final BrokerTopics topics;
   private OutboxStore store;
-  private KafkaProducer<String, String> producer;
+  /** Made once the node's topic check got through; null until then. */
+  private Future<KafkaProducer<String, String>> producer;
   private long timer = -1;
   private long backoffMillis;
   private boolean stopped;
@@ -53,9 +54,6 @@ public final class OutboxRelayVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     store = OutboxStore.shared(vertx, connectOptions, config.database().background());
-    producer = KafkaProducer.create(vertx, KafkaClients.producer(config, "outbox"));
-    // each failed send also fails its future, which relay() handles; without a handler Vert.x logs every one as an ERROR
-    producer.exceptionHandler(failure -> log.debug("outbox send failed: {}", failure.toString()));
     relayLater(0);
     return Future.succeededFuture();
   }
@@ -69,7 +67,9 @@ public final class OutboxRelayVerticle extends VerticleBase {
     stopped = true;
     vertx.cancelTimer(timer);
     long limitMillis = tryWithinMillis();
-    return current.transform(ended -> producer.close())
+    Future<KafkaProducer<String, String>> made = producer == null ? Future.succeededFuture() : producer;
+    return current.transform(ended -> made.transform(was -> was.succeeded() && was.result() != null
+            ? was.result().close() : Future.succeededFuture()))
         .timeout(limitMillis, TimeUnit.MILLISECONDS)
         .recover(failure -> {
           log.warn("the outbox relay had not stopped after {} ms ({}); a try still running rolls back when the pool closes",
@@ -107,8 +107,13 @@ public final class OutboxRelayVerticle extends VerticleBase {
       return;
     }
     int batchSize = config.kafka().relayBatchSize();
-    current = producer.partitionsFor(config.kafka().eventsTopic())
-        .compose(partitions -> store.publishOldest(batchSize, tryWithinMillis(), this::publish));
+    if (producer == null || producer.failed()) {
+      producer = KafkaClients.producerOf(vertx, KafkaClients.producer(config, "outbox")).onSuccess(made ->
+          // each failed send also fails its future, which relay() handles; without a handler Vert.x logs each one
+          made.exceptionHandler(failure -> log.debug("outbox send failed: {}", failure.toString())));
+    }
+    current = producer.compose(made -> made.partitionsFor(config.kafka().eventsTopic())
+        .compose(partitions -> store.publishOldest(batchSize, tryWithinMillis(), events -> publish(made, events))));
     current
         .onSuccess(published -> {
           if (backoffMillis > 0) {
@@ -134,7 +139,7 @@ public final class OutboxRelayVerticle extends VerticleBase {
    * back and the rows are tried again only when no send of theirs is still in flight, which would
    * otherwise publish them a second time.
    */
-  private Future<Void> publish(List<OutboxEvent> events) {
+  private Future<Void> publish(KafkaProducer<String, String> producer, List<OutboxEvent> events) {
     String topic = config.kafka().eventsTopic();
     return Future.join(events.stream()
             .map(event -> producer.send(KafkaProducerRecord.create(topic, Long.toString(event.orderId()), event.payload())

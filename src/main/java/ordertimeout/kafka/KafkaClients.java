@@ -5,12 +5,14 @@ import io.vertx.core.Vertx;
 import io.vertx.kafka.admin.KafkaAdminClient;
 import io.vertx.kafka.admin.NewTopic;
 import io.vertx.kafka.admin.TopicDescription;
+import io.vertx.kafka.client.producer.KafkaProducer;
 import ordertimeout.cluster.ShardOwnershipVerticle;
 import ordertimeout.config.AppConfig;
 import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.RetriableException;
@@ -50,6 +52,16 @@ public final class KafkaClients {
     settings.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
     settings.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
     return settings;
+  }
+
+  /**
+   * Makes a producer of {@code settings} off the event loop: making one resolves the bootstrap hosts, a blocking
+   * lookup that throws when none resolves (then the future fails, and the caller may try again later).
+   */
+  public static Future<KafkaProducer<String, String>> producerOf(Vertx vertx, Map<String, String> settings) {
+    return vertx.<Producer<String, String>>executeBlocking(
+            () -> new org.apache.kafka.clients.producer.KafkaProducer<>(new HashMap<String, Object>(settings)), false)
+        .map(made -> KafkaProducer.create(vertx, made));
   }
 
   /**

@@ -141,6 +141,29 @@ class StartWithoutBrokerTest {
     }
   }
 
+  /**
+   * A bootstrap host that does not resolve makes kafka-clients 4.1 throw as a client is made: the node still starts,
+   * takes orders, and its topic check goes on failing (its error changes nothing but the time without the broker).
+   */
+  @Test
+  void aNodeWhoseBrokerHostDoesNotResolveStartsAndKeepsChecking() {
+    TestDatabase.reset();
+    try (TestService node = TestService.start(node(new ClusterSettings("no-such-host.invalid:9092")))) {
+      Api api = node.api();
+      api.setStock(SKU, 10);
+      assertThat(api.createOrders(1, 60, SKU)).as("it takes orders").hasSize(1);
+      JsonObject first = check(api.get("/health/ready", null), "broker").getJsonObject("data");
+      assertThat(first.getString("broker")).isEqualTo("UNREACHABLE");
+      assertThat(first.getString("error")).contains("No resolvable bootstrap");
+      long seconds = first.getLong("withoutTheBrokerSeconds");
+      Await.until("the check still tried", Duration.ofSeconds(10), () -> {
+        JsonObject later = check(api.get("/health/ready", null), "broker").getJsonObject("data");
+        return later.getLong("withoutTheBrokerSeconds") >= seconds + 4
+            && later.getString("broker").equals("UNREACHABLE");
+      });
+    }
+  }
+
   private static JsonObject check(Api.Response ready, String id) {
     return ready.json().getJsonArray("checks").stream().map(check -> (JsonObject) check)
         .filter(check -> check.getString("id").equals(id)).findFirst().orElseThrow();
