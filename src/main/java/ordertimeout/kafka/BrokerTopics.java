@@ -2,15 +2,15 @@ package ordertimeout.kafka;
 
 /**
  * Whether this clustered node's topic check ({@link KafkaClients#ensureTopics}) has got through to the broker. A node
- * starts without the broker (decision 0051): until the check gets through, nothing of it talks to Kafka (the shard
- * ownership does not join the group, the outbox relay does not publish; the timer fan-out sends nothing to Kafka before
- * the group's first assignment anyway), so that no client of this node makes the broker create a topic with its own
- * defaults. Read from any thread; written by the check's verticle.
+ * starts without the broker (decision 0051): until the check gets through, nothing else of it talks to Kafka (the shard
+ * ownership does not join the group, the outbox relay does not make its producer; the timer fan-out makes its own at
+ * its first send, after the group's first assignment), so that no client of this node makes the broker create a topic
+ * with its own defaults. Read from any thread; written by the check's verticle.
  */
 public final class BrokerTopics {
   /** Where the topic check stands. */
   public enum State {
-    /** The check at start has not ended yet. */
+    /** The check at start has not ended yet (never seen over HTTP: the server starts after that check). */
     CHECKING,
     /** No broker answered the last check (a timeout, a refused connection): tried again. */
     UNREACHABLE,

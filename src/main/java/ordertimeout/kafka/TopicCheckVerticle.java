@@ -41,8 +41,9 @@ public final class TopicCheckVerticle extends VerticleBase {
           topics.failed(BrokerTopics.State.UNREACHABLE, failure.toString(), true);
           loggedAtNanos = System.nanoTime();
           log.warn("no Kafka broker at {} answered the topic check ({}): starting without it. Until one does, this "
-              + "node owns no shards, closes the orders it takes from its own wheel and keeps its events in the "
-              + "outbox; it checks again every {} ms and joins the timer group once the broker answers",
+              + "node owns no shards, closes the orders it takes from its own wheel and relays no events (they wait in "
+              + "the outbox unless another node relays them); it checks again every {} ms and joins the timer group "
+              + "once the broker answers",
               config.kafka().bootstrapServers(), failure.toString(), RETRY_MILLIS);
           checkLater();
           return Future.succeededFuture();

@@ -86,7 +86,6 @@ class KeptTimersHandoverTest {
     settings.put("OT_INTAKE_REQUEST_DEADLINE_MILLIS", "1000");
     settings.put("OT_SWEEP_GRACE_SECONDS", "60");
     settings.put("OT_SWEEP_UNCLAIMED_GRACE_SECONDS", "60");
-    settings.put("OT_KAFKA_READY_WITHOUT_BROKER", "true");
     return settings;
   }
 }
