@@ -93,7 +93,7 @@ public final class Service {
     this.close = new CloseVerticle(config, database, stats, statusCache);
     int shards = config.database().shards();
     this.owned = (config.kafka().enabled() ? OwnedShards.none(shards) : OwnedShards.all(shards)).bindTo(registry);
-    this.brokerTopics = config.kafka().enabled() ? new BrokerTopics() : null;
+    this.brokerTopics = config.kafka().enabled() ? new BrokerTopics(owned::assigned) : null;
     this.opsRoutes = new OpsRoutes(registry, database, config.health().databaseTimeoutMillis(), latestMigration, owned,
         draining, brokerTopics, config.kafka().readyWithoutBroker());
     this.connections = new HttpConnections(config.http(), registry);
@@ -180,7 +180,7 @@ public final class Service {
             : vertx.deployVerticle(new WebhookVerticle(config, database, stats, owned)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms,
             redisHealth == null ? () -> Double.NaN : redisHealth::unreachableSeconds,
-            brokerTopics == null ? () -> Double.NaN : brokerTopics::secondsWithoutTheBroker)))
+            brokerTopics == null ? () -> Double.NaN : brokerTopics::secondsOutOfTheGroup)))
         .compose(id -> vertx.deployVerticle(new BulkJobVerticle(config, database, stats, statusCache)))
         .compose(id -> contract)
         .compose(api -> vertx.deployVerticle(() -> new IntakeVerticle(config, database, stats, owned, orderIds, opsRoutes, api, connections, lockedSkus, statusCache, groups),

@@ -1,5 +1,7 @@
 package ordertimeout.kafka;
 
+import java.util.function.BooleanSupplier;
+
 /**
  * Whether this clustered node's topic check ({@link KafkaClients#ensureTopics}) has got through to the broker. A node
  * starts without the broker (decision 0051): until the check gets through, nothing else of it talks to Kafka (the shard
@@ -21,11 +23,22 @@ public final class BrokerTopics {
   }
 
   private final long startedNanos = System.nanoTime();
+  /** Whether the group has assigned this node shards at least once. */
+  private final BooleanSupplier joined;
   private volatile State state = State.CHECKING;
   private volatile String lastFailure;
   private volatile boolean startedWithoutTheBroker;
   private volatile long readyAtNanos;
   private volatile long failedChecks;
+
+  public BrokerTopics(BooleanSupplier joined) {
+    this.joined = joined;
+  }
+
+  /** For a check alone, with no group to join. */
+  public BrokerTopics() {
+    this(() -> false);
+  }
 
   public State state() {
     return state;
@@ -48,6 +61,15 @@ public final class BrokerTopics {
   /** How long this node has run without its topic check getting through, since it started; 0 once it did. */
   public double secondsWithoutTheBroker() {
     return ready() ? 0 : (System.nanoTime() - startedNanos) / 1e9;
+  }
+
+  /**
+   * How long this node has run since its start without the group assigning it shards: its topic check not through,
+   * or through but the group never assigned (a group coordinator that does not answer, a consumer that cannot join);
+   * 0 once assigned. What {@code BROKER_UNREACHABLE} counts.
+   */
+  public double secondsOutOfTheGroup() {
+    return joined.getAsBoolean() ? 0 : (System.nanoTime() - startedNanos) / 1e9;
   }
 
   /** How long after the node started the check got through; meaningless until {@link #ready()}. */
