@@ -19,8 +19,8 @@ import static ordertimeout.support.TestService.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A connection whose server stopped acknowledging ends after {@value RedisClient#UNACKNOWLEDGED_MILLIS} ms (the kernel's
- * TCP_USER_TIMEOUT) rather than when TCP gives up. On loopback a server that vanished is played by one stopped
+ * A connection whose server stopped acknowledging ends after {@value RedisClient#UNACKNOWLEDGED_MILLIS} ms (the
+ * kernel's TCP_USER_TIMEOUT) rather than when TCP gives up. On loopback a server that vanished is played by one stopped
  * (SIGSTOP) whose socket buffers are full: its kernel answers the window probes but takes nothing more, which the
  * same timeout ends. On the native transport, as a node runs.
  */

@@ -36,10 +36,10 @@ import static org.assertj.core.api.SoftAssertions.assertSoftly;
 
 /**
  * In a cluster the lease of a node claims the shards it owns, and each node's sweep also covers the shards no live
- * lease claims for {@code sweep.unclaimedGraceSeconds} (decision 0050): while the broker is away, a node that dies keeps
- * its shards in the Kafka group, but its lease runs out in PostgreSQL. The node here is a lease, a close and a sweep in
- * cluster mode with no broker (none of them talks to one), its ownership set by hand; the other nodes are lease rows
- * written by hand.
+ * lease claims for {@code sweep.unclaimedGraceSeconds} (decision 0050): while the broker is away, a node that dies
+ * keeps its shards in the Kafka group, but its lease runs out in PostgreSQL. The node here is a lease, a close and a
+ * sweep in cluster mode with no broker (none of them talks to one), its ownership set by hand; the other nodes are
+ * lease rows written by hand.
  */
 class UnclaimedShardsSweepTest {
   private static final int THIS_NODE = 1003;
