@@ -204,6 +204,11 @@ public final class Service {
     return alarms;
   }
 
+  /** Null when Kafka is off. */
+  public BrokerTopics brokerTopics() {
+    return brokerTopics;
+  }
+
   /** Null when Redis is off. */
   public RedisHealth redisHealth() {
     return redisHealth;

@@ -339,11 +339,6 @@ public final class TimerFanoutVerticle extends VerticleBase {
     }
   }
 
-  /**
-   * While no broker answers, sends wait their turn on the producer's worker for up to a second each;
-   * past {@value #MAX_SENDS_IN_FLIGHT} waiting, new timers are not queued behind them but counted as not
-   * published (their orders are in the database: the sweep, or the owner's next load, finds them).
-   */
   /** The producer, made when first asked for, and made again at the next ask if that failed. */
   private Future<KafkaProducer<String, String>> producer() {
     if (producer == null || producer.failed()) {

@@ -215,22 +215,24 @@ public final class TimerVerticle extends VerticleBase {
 
   /**
    * At the group's first assignment: the timers kept for shards other nodes own now (every timer this node handed out
-   * before, for as long as it had no broker, decision 0051) are taken out of the wheel and go to their owners through
-   * Kafka, as those of shards lost before this node heard do. Left here, they would be in no wheel once this node is
-   * drained or dies, and their owner's catch-up reads back only the last seconds: its sweep would close them, late.
+   * before, for as long as it had no broker, decision 0051) go to their owners through Kafka, as those of shards lost
+   * before this node heard do: here only, they would be in no wheel once this node is drained or dies, and their
+   * owner's catch-up reads back only the last seconds (its sweep would close them, late). They stay in this wheel too,
+   * so that a hand-over whose sends fail (a producer just made, a broker just back) leaves them firing here on time;
+   * this node and the owner closing the same order is one compare-and-set that wins.
    */
   private void handOverKept() {
     int shardCount = config.database().shards();
     HeldTimers timers = new HeldTimers();
-    int removed = wheel.removeWhere(id -> !owned.owns(OrderIds.shardOf(id, shardCount)), timers::add);
+    int copied = wheel.removeWhere(id -> !owned.owns(OrderIds.shardOf(id, shardCount)), timers::add);
+    timers.putBackInto(wheel);
     int[] others = IntStream.range(0, shardCount).filter(shard -> !owned.owns(shard)).toArray();
     if (others.length == 0) {
       return;
     }
-    stats.timersClearedFor(others);
-    if (removed > 0) {
-      log.info("took out of the wheel the {} timers kept here before the group's first assignment for shards other "
-          + "nodes own; they go to their owners", removed);
+    if (copied > 0) {
+      log.info("the {} timers kept here before the group's first assignment for shards other nodes own go to their "
+          + "owners too", copied);
     }
     vertx.eventBus().send(Addresses.SHARDS_HANDED_OVER, new Revocation(others, true, timers.deadlines()));
   }
@@ -252,6 +254,18 @@ public final class TimerVerticle extends VerticleBase {
       closeAt[size] = kind == TimeWheel.CLOSE ? dueMillis : Deadlines.NONE;
       remindAt[size] = kind == TimeWheel.REMIND ? dueMillis : Deadlines.NONE;
       size++;
+    }
+
+    /** Schedules every timer held here again in {@code wheel}. */
+    void putBackInto(TimeWheel wheel) {
+      for (int i = 0; i < size; i++) {
+        if (closeAt[i] != Deadlines.NONE) {
+          wheel.schedule(ids[i], closeAt[i], TimeWheel.CLOSE);
+        }
+        if (remindAt[i] != Deadlines.NONE) {
+          wheel.schedule(ids[i], remindAt[i], TimeWheel.REMIND);
+        }
+      }
     }
 
     Deadlines deadlines() {
