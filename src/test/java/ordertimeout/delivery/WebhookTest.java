@@ -276,13 +276,7 @@ class WebhookTest extends ServiceTestBase {
   void anExactlyFullLastPageOfDeliveriesHasNoNext() {
     api.setStock("SKU-1", 100);
     String id = create("u-1", 3600, "SKU-1", 1).getString("id");
-    // two failed deliveries of its create, to webhooks no node has: nothing sends them
-    String insert = "INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, status) "
-        + "SELECT event_id, 0, order_id, 0, ?, 'FAILED' FROM outbox WHERE order_id = ? RETURNING id";
-    long[] ids = new long[2];
-    for (int i = 0; i < ids.length; i++) {
-      ids[i] = (Long) Sql.rows(insert, receiver.url("/gone-" + i), Long.parseLong(id)).get(0).get("id");
-    }
+    List<String> ids = failedDeliveriesOf(id, 2);
     String list = "/v1/admin/webhooks/deliveries?status=failed";
     JsonObject whole = api.get(list + "&limit=2", Api.ADMIN_KEY).json();
     assertThat(whole.getJsonArray("deliveries")).hasSize(2);
@@ -292,8 +286,19 @@ class WebhookTest extends ServiceTestBase {
     assertThat(first.getString("next")).isNotNull();
     JsonObject last = api.get(list + "&limit=1&after=" + first.getString("next"), Api.ADMIN_KEY).json();
     assertThat(last.getJsonArray("deliveries")).extracting(d -> ((JsonObject) d).getString("id"))
-        .containsExactly(Long.toString(ids[1]));
+        .containsExactly(ids.get(1));
     assertThat(last.getValue("next")).as("the last page, full").isNull();
+  }
+
+  /** {@code count} failed deliveries of order {@code orderId}'s create, to webhooks no node has: nothing sends them. */
+  private List<String> failedDeliveriesOf(String orderId, int count) {
+    String insert = "INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, status) "
+        + "SELECT event_id, 0, order_id, 0, ?, 'FAILED' FROM outbox WHERE order_id = ? RETURNING id";
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      ids.add(Sql.rows(insert, receiver.url("/gone-" + i), Long.parseLong(orderId)).get(0).get("id").toString());
+    }
+    return ids;
   }
 
   /**
@@ -304,13 +309,7 @@ class WebhookTest extends ServiceTestBase {
   void theDeliveriesListPagesWithAnOpaqueCursorAndRefusesABadOne() {
     api.setStock("SKU-1", 100);
     String id = create("u-1", 3600, "SKU-1", 1).getString("id");
-    // three failed deliveries of its create, to webhooks no node has: nothing sends them
-    String insert = "INSERT INTO webhook_deliveries (event_id, position, order_id, shard, sink, status) "
-        + "SELECT event_id, 0, order_id, 0, ?, 'FAILED' FROM outbox WHERE order_id = ? RETURNING id";
-    List<String> ids = new ArrayList<>();
-    for (int i = 0; i < 3; i++) {
-      ids.add(Sql.rows(insert, receiver.url("/gone-" + i), Long.parseLong(id)).get(0).get("id").toString());
-    }
+    List<String> ids = failedDeliveriesOf(id, 3);
     String list = "/v1/admin/webhooks/deliveries?status=failed&limit=2";
     JsonObject first = api.get(list, Api.ADMIN_KEY).json();
     assertThat(deliveryIds(first)).containsExactlyElementsOf(ids.subList(0, 2));
