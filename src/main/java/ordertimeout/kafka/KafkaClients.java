@@ -108,15 +108,16 @@ public final class KafkaClients {
    * {@value #TOPIC_CHECK_CALL_TIMEOUT_MILLIS} ms (see {@link #brokerAbsent}).
    */
   public static Future<Void> ensureTopics(Vertx vertx, AppConfig config) {
-    AppConfig.Kafka kafka = config.kafka();
-    int shards = config.database().shards();
     Map<String, String> settings = common(config, "admin");
     settings.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
     settings.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
     // Creating the client resolves the bootstrap hosts, a blocking lookup that throws when none resolves.
     return vertx.executeBlocking(() -> KafkaAdminClient.create(vertx, settings), false)
-        .recover(failure -> Future.failedFuture(unresolved(failure) == null ? failure : new BootstrapUnresolved(
-            kafka.bootstrapServers(), unresolved(failure))))
+        .recover(failure -> {
+          ConfigException unresolved = unresolved(failure);
+          return Future.failedFuture(unresolved == null ? failure
+              : new BootstrapUnresolved(config.kafka().bootstrapServers(), unresolved));
+        })
         .compose(admin -> ensureTopics(vertx, config, admin));
   }
 
