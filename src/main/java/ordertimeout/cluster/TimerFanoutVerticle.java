@@ -108,8 +108,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
    * tell whose a shard is, and before its topic check got through nothing of it may reach Kafka. Each order then closes
    * here, on time; its shard's owner, which never got the timer, is the net (its sweep, a grace later; or the catch-up
    * read of decision 0032 at the rebalance of this node's join), and a close from both is one compare-and-set that
-   * wins. At the first assignment those of the shards gained are replaced by their load; the others leave the wheel
-   * for their owners' through Kafka ({@link #handOver}, sent by the timer as a loss with the timers it held).
+   * wins. At the first assignment those of the shards gained are replaced by their load; the others also go to their
+   * owners through Kafka ({@link #handOver}, sent by the timer as a loss with the timers it held), staying here too.
    */
   private void publishSchedule(Deadlines deadlines) {
     if (!owned.assigned()) {
@@ -353,6 +353,11 @@ public final class TimerFanoutVerticle extends VerticleBase {
     return producer;
   }
 
+  /**
+   * While no broker answers, sends wait their turn on the producer's worker for up to a second each;
+   * past {@value #MAX_SENDS_IN_FLIGHT} waiting, new timers are not queued behind them but counted as not
+   * published (their orders are in the database: the sweep, or the owner's next load, finds them).
+   */
   private Future<Void> send(int shard, StringBuilder text) {
     if (sendsInFlight >= MAX_SENDS_IN_FLIGHT) {
       IllegalStateException full =
