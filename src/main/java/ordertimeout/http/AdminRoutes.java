@@ -85,7 +85,11 @@ final class AdminRoutes {
   /** A page of parked orders by id; {@code next} is the cursor of the page after, null on the last. */
   private void parked(RoutingContext ctx) {
     int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
-    Long after = KeysetCursor.PARKED_ORDERS.lastShown((String) ContractChecks.parameter(ctx, "cursor"));
+    String cursor = (String) ContractChecks.parameter(ctx, "cursor");
+    if (KeysetCursor.PARKED_ORDERS.isRawId(cursor)) {
+      stats.rawCursorTaken("parked");
+    }
+    Long after = KeysetCursor.PARKED_ORDERS.lastShown(cursor);
     closeFailures.parked(after == null ? 0 : after, limit).onSuccess(page -> {
       JsonArray list = new JsonArray();
       page.items().forEach(parked -> list.add(toJson(parked)));

@@ -9,6 +9,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.store.EventStore;
 import ordertimeout.store.EventStore.Delivery;
 import ordertimeout.store.EventStore.Event;
@@ -28,10 +29,12 @@ final class EventRoutes {
 
   private final Vertx vertx;
   private final EventStore events;
+  private final NodeStats stats;
 
-  EventRoutes(Vertx vertx, EventStore events) {
+  EventRoutes(Vertx vertx, EventStore events, NodeStats stats) {
     this.vertx = vertx;
     this.events = events;
+    this.stats = stats;
   }
 
   void mount(Router router, ContractChecks contract) {
@@ -122,7 +125,7 @@ final class EventRoutes {
   private void deliveries(RoutingContext ctx) {
     String status = (String) ContractChecks.parameter(ctx, "status");
     int limit = ((Number) ContractChecks.parameter(ctx, "limit")).intValue();
-    Long after = KeysetCursor.WEBHOOK_DELIVERIES.lastShown((String) ContractChecks.parameter(ctx, "after"));
+    Long after = KeysetCursor.WEBHOOK_DELIVERIES.lastShown(deliveriesCursor(ctx));
     EventStore.Status wanted = status == null ? null : EventStore.Status.valueOf(status.toUpperCase(Locale.ROOT));
     events.deliveries(wanted, after == null ? 0 : after, limit)
         .onSuccess(page -> {
@@ -132,6 +135,21 @@ final class EventRoutes {
               .put("next", page.next() == null ? null : KeysetCursor.WEBHOOK_DELIVERIES.of(page.next())));
         })
         .onFailure(ctx::fail);
+  }
+
+  /** The page's {@code cursor}, or {@code after}, its name before the other lists' was taken (still taken). */
+  private String deliveriesCursor(RoutingContext ctx) {
+    String cursor = (String) ContractChecks.parameter(ctx, "cursor");
+    String after = (String) ContractChecks.parameter(ctx, "after");
+    if (cursor != null && after != null) {
+      throw ApiException.badRequest(ProblemCodes.INVALID_CURSOR, "give the cursor as 'cursor' only ('after' is its old "
+          + "name)");
+    }
+    String given = cursor != null ? cursor : after;
+    if (KeysetCursor.WEBHOOK_DELIVERIES.isRawId(given)) {
+      stats.rawCursorTaken("deliveries");
+    }
+    return given;
   }
 
   private void retry(RoutingContext ctx) {

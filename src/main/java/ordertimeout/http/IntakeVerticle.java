@@ -108,7 +108,7 @@ public final class IntakeVerticle extends VerticleBase {
     new AdminRoutes(new InventoryStore(pool), new CloseFailures(pool), store, new ReconciliationRuns(pool), stats, owned)
         .mount(router, contract);
     new DashboardRoutes(store).mount(router, contract);
-    new EventRoutes(vertx, EventStore.on(pool)).mount(router, contract);
+    new EventRoutes(vertx, EventStore.on(pool), stats).mount(router, contract);
     new SearchRoutes(new OrderSearch(pool)).mount(router, contract);
     DeadlineExtension bulkExtension = DeadlineExtension.moveCloseAtWithin(config.orders().maxTimeoutSeconds());
     new BulkJobRoutes(new BulkJobStore(pool, bulkExtension, statusCache)).mount(router, contract);

@@ -38,6 +38,11 @@ final class KeysetCursor {
     return Base64.getUrlEncoder().withoutPadding().encodeToString(text);
   }
 
+  /** Whether {@code cursor} is a raw id of before, which this list still takes (counted, to know when it can go). */
+  boolean isRawId(String cursor) {
+    return takesRawIds && cursor != null && RAW_ID.matcher(cursor).matches();
+  }
+
   /**
    * The last id shown before the page a cursor asks for; null for none. A list that handed out raw ids before also
    * takes those, for the clients that hold one. 400 {@code invalid_cursor} for what this list did not hand out.
@@ -47,7 +52,7 @@ final class KeysetCursor {
       return null;
     }
     try {
-      if (takesRawIds && RAW_ID.matcher(cursor).matches()) {
+      if (isRawId(cursor)) {
         return Long.parseLong(cursor);
       }
       String text = new String(Base64.getUrlDecoder().decode(cursor), StandardCharsets.US_ASCII);

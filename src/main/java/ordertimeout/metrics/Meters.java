@@ -32,6 +32,11 @@ public final class Meters {
   public static final String HTTP_CONNECTIONS_OPEN = "ordertimeout.http.connections.open";
   public static final String HTTP_CONNECTIONS_REFUSED = "ordertimeout.http.connections.refused";
   public static final String HTTP_REQUEST_READ_TIMEOUTS = "ordertimeout.http.request.read.timeouts";
+  /**
+   * Pages asked for with a raw id as cursor, by list (parked, deliveries): the form those lists handed out before
+   * their cursors were opaque, still taken. While it stays at 0 on every node, the form can go.
+   */
+  public static final String HTTP_RAW_CURSORS = "ordertimeout.http.raw.cursors";
 
   // ---- the timer
   public static final String PENDING_TIMERS = "ordertimeout.pending.timers";

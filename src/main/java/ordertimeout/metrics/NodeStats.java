@@ -67,6 +67,7 @@ public final class NodeStats {
   private final Counter reconciliationRepaired;
   private final Map<String, Counter> retentionDeleted = new ConcurrentHashMap<>();
   private final Map<String, Counter> requestsShed = new ConcurrentHashMap<>();
+  private final Map<String, Counter> rawCursors = new ConcurrentHashMap<>();
   private volatile long lastReloadMillis = -1;
   private final Counter timerPublishFailures;
   private final Counter outboxPublished;
@@ -395,6 +396,15 @@ public final class NodeStats {
             .description("Requests answered 503 without being served, by problem code (overloaded, row_locked, "
                 + "rate_limiter_unavailable)")
             .tag("code", name)
+            .register(registry))
+        .increment();
+  }
+
+  /** A page of {@code list} asked for with a raw id as its cursor (the form of before opaque cursors). */
+  public void rawCursorTaken(String list) {
+    rawCursors.computeIfAbsent(list, name -> Counter.builder(Meters.HTTP_RAW_CURSORS)
+            .description("Pages asked for with a raw id as cursor, the form of before opaque cursors, by list")
+            .tag("list", name)
             .register(registry))
         .increment();
   }

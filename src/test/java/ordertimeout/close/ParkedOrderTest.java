@@ -170,13 +170,14 @@ class ParkedOrderTest extends ServiceTestBase {
   }
 
   /**
-   * The list pages by id with an opaque cursor of its own; the raw order id it handed out before is still taken; a
-   * cursor it did not hand out (garbage, another list's, beyond 64 bits) answers 400 invalid_cursor.
+   * The list pages by id with an opaque cursor of its own; the raw order id it handed out before is still taken, and
+   * counted; a cursor it did not hand out (garbage, another list's, beyond 64 bits) answers 400 invalid_cursor.
    */
   @Test
   void theParkedListPagesByIdWithAnOpaqueCursorAndRefusesABadOne() {
     long[] ids = parkedOrders(3);
     List<String> byId = Arrays.stream(ids).sorted().mapToObj(Long::toString).toList();
+    double rawBefore = rawCursors();
     JsonObject first = api.get("/v1/admin/orders/parked?limit=2", Api.ADMIN_KEY).json();
     assertThat(ids(first)).containsExactlyElementsOf(byId.subList(0, 2));
     String next = first.getString("next");
@@ -184,11 +185,13 @@ class ParkedOrderTest extends ServiceTestBase {
     JsonObject second = api.get("/v1/admin/orders/parked?limit=2&cursor=" + next, Api.ADMIN_KEY).json();
     assertThat(ids(second)).containsExactlyElementsOf(byId.subList(2, 3));
     assertThat(second.getValue("next")).isNull();
+    assertThat(rawCursors()).as("opaque cursors are not counted").isEqualTo(rawBefore);
 
     JsonObject afterRawId = api.get("/v1/admin/orders/parked?limit=2&cursor=" + byId.get(0), Api.ADMIN_KEY).json();
     assertThat(ids(afterRawId)).as("a raw order id, the cursor of before")
         .containsExactlyElementsOf(byId.subList(1, 3));
     assertThat(afterRawId.getValue("next")).isNull();
+    assertThat(rawCursors() - rawBefore).as("the page asked for with a raw id, counted").isEqualTo(1);
 
     String searchCursor = api.get("/v1/admin/orders?limit=1", Api.ADMIN_KEY).json().getString("next");
     assertThat(searchCursor).isNotNull();
@@ -205,6 +208,11 @@ class ParkedOrderTest extends ServiceTestBase {
     }
     assertThat(Sql.count("SELECT count(*) FROM close_failures")).isZero();
   }
+  private double rawCursors() {
+    Prometheus metrics = new Prometheus(api.get("/metrics", null).body());
+    return metrics.sum("ordertimeout_http_raw_cursors_total", "list", "parked");
+  }
+
 
   private static List<String> ids(JsonObject page) {
     return page.getJsonArray("orders").stream().map(o -> ((JsonObject) o).getString("id")).toList();

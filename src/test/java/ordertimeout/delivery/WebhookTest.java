@@ -6,6 +6,7 @@ import ordertimeout.metrics.Alarms;
 import ordertimeout.support.Api;
 import ordertimeout.support.Await;
 import ordertimeout.support.Metrics;
+import ordertimeout.support.Prometheus;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
 import ordertimeout.support.WebhookReceiver;
@@ -284,7 +285,7 @@ class WebhookTest extends ServiceTestBase {
     JsonObject first = api.get(list + "&limit=1", Api.ADMIN_KEY).json();
     assertThat(first.getJsonArray("deliveries")).hasSize(1);
     assertThat(first.getString("next")).isNotNull();
-    JsonObject last = api.get(list + "&limit=1&after=" + first.getString("next"), Api.ADMIN_KEY).json();
+    JsonObject last = api.get(list + "&limit=1&cursor=" + first.getString("next"), Api.ADMIN_KEY).json();
     assertThat(last.getJsonArray("deliveries")).extracting(d -> ((JsonObject) d).getString("id"))
         .containsExactly(ids.get(1));
     assertThat(last.getValue("next")).as("the last page, full").isNull();
@@ -302,8 +303,9 @@ class WebhookTest extends ServiceTestBase {
   }
 
   /**
-   * The deliveries' list pages by id with an opaque cursor of its own; the raw delivery id it handed out before is
-   * still taken; a cursor it did not hand out (garbage, another list's, beyond 64 bits) answers 400 invalid_cursor.
+   * The deliveries' list pages by id with an opaque cursor of its own, given as {@code cursor} or by its old name
+   * {@code after}; the raw delivery id it handed out before is still taken, and counted; a cursor it did not hand out
+   * (garbage, another list's, beyond 64 bits) or one given under both names answers 400 invalid_cursor.
    */
   @Test
   void theDeliveriesListPagesWithAnOpaqueCursorAndRefusesABadOne() {
@@ -311,27 +313,39 @@ class WebhookTest extends ServiceTestBase {
     String id = create("u-1", 3600, "SKU-1", 1).getString("id");
     List<String> ids = failedDeliveriesOf(id, 3);
     String list = "/v1/admin/webhooks/deliveries?status=failed&limit=2";
+    double rawBefore = rawCursorsOf("deliveries");
     JsonObject first = api.get(list, Api.ADMIN_KEY).json();
     assertThat(deliveryIds(first)).containsExactlyElementsOf(ids.subList(0, 2));
     String next = first.getString("next");
     assertThat(next).as("opaque, not the raw id").doesNotContain(ids.get(1)).doesNotMatch("[0-9]+");
-    JsonObject second = api.get(list + "&after=" + next, Api.ADMIN_KEY).json();
-    assertThat(deliveryIds(second)).containsExactlyElementsOf(ids.subList(2, 3));
-    assertThat(second.getValue("next")).isNull();
+    for (String name : List.of("cursor", "after")) {
+      JsonObject second = api.get(list + "&" + name + "=" + next, Api.ADMIN_KEY).json();
+      assertThat(deliveryIds(second)).as(name).containsExactlyElementsOf(ids.subList(2, 3));
+      assertThat(second.getValue("next")).as(name).isNull();
+    }
+    assertThat(rawCursorsOf("deliveries")).as("opaque cursors are not counted").isEqualTo(rawBefore);
 
-    JsonObject afterRawId = api.get(list + "&after=" + ids.get(0), Api.ADMIN_KEY).json();
+    JsonObject afterRawId = api.get(list + "&cursor=" + ids.get(0), Api.ADMIN_KEY).json();
     assertThat(deliveryIds(afterRawId)).as("a raw delivery id, the cursor of before")
         .containsExactlyElementsOf(ids.subList(1, 3));
     assertThat(deliveryIds(api.get(list + "&after=0", Api.ADMIN_KEY).json())).as("0, the start of before")
         .containsExactlyElementsOf(ids.subList(0, 2));
+    assertThat(rawCursorsOf("deliveries") - rawBefore).as("each page asked for with a raw id, counted").isEqualTo(2);
 
     String parkedListCursor = Base64.getUrlEncoder().withoutPadding()
         .encodeToString(("p1:" + ids.get(0)).getBytes(StandardCharsets.US_ASCII));
-    for (String cursor : List.of("abc", "%21%21", parkedListCursor, "x".repeat(65), "-1", "9999999999999999999")) {
-      Api.Response response = api.get(list + "&after=" + cursor, Api.ADMIN_KEY);
-      assertThat(response.status()).as(cursor + ": " + response.body()).isEqualTo(400);
-      assertThat(response.code()).as(cursor).isEqualTo("invalid_cursor");
+    List<String> refused = List.of("cursor=abc", "cursor=%21%21", "cursor=" + parkedListCursor,
+        "cursor=" + "x".repeat(65), "cursor=-1", "cursor=9999999999999999999", "after=abc",
+        "cursor=" + next + "&after=" + next);
+    for (String query : refused) {
+      Api.Response response = api.get(list + "&" + query, Api.ADMIN_KEY);
+      assertThat(response.status()).as(query + ": " + response.body()).isEqualTo(400);
+      assertThat(response.code()).as(query).isEqualTo("invalid_cursor");
     }
+  }
+
+  private double rawCursorsOf(String list) {
+    return new Prometheus(api.get("/metrics", null).body()).sum("ordertimeout_http_raw_cursors_total", "list", list);
   }
 
   private static List<String> deliveryIds(JsonObject page) {
