@@ -111,6 +111,10 @@ public final class KafkaClients {
     Map<String, String> settings = common(config, "admin");
     settings.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
     settings.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
+    // With its only bootstrap node refusing connections, kafka-clients 4.x's default (rebootstrap) makes the client
+    // rebootstrap at every retry, adding a metadata call each time: thousands of log lines in a check's 5 s. This
+    // client lives for one check, and the next check makes a new one.
+    settings.put(AdminClientConfig.METADATA_RECOVERY_STRATEGY_CONFIG, "none");
     // Creating the client resolves the bootstrap hosts, a blocking lookup that throws when none resolves.
     return vertx.executeBlocking(() -> KafkaAdminClient.create(vertx, settings), false)
         .recover(failure -> {
