@@ -9,6 +9,7 @@ import io.vertx.kafka.client.producer.KafkaProducer;
 import ordertimeout.cluster.ShardOwnershipVerticle;
 import ordertimeout.config.AppConfig;
 import org.apache.kafka.clients.CommonClientConfigs;
+import org.apache.kafka.clients.admin.AdminClient;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
@@ -21,6 +22,7 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -108,21 +110,32 @@ public final class KafkaClients {
    * {@value #TOPIC_CHECK_CALL_TIMEOUT_MILLIS} ms (see {@link #brokerAbsent}).
    */
   public static Future<Void> ensureTopics(Vertx vertx, AppConfig config) {
-    Map<String, String> settings = common(config, "admin");
-    settings.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
-    settings.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, Integer.toString(TOPIC_CHECK_CALL_TIMEOUT_MILLIS));
+    return ensureTopics(vertx, config, new OpenClients());
+  }
+
+  /** As {@link #ensureTopics(Vertx, AppConfig)}, with an admin client made and closed through {@code clients}. */
+  public static Future<Void> ensureTopics(Vertx vertx, AppConfig config, OpenClients clients) {
+    Map<String, Object> settings = new HashMap<>(common(config, "admin"));
+    settings.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, TOPIC_CHECK_CALL_TIMEOUT_MILLIS);
+    settings.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, TOPIC_CHECK_CALL_TIMEOUT_MILLIS);
     // With its only bootstrap node refusing connections, kafka-clients 4.x's default (rebootstrap) makes the client
     // rebootstrap at every retry, adding a metadata call each time: thousands of log lines in a check's 5 s. This
     // client lives for one check, and the next check makes a new one.
     settings.put(AdminClientConfig.METADATA_RECOVERY_STRATEGY_CONFIG, "none");
-    // Creating the client resolves the bootstrap hosts, a blocking lookup that throws when none resolves.
-    return vertx.executeBlocking(() -> KafkaAdminClient.create(vertx, settings), false)
+    // Making the client resolves the bootstrap hosts, a blocking lookup that throws when none resolves.
+    return vertx.executeBlocking(() -> clients.make(() -> AdminClient.create(settings),
+            admin -> admin.close(Duration.ZERO)), false)
         .recover(failure -> {
           ConfigException unresolved = unresolved(failure);
           return Future.failedFuture(unresolved == null ? failure
               : new BootstrapUnresolved(config.kafka().bootstrapServers(), unresolved));
         })
-        .compose(admin -> ensureTopics(vertx, config, admin));
+        // the calls are over (or failed) once the check is: nothing is left to wait for
+        .compose(admin -> ensureTopics(vertx, config, KafkaAdminClient.create(vertx, admin))
+            .eventually(() -> vertx.executeBlocking(() -> {
+              clients.closeNow(admin);
+              return null;
+            }, false)));
   }
 
   private static Future<Void> ensureTopics(Vertx vertx, AppConfig config, KafkaAdminClient admin) {
@@ -151,8 +164,7 @@ public final class KafkaClients {
           return partitions == shards ? Future.<Void>succeededFuture() : Future.<Void>failedFuture(new IllegalStateException(
               "topic " + kafka.timersTopic() + " has " + partitions + " partitions but the database has " + shards
                   + " shards; give the topic one partition per shard or configure kafka.timersTopic"));
-        })
-        .eventually(() -> admin.close());
+        });
   }
 
   /**

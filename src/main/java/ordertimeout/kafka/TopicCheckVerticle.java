@@ -1,5 +1,6 @@
 package ordertimeout.kafka;
 
+import io.vertx.core.AsyncResult;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import ordertimeout.config.AppConfig;
@@ -21,6 +22,7 @@ public final class TopicCheckVerticle extends VerticleBase {
 
   private final AppConfig config;
   private final BrokerTopics topics;
+  private final OpenClients adminClients = new OpenClients();
   private long retryTimer = -1;
   private boolean stopped;
   private long loggedAtNanos;
@@ -32,7 +34,7 @@ public final class TopicCheckVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    return KafkaClients.ensureTopics(vertx, config)
+    return KafkaClients.ensureTopics(vertx, config, adminClients)
         .onSuccess(checked -> topics.checked())
         .recover(failure -> {
           if (!KafkaClients.brokerAbsent(failure)) {
@@ -50,11 +52,18 @@ public final class TopicCheckVerticle extends VerticleBase {
         });
   }
 
+  /**
+   * Closes the admin client of a check under way at once: it would otherwise wait for its calls to time out, and a
+   * Vert.x that closes meanwhile would never close it.
+   */
   @Override
   public Future<?> stop() {
     stopped = true;
     vertx.cancelTimer(retryTimer);
-    return Future.succeededFuture();
+    return vertx.executeBlocking(() -> {
+      adminClients.closeAll();
+      return null;
+    }, false);
   }
 
   private void checkLater() {
@@ -65,29 +74,35 @@ public final class TopicCheckVerticle extends VerticleBase {
 
   private void checkAgain() {
     // anything the check throws becomes a failed check, tried again: the timer would otherwise end with it
-    Future.<Void>succeededFuture().compose(go -> KafkaClients.ensureTopics(vertx, config)).onComplete(done -> {
-      if (done.succeeded()) {
-        topics.checked();
-        log.info("the Kafka broker answers: topics {} and {} ready {} s after the start; joining the timer group",
-            config.kafka().timersTopic(), config.kafka().eventsTopic(), topics.readyAfterMillis() / 1000);
-        return;
+    Future.<Void>succeededFuture().compose(go -> KafkaClients.ensureTopics(vertx, config, adminClients))
+        .onComplete(this::checkedAgain);
+  }
+
+  private void checkedAgain(AsyncResult<Void> done) {
+    if (stopped) {
+      return; // the stop closed its client: its failure says nothing of the broker
+    }
+    if (done.succeeded()) {
+      topics.checked();
+      log.info("the Kafka broker answers: topics {} and {} ready {} s after the start; joining the timer group",
+          config.kafka().timersTopic(), config.kafka().eventsTopic(), topics.readyAfterMillis() / 1000);
+      return;
+    }
+    BrokerTopics.State state = KafkaClients.brokerAbsent(done.cause())
+        ? BrokerTopics.State.UNREACHABLE : BrokerTopics.State.WRONG;
+    boolean changed = state != topics.state();
+    topics.failed(state, done.cause().toString(), false);
+    if (changed || System.nanoTime() - loggedAtNanos >= LOG_EVERY_NANOS) {
+      loggedAtNanos = System.nanoTime();
+      if (state == BrokerTopics.State.WRONG) {
+        log.error("the Kafka broker answers, but its topics are wrong for this service: this node stays out of the "
+            + "timer group until they are right (checked every {} ms)", RETRY_MILLIS, done.cause());
+      } else {
+        log.warn("still no Kafka broker at {} ({}), {} s after the start; checking again every {} ms",
+            config.kafka().bootstrapServers(), done.cause().toString(), (long) topics.secondsWithoutTheBroker(),
+            RETRY_MILLIS);
       }
-      BrokerTopics.State state = KafkaClients.brokerAbsent(done.cause())
-          ? BrokerTopics.State.UNREACHABLE : BrokerTopics.State.WRONG;
-      boolean changed = state != topics.state();
-      topics.failed(state, done.cause().toString(), false);
-      if (changed || System.nanoTime() - loggedAtNanos >= LOG_EVERY_NANOS) {
-        loggedAtNanos = System.nanoTime();
-        if (state == BrokerTopics.State.WRONG) {
-          log.error("the Kafka broker answers, but its topics are wrong for this service: this node stays out of the "
-              + "timer group until they are right (checked every {} ms)", RETRY_MILLIS, done.cause());
-        } else {
-          log.warn("still no Kafka broker at {} ({}), {} s after the start; checking again every {} ms",
-              config.kafka().bootstrapServers(), done.cause().toString(), (long) topics.secondsWithoutTheBroker(),
-              RETRY_MILLIS);
-        }
-      }
-      checkLater();
-    });
+    }
+    checkLater();
   }
 }

@@ -12,6 +12,8 @@ import org.junit.jupiter.api.Test;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -21,7 +23,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The topic check's admin client while no broker answers (a closed port).
+ * The topic check's admin client while no broker answers (a closed port): it neither spins nor outlives the verticle
+ * that made it.
  */
 class TopicCheckClientsTest {
   private static final String CLOSED_PORT = "127.0.0.1:9";
@@ -76,5 +79,30 @@ class TopicCheckClientsTest {
 
   private static boolean onAdminThread(ILoggingEvent event, int nodeId) {
     return event.getThreadName() != null && event.getThreadName().endsWith(adminThreadOf(nodeId));
+  }
+
+  /**
+   * The service stops by closing Vert.x, which stops the verticles first: the admin client of a check under way then
+   * is closed at once, and none is left talking to the absent broker.
+   */
+  @Test
+  void closingVertxWhileACheckIsUnderWayLeavesNoAdminClient() throws Exception {
+    int nodeId = 94;
+    Vertx vertx = Vertx.vertx();
+    BrokerTopics topics = new BrokerTopics();
+    vertx.deployVerticle(new TopicCheckVerticle(node(nodeId), topics)).await(30, TimeUnit.SECONDS);
+    assertThat(topics.state()).isEqualTo(BrokerTopics.State.UNREACHABLE);
+    Await.until("the admin client of the start's check closed", Duration.ofSeconds(20),
+        () -> adminThreads(nodeId).isEmpty());
+    Await.until("a check under way after the start", Duration.ofSeconds(TopicCheckVerticle.RETRY_MILLIS / 1000 + 10),
+        () -> !adminThreads(nodeId).isEmpty());
+    vertx.close().await(30, TimeUnit.SECONDS);
+    try {
+      Await.until("no admin client thread left after Vert.x closed", Duration.ofSeconds(20),
+          () -> adminThreads(nodeId).isEmpty());
+    } finally {
+      adminThreads(nodeId).forEach(thread -> System.out.printf("TopicCheckClientsTest: still alive: %s at %s%n",
+          thread.getName(), Arrays.stream(thread.getStackTrace()).limit(3).toList()));
+    }
   }
 }
