@@ -12,6 +12,7 @@ import ordertimeout.bus.Deadlines;
 import ordertimeout.bus.Revocation;
 import ordertimeout.config.AppConfig;
 import ordertimeout.kafka.KafkaClients;
+import ordertimeout.kafka.OpenClients;
 import ordertimeout.metrics.Meters;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.order.OrderIds;
@@ -54,6 +55,7 @@ public final class TimerFanoutVerticle extends VerticleBase {
   private final OwnedShards owned;
   /** Made at the first send (after the group's first assignment, so after the topic check); null until then. */
   private Future<KafkaProducer<String, String>> producer;
+  private final OpenClients producers = new OpenClients();
   private long lastWarning = System.nanoTime() - WARN_EVERY_NANOS;
   private int sendsInFlight;
   /** Batches that held timers of owned shards, oldest first; each went to this node's wheel and not to Kafka. */
@@ -88,15 +90,29 @@ public final class TimerFanoutVerticle extends VerticleBase {
   public Future<?> stop() {
     int deliveryTimeoutMillis = config.kafka().deliveryTimeoutMillis();
     if (producer == null) {
-      return Future.succeededFuture();
+      return closeProducersLeft();
     }
-    return producer.transform(made -> made.succeeded() ? made.result().close() : Future.succeededFuture())
+    return producer.transform(made -> made.succeeded()
+            ? made.result().close().onSuccess(closed -> producers.forget(made.result().unwrap()))
+            : Future.succeededFuture())
         .timeout(deliveryTimeoutMillis, TimeUnit.MILLISECONDS)
         .recover(failure -> {
           log.warn("the timer producer had not closed after {} ms ({}); timer messages still queued are dropped",
               deliveryTimeoutMillis, failure.toString());
           return Future.succeededFuture();
-        });
+        })
+        .eventually(this::closeProducersLeft);
+  }
+
+  /**
+   * Closes without waiting a producer not closed above (its close timed out), or made after the stop (a send still
+   * under way asked for one, or it was being made as the stop timed out): nothing would close it then.
+   */
+  private Future<Void> closeProducersLeft() {
+    return vertx.executeBlocking(() -> {
+      producers.closeAll();
+      return null;
+    }, false);
   }
 
   /**
@@ -346,7 +362,7 @@ public final class TimerFanoutVerticle extends VerticleBase {
       // With no broker to ask for the topic's partitions, a send fails after a second instead of queueing
       // behind the others for a delivery timeout each: its order is in the database, and the sweep closes it.
       settings.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "1000");
-      producer = KafkaClients.producerOf(vertx, settings).onSuccess(made ->
+      producer = KafkaClients.producerOf(vertx, settings, producers).onSuccess(made ->
           // each failed send also fails its future, which send() counts; without a handler Vert.x logs each as an ERROR
           made.exceptionHandler(failure -> log.debug("timer send failed: {}", failure.toString())));
     }

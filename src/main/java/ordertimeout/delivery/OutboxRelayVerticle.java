@@ -8,6 +8,7 @@ import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.config.AppConfig;
 import ordertimeout.kafka.BrokerTopics;
 import ordertimeout.kafka.KafkaClients;
+import ordertimeout.kafka.OpenClients;
 import ordertimeout.metrics.NodeStats;
 import ordertimeout.store.OutboxStore.OutboxEvent;
 import ordertimeout.store.OutboxStore;
@@ -38,6 +39,7 @@ public final class OutboxRelayVerticle extends VerticleBase {
   private OutboxStore store;
   /** Made once the node's topic check got through; null until then. */
   private Future<KafkaProducer<String, String>> producer;
+  private final OpenClients producers = new OpenClients();
   private long timer = -1;
   private long backoffMillis;
   private boolean stopped;
@@ -69,13 +71,26 @@ public final class OutboxRelayVerticle extends VerticleBase {
     long limitMillis = tryWithinMillis();
     Future<KafkaProducer<String, String>> made = producer == null ? Future.succeededFuture() : producer;
     return current.transform(ended -> made.transform(was -> was.succeeded() && was.result() != null
-            ? was.result().close() : Future.succeededFuture()))
+            ? was.result().close().onSuccess(closed -> producers.forget(was.result().unwrap()))
+            : Future.succeededFuture()))
         .timeout(limitMillis, TimeUnit.MILLISECONDS)
         .recover(failure -> {
           log.warn("the outbox relay had not stopped after {} ms ({}); a try still running rolls back when the pool closes",
               limitMillis, failure.toString());
           return Future.succeededFuture();
-        });
+        })
+        .eventually(this::closeProducersLeft);
+  }
+
+  /**
+   * Closes without waiting a producer not closed above (its close timed out) or made after the stop (it was being made
+   * as the stop timed out): Vert.x may close before its future completes, and nothing would close it then.
+   */
+  private Future<Void> closeProducersLeft() {
+    return vertx.executeBlocking(() -> {
+      producers.closeAll();
+      return null;
+    }, false);
   }
 
   /**
@@ -108,7 +123,7 @@ public final class OutboxRelayVerticle extends VerticleBase {
     }
     int batchSize = config.kafka().relayBatchSize();
     if (producer == null || producer.failed()) {
-      producer = KafkaClients.producerOf(vertx, KafkaClients.producer(config, "outbox")).onSuccess(made ->
+      producer = KafkaClients.producerOf(vertx, KafkaClients.producer(config, "outbox"), producers).onSuccess(made ->
           // each failed send also fails its future, which relay() handles; without a handler Vert.x logs each one
           made.exceptionHandler(failure -> log.debug("outbox send failed: {}", failure.toString())));
     }

@@ -58,11 +58,15 @@ public final class KafkaClients {
 
   /**
    * Makes a producer of {@code settings} off the event loop: making one resolves the bootstrap hosts, a blocking
-   * lookup that throws when none resolves (then the future fails, and the caller may try again later).
+   * lookup that throws when none resolves (then the future fails, and the caller may try again later), and may wait
+   * for a DNS that does not answer. Made through {@code clients}, so that one that comes after its verticle's stop
+   * is closed.
    */
-  public static Future<KafkaProducer<String, String>> producerOf(Vertx vertx, Map<String, String> settings) {
-    return vertx.<Producer<String, String>>executeBlocking(
-            () -> new org.apache.kafka.clients.producer.KafkaProducer<>(new HashMap<String, Object>(settings)), false)
+  public static Future<KafkaProducer<String, String>> producerOf(Vertx vertx, Map<String, String> settings,
+      OpenClients clients) {
+    return vertx.<Producer<String, String>>executeBlocking(() -> clients.make(
+            () -> new org.apache.kafka.clients.producer.KafkaProducer<>(new HashMap<String, Object>(settings)),
+            made -> made.close(Duration.ZERO)), false)
         .map(made -> KafkaProducer.create(vertx, made));
   }
 
