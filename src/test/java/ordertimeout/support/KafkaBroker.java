@@ -134,11 +134,13 @@ public final class KafkaBroker implements AutoCloseable {
     }
   }
 
+  /** An admin client of this broker; like the service's topic check, it does not rebootstrap (a log flood). */
   public Admin admin() {
     return Admin.create(Map.of(
         AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers(),
         AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000,
-        AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000));
+        AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000,
+        AdminClientConfig.METADATA_RECOVERY_STRATEGY_CONFIG, "none"));
   }
 
   private void format() throws IOException {
