@@ -84,7 +84,8 @@ public final class TimerFanoutVerticle extends VerticleBase {
   /**
    * While no broker answers, each send waits up to {@code kafka.deliveryTimeoutMillis} for the topic's
    * metadata, one after another, and the close waits behind them all; those messages would fail anyway
-   * (their orders are in the database), so the undeploy waits no longer than one delivery timeout.
+   * (their orders are in the database), so the undeploy waits no longer than one delivery timeout, and then at most
+   * {@link OpenClients#closeAll(io.vertx.core.Vertx) a few seconds} for a producer left to close.
    */
   @Override
   public Future<?> stop() {
@@ -109,10 +110,7 @@ public final class TimerFanoutVerticle extends VerticleBase {
    * under way asked for one, or it was being made as the stop timed out): nothing would close it then.
    */
   private Future<Void> closeProducersLeft() {
-    return vertx.executeBlocking(() -> {
-      producers.closeAll();
-      return null;
-    }, false);
+    return producers.closeAll(vertx);
   }
 
   /**

@@ -87,10 +87,7 @@ public final class OutboxRelayVerticle extends VerticleBase {
    * as the stop timed out): Vert.x may close before its future completes, and nothing would close it then.
    */
   private Future<Void> closeProducersLeft() {
-    return vertx.executeBlocking(() -> {
-      producers.closeAll();
-      return null;
-    }, false);
+    return producers.closeAll(vertx);
   }
 
   /**

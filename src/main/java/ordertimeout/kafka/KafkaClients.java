@@ -135,7 +135,8 @@ public final class KafkaClients {
               : new BootstrapUnresolved(config.kafka().bootstrapServers(), unresolved));
         })
         // the calls are over (or failed) once the check is: nothing is left to wait for
-        .compose(admin -> ensureTopics(vertx, config, KafkaAdminClient.create(vertx, admin))
+        .compose(admin -> Future.<Void>succeededFuture() // a throw below still closes the client
+            .compose(go -> ensureTopics(vertx, config, KafkaAdminClient.create(vertx, admin)))
             .eventually(() -> vertx.executeBlocking(() -> {
               clients.closeNow(admin);
               return null;

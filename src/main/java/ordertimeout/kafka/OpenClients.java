@@ -1,8 +1,14 @@
 package ordertimeout.kafka;
 
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -13,6 +19,9 @@ import java.util.function.Consumer;
  * the methods that close run off the event loop.
  */
 public final class OpenClients {
+  private static final Logger log = LoggerFactory.getLogger(OpenClients.class);
+  static final long STOP_WAIT_MILLIS = 5_000;
+
   private final Map<Object, Runnable> open = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
@@ -46,7 +55,31 @@ public final class OpenClients {
   /** Closes every client still open without waiting for its calls, and every client made from now on. Blocking. */
   public void closeAll() {
     closed = true;
-    open.keySet().forEach(this::closeNow);
+    for (Object client : open.keySet()) {
+      try {
+        closeNow(client);
+      } catch (RuntimeException e) { // the others are closed all the same
+        log.warn("a Kafka client did not close cleanly at its verticle's stop: {}", e.toString());
+      }
+    }
+  }
+
+  /**
+   * {@link #closeAll} off the event loop, for a verticle's stop, which waits for it at most {@value #STOP_WAIT_MILLIS}
+   * ms: a close joins the client's network thread, which may sit in a DNS lookup that does not answer; the close
+   * then ends in the background.
+   */
+  public Future<Void> closeAll(Vertx vertx) {
+    return vertx.<Void>executeBlocking(() -> {
+          closeAll();
+          return null;
+        }, false)
+        .timeout(STOP_WAIT_MILLIS, TimeUnit.MILLISECONDS)
+        .recover(failure -> {
+          log.warn("Kafka clients still closing {} ms after their verticle's stop; they close in the background",
+              STOP_WAIT_MILLIS);
+          return Future.succeededFuture();
+        });
   }
 
   /** No client is made once the verticle that makes them stopped. */

@@ -60,10 +60,7 @@ public final class TopicCheckVerticle extends VerticleBase {
   public Future<?> stop() {
     stopped = true;
     vertx.cancelTimer(retryTimer);
-    return vertx.executeBlocking(() -> {
-      adminClients.closeAll();
-      return null;
-    }, false);
+    return adminClients.closeAll(vertx);
   }
 
   private void checkLater() {
