@@ -153,8 +153,13 @@ public final class Service {
     LockedSkus lockedSkus = new LockedSkus(Duration.ofMillis(config.intake().lockedSkuMillis()));
     IntakeGroups groups = new IntakeGroups();
     return vertx.deployVerticle(new NodeIdLeaseVerticle(config, database, orderIds, statusCache, owned))
-        .compose(lease -> clustered ? vertx.deployVerticle(new TopicCheckVerticle(config, brokerTopics))
-            : Future.succeededFuture(lease))
+        .compose(lease -> {
+          if (!clustered) {
+            return Future.succeededFuture(lease);
+          }
+          brokerTopics.checkBegins();
+          return vertx.deployVerticle(new TopicCheckVerticle(config, brokerTopics));
+        })
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), config.clients(), redisHealth)))
         .compose(id -> vertx.deployVerticle(close))
         .compose(id -> vertx.deployVerticle(new TimerVerticle(config, database, stats, owned)))

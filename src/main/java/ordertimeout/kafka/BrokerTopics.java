@@ -1,6 +1,7 @@
 package ordertimeout.kafka;
 
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 
 /**
  * Whether this clustered node's topic check ({@link KafkaClients#ensureTopics}) has got through to the broker. A node
@@ -22,9 +23,15 @@ public final class BrokerTopics {
     READY
   }
 
-  private final long startedNanos = System.nanoTime();
+  private final LongSupplier nanoTime;
   /** Whether the group has assigned this node shards at least once. */
   private final BooleanSupplier joined;
+  /**
+   * When the topic check could first run ({@link #checkBegins}), not when the node started: before it, the node waits
+   * for the lease on its id, which may take {@code node.leaseSeconds} after a crash, with the broker not yet asked.
+   */
+  private volatile long checkBeganNanos;
+  private volatile boolean checkBegan;
   private volatile State state = State.CHECKING;
   private volatile String lastFailure;
   private volatile boolean startedWithoutTheBroker;
@@ -32,7 +39,13 @@ public final class BrokerTopics {
   private volatile long failedChecks;
 
   public BrokerTopics(BooleanSupplier joined) {
+    this(joined, System::nanoTime);
+  }
+
+  /** {@code nanoTime}: the clock the times without the broker are counted on (a test's own). */
+  BrokerTopics(BooleanSupplier joined, LongSupplier nanoTime) {
     this.joined = joined;
+    this.nanoTime = nanoTime;
   }
 
   /** For a check alone, with no group to join. */
@@ -58,23 +71,36 @@ public final class BrokerTopics {
     return startedWithoutTheBroker;
   }
 
-  /** How long this node has run without its topic check getting through, since it started; 0 once it did. */
+  /** Starts the clock of the times without the broker: the topic check is about to run, the node's lease taken. */
+  public void checkBegins() {
+    if (!checkBegan) {
+      checkBeganNanos = nanoTime.getAsLong();
+      checkBegan = true;
+    }
+  }
+
+  /** How long this node has run without its topic check getting through, since the check began; 0 once it did. */
   public double secondsWithoutTheBroker() {
-    return ready() ? 0 : (System.nanoTime() - startedNanos) / 1e9;
+    return ready() ? 0 : secondsSinceTheCheckBegan();
   }
 
   /**
-   * How long this node has run since its start without the group assigning it shards: its topic check not through,
-   * or through but the group never assigned (a group coordinator that does not answer, a consumer that cannot join);
-   * 0 once assigned. What {@code BROKER_UNREACHABLE} counts.
+   * How long this node has run, since its topic check began, without the group assigning it shards: its topic check
+   * not through, or through but the group never assigned (a group coordinator that does not answer, a consumer that
+   * cannot join); 0 once assigned, and 0 before the check began (the node waiting for its lease has not asked the
+   * broker yet). What {@code BROKER_UNREACHABLE} counts.
    */
   public double secondsOutOfTheGroup() {
-    return joined.getAsBoolean() ? 0 : (System.nanoTime() - startedNanos) / 1e9;
+    return joined.getAsBoolean() ? 0 : secondsSinceTheCheckBegan();
   }
 
-  /** How long after the node started the check got through; meaningless until {@link #ready()}. */
+  /** How long after the check began it got through; meaningless until {@link #ready()}. */
   public long readyAfterMillis() {
-    return (readyAtNanos - startedNanos) / 1_000_000;
+    return (readyAtNanos - checkBeganNanos) / 1_000_000;
+  }
+
+  private double secondsSinceTheCheckBegan() {
+    return checkBegan ? (nanoTime.getAsLong() - checkBeganNanos) / 1e9 : 0;
   }
 
   /** How many checks have failed since the start. */
@@ -83,7 +109,7 @@ public final class BrokerTopics {
   }
 
   void checked() {
-    readyAtNanos = System.nanoTime();
+    readyAtNanos = nanoTime.getAsLong();
     lastFailure = null;
     state = State.READY;
   }

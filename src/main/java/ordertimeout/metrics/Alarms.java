@@ -43,7 +43,10 @@ public final class Alarms {
     WEBHOOKS_DIFFER("nodes"),
     /** How long this node has found Redis unreachable (its limits and job locks on their fallbacks), s. */
     REDIS_UNREACHABLE("s"),
-    /** How long this node has run since its start without the group assigning it shards (the broker away...), s. */
+    /**
+     * How long this node has run since its topic check began (after its lease) without the group assigning it shards
+     * (the broker away...), s.
+     */
     BROKER_UNREACHABLE("s");
 
     private final String unit;

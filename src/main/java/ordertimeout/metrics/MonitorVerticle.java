@@ -39,7 +39,8 @@ public final class MonitorVerticle extends VerticleBase {
 
   /**
    * {@code redisUnreachableSeconds}: how long Redis has been unreachable, NaN with Redis off;
-   * {@code brokerUnreachableSeconds}: how long the node has run without reaching the broker, NaN with Kafka off.
+   * {@code brokerUnreachableSeconds}: how long the node has run out of the timer group since its topic check
+   * began, NaN with Kafka off.
    */
   public MonitorVerticle(AppConfig config, PgConnectOptions connectOptions, MeterRegistry registry, NodeStats stats,
                          Alarms alarms, DoubleSupplier redisUnreachableSeconds,
