@@ -23,8 +23,10 @@ import ordertimeout.timer.OwnedShards;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 import java.util.function.BooleanSupplier;
@@ -57,6 +59,8 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private static final DeliveryOptions RELOAD = new DeliveryOptions().setSendTimeout(600_000);
   /** How often the node looks at its lease to leave or join the group. */
   private static final long DATABASE_CHECK_MILLIS = 500;
+  /** A consumer that cannot be made (its bootstrap hosts do not resolve) fails every try: logged once a minute. */
+  private static final long MAKE_FAILURE_LOG_NANOS = TimeUnit.MINUTES.toNanos(1);
 
   private final AppConfig config;
   private final OwnedShards owned;
@@ -64,6 +68,8 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private final LeasedOrderIds ids;
   /** Whether the topic check got through to the broker ({@link BrokerTopics#ready}): nothing joins before. */
   private final BooleanSupplier topicsReady;
+  /** Makes the Kafka consumer of a new membership; called off the event loop (it resolves the bootstrap hosts). */
+  private final Callable<OwnershipConsumer> kafkaConsumers;
   private final BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers;
   /** This node's membership of the group; null while it stays out (it cannot reach the database) and once stopped. */
   private Membership member;
@@ -74,6 +80,12 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   private long databaseCheck = -1;
   /** Whether this verticle ever joined the group: the first join may wait for the broker, later ones the database. */
   private boolean joinedOnce;
+  /** The last try to join, until its consumer is made and subscribed (or it failed); none starts before it ended. */
+  private Future<Void> joining = Future.succeededFuture();
+  private boolean stopped;
+  /** Tries in a row whose consumer could not be made, and when the last of them was logged. */
+  private long makeFailures;
+  private long makeFailureLoggedAtNanos;
 
   /** One consumer's membership: a node that left the group and joins again does so with a new consumer. */
   private record Membership(OwnershipConsumer kafka, KafkaConsumer<String, String> consumer,
@@ -88,11 +100,20 @@ public final class ShardOwnershipVerticle extends VerticleBase {
   ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats, LeasedOrderIds ids,
                          BooleanSupplier topicsReady,
                          BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers) {
+    this(config, owned, stats, ids, topicsReady,
+        () -> new OwnershipConsumer(KafkaClients.ownershipConsumer(config), config.kafka().timersTopic()), consumers);
+  }
+
+  /** {@code kafkaConsumers} makes each new Kafka consumer (off the event loop); {@code consumers} wraps it. */
+  ShardOwnershipVerticle(AppConfig config, OwnedShards owned, NodeStats stats, LeasedOrderIds ids,
+                         BooleanSupplier topicsReady, Callable<OwnershipConsumer> kafkaConsumers,
+                         BiFunction<Vertx, OwnershipConsumer, KafkaConsumer<String, String>> consumers) {
     this.config = config;
     this.owned = owned;
     this.stats = stats;
     this.ids = ids;
     this.topicsReady = topicsReady;
+    this.kafkaConsumers = kafkaConsumers;
     this.consumers = consumers;
   }
 
@@ -109,7 +130,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
           + "owns shards) once it can");
       return Future.succeededFuture();
     }
-    return join();
+    return tryToJoin();
   }
 
   /**
@@ -117,20 +138,72 @@ public final class ShardOwnershipVerticle extends VerticleBase {
    * timeout. When no broker answers, the consumer's close waits 30 s (the Kafka client's default, which
    * the Vert.x client does not let one change) to commit and leave; past the session timeout the group
    * has dropped this member anyway, so the undeploy (and a drain) waits no longer than that and the close
-   * goes on in the background.
+   * goes on in the background. A consumer still being made is closed unused when it comes.
    */
   @Override
   public Future<?> stop() {
     vertx.cancelTimer(databaseCheck);
+    stopped = true;
     Membership current = member;
     member = null;
     stopping = current;
     return current == null ? leaving : close(current);
   }
 
-  private Future<Void> join() {
+  /**
+   * Joins with a new consumer, made off the event loop (making one resolves the bootstrap hosts, a blocking lookup that
+   * throws when none resolves). A failure is logged and left for {@link #followTheDatabase} to try again with a new
+   * consumer; the failed one's close is bounded as any other's.
+   */
+  private Future<Void> tryToJoin() {
+    joining = vertx.executeBlocking(kafkaConsumers, false)
+        .onFailure(this::madeNoConsumer)
+        .compose(this::joinOrClose)
+        .recover(failure -> Future.succeededFuture());
+    return joining;
+  }
+
+  /** A consumer made while the verticle stopped is closed unused: nobody else would close it. */
+  private Future<Void> joinOrClose(OwnershipConsumer kafka) {
+    if (!stopped) {
+      // anything join throws is a failed join too, logged and tried again
+      return Future.<Void>succeededFuture().compose(go -> join(kafka)).onFailure(this::joinFailed);
+    }
+    return vertx.executeBlocking(() -> {
+      kafka.close(Duration.ZERO);
+      return null;
+    }, false);
+  }
+
+  private void joinFailed(Throwable failure) {
+    log.error("joining the timer group failed; trying again", failure);
+    Membership failed = member;
+    member = null;
+    if (failed != null) {
+      leaving = close(failed);
+    }
+  }
+
+  /** Making a consumer fails when none of its bootstrap hosts resolves: a WARN line at the first and once a minute. */
+  private void madeNoConsumer(Throwable failure) {
+    makeFailures++;
+    if (makeFailures == 1 || System.nanoTime() - makeFailureLoggedAtNanos >= MAKE_FAILURE_LOG_NANOS) {
+      makeFailureLoggedAtNanos = System.nanoTime();
+      Throwable cause = failure; // the client wraps the reason in "Failed to construct kafka consumer"
+      while (cause.getCause() != null) {
+        cause = cause.getCause();
+      }
+      log.warn("could not make the timer consumer to join the timer group ({}; tries that failed in a row: {}); "
+          + "trying again every {} ms", cause.toString(), makeFailures, DATABASE_CHECK_MILLIS);
+    }
+  }
+
+  private Future<Void> join(OwnershipConsumer kafka) {
+    if (makeFailures > 0) {
+      log.info("made the timer consumer after {} tries that failed", makeFailures);
+      makeFailures = 0;
+    }
     String topic = config.kafka().timersTopic();
-    OwnershipConsumer kafka = new OwnershipConsumer(KafkaClients.ownershipConsumer(config), topic);
     KafkaConsumer<String, String> consumer = consumers.apply(vertx, kafka);
     // lag per partition, fetch rates: read from the client's own metrics
     Membership joined = new Membership(kafka, consumer, new KafkaClientMetrics(kafka));
@@ -178,22 +251,17 @@ public final class ShardOwnershipVerticle extends VerticleBase {
         revoke(shards, false); // now, not when the closing consumer calls back: by then they are given up already
       }
       leaving = close(current);
-    } else if (member == null && leaving.isComplete() && topicsReady.getAsBoolean()
+    } else if (member == null && leaving.isComplete() && joining.isComplete() && topicsReady.getAsBoolean()
         && ids.reachedTheDatabaseFor(rejoinAfterMillis * 1_000_000)) {
-      if (joinedOnce) {
+      if (makeFailures > 0) {
+        log.debug("trying again to make the timer consumer");
+      } else if (joinedOnce) {
         log.info("the database has answered this node's lease renewals for {} ms: joining the timer group again",
             rejoinAfterMillis);
       } else {
         log.info("joining the timer group");
       }
-      join().onFailure(failure -> {
-        log.error("joining the timer group failed; trying again", failure);
-        Membership failed = member;
-        member = null;
-        if (failed != null) {
-          leaving = close(failed);
-        }
-      });
+      tryToJoin();
     }
   }
 
