@@ -227,16 +227,27 @@ public final class TimerFanoutVerticle extends VerticleBase {
     List<ShardRecord> recent = records.done();
     int recentTimers = timers;
     Deadlines held = revocation.held();
+    long[] gains = owned.gains();
+    // at the group's first assignment the shards others own were never this node's: nothing of theirs was lost here
+    boolean neverOwnedHere = Arrays.stream(lostShards).allMatch(shard -> gains[shard] == 0);
     sendHeld(held, shards).onComplete(sent -> {
       recent.forEach(record -> send(record.shard(), record.text()));
+      if (neverOwnedHere) {
+        if (held.size() > 0) {
+          log.info("sent the {} timers kept here before the group's first assignment for the {} shards other nodes "
+              + "own to Kafka, for their owners{}; they stay in this wheel too", held.size(), lostShards.length,
+              sent.succeeded() ? "" : " (not all: " + sent.cause().getMessage() + ")");
+        }
+        return;
+      }
       if (recentTimers > 0) {
         log.info("sent {} timers of the lost shards {} handed out here in the last {} ms to Kafka, for their new owner",
             recentTimers, Arrays.toString(lostShards), config.kafka().sessionTimeoutMillis());
       }
       if (held.size() > 0) {
         log.info("sent the {} timers this node's wheel held for the shards {} to Kafka{}: their owners may lack the "
-            + "orders taken here (shards the group gave away before this node heard, or timers kept before its first "
-            + "assignment)", held.size(), Arrays.toString(lostShards),
+            + "orders taken here (the group gave the shards away before this node heard)", held.size(),
+            Arrays.toString(lostShards),
             sent.succeeded() ? "" : " (not all: " + sent.cause().getMessage() + ")");
       }
     });
