@@ -165,22 +165,28 @@ public final class ShardOwnershipVerticle extends VerticleBase {
 
   /** A consumer made while the verticle stopped is closed unused: nobody else would close it. */
   private Future<Void> joinOrClose(OwnershipConsumer kafka) {
-    if (!stopped) {
-      // anything join throws is a failed join too, logged and tried again
-      return Future.<Void>succeededFuture().compose(go -> join(kafka)).onFailure(this::joinFailed);
+    if (stopped) {
+      return closeUnused(kafka);
     }
+    // anything join throws is a failed join too, logged and tried again
+    return Future.<Void>succeededFuture().compose(go -> join(kafka)).onFailure(failure -> joinFailed(kafka, failure));
+  }
+
+  private Future<Void> closeUnused(OwnershipConsumer kafka) {
     return vertx.executeBlocking(() -> {
       kafka.close(Duration.ZERO);
       return null;
     }, false);
   }
 
-  private void joinFailed(Throwable failure) {
+  private void joinFailed(OwnershipConsumer kafka, Throwable failure) {
     log.error("joining the timer group failed; trying again", failure);
     Membership failed = member;
     member = null;
     if (failed != null) {
       leaving = close(failed);
+    } else { // it failed before it became a membership
+      leaving = closeUnused(kafka).recover(closing -> Future.succeededFuture());
     }
   }
 

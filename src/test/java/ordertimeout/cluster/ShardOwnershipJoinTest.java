@@ -160,6 +160,44 @@ class ShardOwnershipJoinTest {
     }
   }
 
+  @Test
+  void aJoinThatFailsOnceItsConsumerWasMadeClosesThatConsumerAndJoinsWithANewOne() throws Exception {
+    AppConfig config = configOf("127.0.0.1:9", 66);
+    List<OwnershipConsumer> made = new CopyOnWriteArrayList<>();
+    List<QuietConsumer> joined = new CopyOnWriteArrayList<>();
+    Vertx vertx = Vertx.vertx();
+    try (LogCapture log = LogCapture.start()) {
+      OwnedShards owned = OwnedShards.none(config.database().shards());
+      ShardOwnershipVerticle ownership = new ShardOwnershipVerticle(config, owned, statsOf(config),
+          leaseHeld(66, config), () -> true, () -> {
+            made.add(new OwnershipConsumer(KafkaClients.ownershipConsumer(config), config.kafka().timersTopic()));
+            return made.get(made.size() - 1);
+          }, (unused, kafka) -> {
+            if (made.size() == 1) {
+              throw new IllegalStateException("no Vert.x consumer for the first one");
+            }
+            QuietConsumer consumer = new QuietConsumer(kafka);
+            joined.add(consumer);
+            return consumer.consumer;
+          });
+      String deployment = vertx.deployVerticle(ownership).toCompletionStage().toCompletableFuture()
+          .get(30, TimeUnit.SECONDS);
+      Await.until("joined with a second consumer", SAFETY, () -> joined.size() == 1 && joined.get(0).subscribed);
+
+      assertThat(log.text()).contains("joining the timer group failed; trying again")
+          .contains("no Vert.x consumer for the first one");
+      // the second one's wrapper closes nothing: a consumer of this client id closed is the first one
+      String clientId = KafkaClients.ownershipConsumer(config).get(CommonClientConfigs.CLIENT_ID_CONFIG);
+      Await.until("the first consumer closed", SAFETY,
+          () -> log.text().contains("App info kafka.consumer for " + clientId + " unregistered"));
+      assertThat(made).hasSize(2);
+      vertx.undeploy(deployment).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    } finally {
+      vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      made.forEach(kafka -> kafka.close(Duration.ZERO));
+    }
+  }
+
   private static List<ILoggingEvent> lookups(LogCapture log) {
     return log.events().stream()
         .filter(event -> event.getFormattedMessage().startsWith("Couldn't resolve server no-such-host.invalid"))
