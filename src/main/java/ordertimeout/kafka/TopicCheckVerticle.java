@@ -81,7 +81,7 @@ public final class TopicCheckVerticle extends VerticleBase {
     }
     if (done.succeeded()) {
       topics.checked();
-      log.info("the Kafka broker answers: topics {} and {} ready {} s after the start; joining the timer group",
+      log.info("the Kafka broker answers: topics {} and {} ready {} s after the first check; joining the timer group",
           config.kafka().timersTopic(), config.kafka().eventsTopic(), topics.readyAfterMillis() / 1000);
       return;
     }
@@ -95,7 +95,7 @@ public final class TopicCheckVerticle extends VerticleBase {
         log.error("the Kafka broker answers, but its topics are wrong for this service: this node stays out of the "
             + "timer group until they are right (checked every {} ms)", RETRY_MILLIS, done.cause());
       } else {
-        log.warn("still no Kafka broker at {} ({}), {} s after the start; checking again every {} ms",
+        log.warn("still no Kafka broker at {} ({}), {} s after the first check; checking again every {} ms",
             config.kafka().bootstrapServers(), done.cause().toString(), (long) topics.secondsWithoutTheBroker(),
             RETRY_MILLIS);
       }
