@@ -157,7 +157,6 @@ public final class Service {
           if (!clustered) {
             return Future.succeededFuture(lease);
           }
-          brokerTopics.checkBegins();
           return vertx.deployVerticle(new TopicCheckVerticle(config, brokerTopics));
         })
         .compose(topics -> vertx.deployVerticle(new LimiterVerticle(config.limits(), config.clients(), redisHealth)))

@@ -147,7 +147,10 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     Membership current = member;
     member = null;
     stopping = current;
-    return current == null ? leaving : close(current);
+    // a consumer still being made is closed when it comes (joinOrClose): wait for that too, as long as for a close
+    Future<Void> made = joining.timeout(config.kafka().sessionTimeoutMillis(), TimeUnit.MILLISECONDS)
+        .recover(failure -> Future.succeededFuture());
+    return Future.join(current == null ? leaving : close(current), made);
   }
 
   /**
@@ -163,13 +166,38 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     return joining;
   }
 
-  /** A consumer made while the verticle stopped is closed unused: nobody else would close it. */
+  /**
+   * Joins with {@code kafka}, or closes it unused when the verticle stopped meanwhile: nobody else would close it. A
+   * join that fails closes what it made: the bare client when it failed before the Vert.x consumer was made, the
+   * membership after, unless a stop or a lapsed lease closed that already.
+   */
   private Future<Void> joinOrClose(OwnershipConsumer kafka) {
     if (stopped) {
       return closeUnused(kafka);
     }
-    // anything join throws is a failed join too, logged and tried again
-    return Future.<Void>succeededFuture().compose(go -> join(kafka)).onFailure(failure -> joinFailed(kafka, failure));
+    if (makeFailures > 0) {
+      log.info("made the timer consumer after {} tries that failed", makeFailures);
+      makeFailures = 0;
+    }
+    Membership joined;
+    try {
+      KafkaClientMetrics metrics = new KafkaClientMetrics(kafka); // lag per partition, fetch rates
+      joined = new Membership(kafka, consumers.apply(vertx, kafka), metrics);
+    } catch (RuntimeException failure) {
+      log.error("joining the timer group failed; trying again", failure);
+      leaving = closeUnused(kafka).recover(closing -> Future.succeededFuture());
+      return Future.failedFuture(failure);
+    }
+    member = joined;
+    joinedOnce = true;
+    // anything subscribe throws is a failed join too, logged and tried again
+    return Future.<Void>succeededFuture().compose(go -> subscribe(joined)).onFailure(failure -> {
+      if (member == joined) { // else a stop or a lapsed lease closes it already
+        log.error("joining the timer group failed; trying again", failure);
+        member = null;
+        leaving = close(joined);
+      }
+    });
   }
 
   private Future<Void> closeUnused(OwnershipConsumer kafka) {
@@ -177,17 +205,6 @@ public final class ShardOwnershipVerticle extends VerticleBase {
       kafka.close(Duration.ZERO);
       return null;
     }, false);
-  }
-
-  private void joinFailed(OwnershipConsumer kafka, Throwable failure) {
-    log.error("joining the timer group failed; trying again", failure);
-    Membership failed = member;
-    member = null;
-    if (failed != null) {
-      leaving = close(failed);
-    } else { // it failed before it became a membership
-      leaving = closeUnused(kafka).recover(closing -> Future.succeededFuture());
-    }
   }
 
   /** Making a consumer fails when none of its bootstrap hosts resolves: a WARN line at the first and once a minute. */
@@ -204,15 +221,8 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     }
   }
 
-  private Future<Void> join(OwnershipConsumer kafka) {
-    if (makeFailures > 0) {
-      log.info("made the timer consumer after {} tries that failed", makeFailures);
-      makeFailures = 0;
-    }
-    String topic = config.kafka().timersTopic();
-    KafkaConsumer<String, String> consumer = consumers.apply(vertx, kafka);
-    // lag per partition, fetch rates: read from the client's own metrics
-    Membership joined = new Membership(kafka, consumer, new KafkaClientMetrics(kafka));
+  private Future<Void> subscribe(Membership joined) {
+    KafkaConsumer<String, String> consumer = joined.consumer();
     consumer.handler(this::onRecord);
     consumer.partitionsAssignedHandler(partitions -> {
       if (member == joined) { // not a consumer this node is leaving with
@@ -222,9 +232,7 @@ public final class ShardOwnershipVerticle extends VerticleBase {
     consumer.partitionsRevokedHandler(partitions -> onRevoked(joined, partitions));
     consumer.exceptionHandler(failure -> log.warn("timer consumer: {}", failure.toString()));
     joined.metrics().bindTo(stats.registry());
-    member = joined;
-    joinedOnce = true;
-    return consumer.subscribe(topic);
+    return consumer.subscribe(config.kafka().timersTopic());
   }
 
   private Future<Void> close(Membership leaving) {

@@ -34,6 +34,7 @@ public final class TopicCheckVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
+    topics.checkBegins(); // the times without the broker count from here, not from before the node's lease wait
     return KafkaClients.ensureTopics(vertx, config, adminClients)
         .onSuccess(checked -> topics.checked())
         .recover(failure -> {
