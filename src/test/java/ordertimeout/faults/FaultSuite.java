@@ -24,6 +24,8 @@ import java.util.stream.Collectors;
  */
 public final class FaultSuite {
   private static final int WARM_UP_SECONDS = 5;
+  /** A warm-up rate that leaves the warm-up out: for a run whose waits and lateness are printed, not asserted. */
+  static final int NO_WARM_UP = 0;
 
   private FaultSuite() {}
 
@@ -60,7 +62,9 @@ public final class FaultSuite {
     try (FaultCluster cluster = FaultCluster.start()) {
       OpenLoad load = new OpenLoad();
       FaultChecker checker = new FaultChecker(cluster);
-      warmUp(cluster, load, seed, warmUpRate);
+      if (warmUpRate != NO_WARM_UP) {
+        warmUp(cluster, load, seed, warmUpRate);
+      }
       for (Scenario scenario : scenarios) {
         if (scenario.fault() instanceof FaultScenarios.ClockSkew && !FaultScenarios.clockInjectable()) {
           notRun.add(scenario.name() + ": needs node." + FaultScenarios.CLOCK_OFFSET_KEY + " (OT_NODE_CLOCK_OFFSET_MILLIS)");

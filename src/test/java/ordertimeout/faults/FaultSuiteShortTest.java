@@ -9,13 +9,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The fault suite's short form, inside {@code mvn -B test}: the baseline and the client connection cut (creates sent,
  * their answers lost, retried with the same key) on the three-node cluster. Fails when a must-be-zero figure is not
- * zero; the waits and lateness are printed against their bounds, not asserted (time on a shared machine is noisy).
+ * zero; the waits and lateness are printed against their bounds, not asserted (time on a shared machine is noisy), so
+ * the suite's warm-up, there for those figures, is left out.
  */
 class FaultSuiteShortTest {
   @Test
   void theCheapestScenariosLoseNothingAndDoNothingTwice() {
     long seed = Long.getLong("faults.seed", new Random().nextLong());
-    FaultSuite.Report report = FaultSuite.run(FaultScenarios.quick(), seed, FaultScenarios.QUICK_RATE);
+    FaultSuite.Report report = FaultSuite.run(FaultScenarios.quick(), seed, FaultSuite.NO_WARM_UP);
     System.out.println(report.table());
     assertThat(report.figures()).hasSize(FaultScenarios.quick().size());
     for (Figures figures : report.figures()) {
