@@ -45,7 +45,7 @@ class HandOverLogTest {
     int[] others = IntStream.range(shards / 2, shards).toArray();
     Deadlines kept = deadlinesOn(others, shards);
     Vertx vertx = Vertx.vertx();
-    try (LogCapture log = LogCapture.start()) {
+    try (LogCapture log = LogCapture.start("ordertimeout", Level.INFO)) {
       deploy(vertx, config, owned);
       AtomicInteger toTheWheel = countSends(vertx, Addresses.TIMER_KEPT_SCHEDULE);
       // before the first assignment: the timers stay in this node's wheel (and are remembered), whatever their shard
@@ -72,7 +72,7 @@ class HandOverLogTest {
     OwnedShards owned = OwnedShards.none(shards);
     int[] lost = IntStream.range(shards / 2, shards).toArray();
     Vertx vertx = Vertx.vertx();
-    try (LogCapture log = LogCapture.start()) {
+    try (LogCapture log = LogCapture.start("ordertimeout", Level.INFO)) {
       deploy(vertx, config, owned);
       AtomicInteger toTheWheel = countSends(vertx, Addresses.TIMER_OWNED_SCHEDULE);
       owned.add(IntStream.range(0, shards).toArray());

@@ -49,7 +49,7 @@ class ShardOwnershipJoinTest {
     AtomicInteger wrapped = new AtomicInteger();
     AtomicBoolean topicsReady = new AtomicBoolean();
     Vertx vertx = Vertx.vertx();
-    try (LogCapture log = LogCapture.start()) {
+    try (LogCapture log = LogCapture.start("org.apache.kafka", Level.INFO)) {
       OwnedShards owned = OwnedShards.none(config.database().shards());
       ShardOwnershipVerticle ownership = new ShardOwnershipVerticle(config, owned, statsOf(config),
           leaseHeld(62, config), topicsReady::get, (unused, kafka) -> {
@@ -88,7 +88,7 @@ class ShardOwnershipJoinTest {
     List<Boolean> madeOnTheEventLoop = new CopyOnWriteArrayList<>();
     List<QuietConsumer> consumers = new CopyOnWriteArrayList<>();
     Vertx vertx = Vertx.vertx();
-    try (LogCapture log = LogCapture.start()) {
+    try (LogCapture log = LogCapture.start("org.apache.kafka", Level.INFO)) {
       OwnedShards owned = OwnedShards.none(config.database().shards());
       ShardOwnershipVerticle ownership = new ShardOwnershipVerticle(config, owned, statsOf(config),
           leaseHeld(63, config), () -> true, () -> {
@@ -126,7 +126,7 @@ class ShardOwnershipJoinTest {
     AtomicReference<OwnershipConsumer> made = new AtomicReference<>();
     AtomicInteger wrapped = new AtomicInteger();
     Vertx vertx = Vertx.vertx();
-    try (LogCapture log = LogCapture.start()) {
+    try (LogCapture log = LogCapture.start("org.apache.kafka", Level.INFO)) {
       OwnedShards owned = OwnedShards.none(config.database().shards());
       ShardOwnershipVerticle ownership = new ShardOwnershipVerticle(config, owned, statsOf(config),
           leaseHeld(64, config), topicsReady::get, () -> {
@@ -166,7 +166,7 @@ class ShardOwnershipJoinTest {
     List<OwnershipConsumer> made = new CopyOnWriteArrayList<>();
     List<QuietConsumer> joined = new CopyOnWriteArrayList<>();
     Vertx vertx = Vertx.vertx();
-    try (LogCapture log = LogCapture.start()) {
+    try (LogCapture log = LogCapture.start("org.apache.kafka", Level.INFO)) {
       OwnedShards owned = OwnedShards.none(config.database().shards());
       ShardOwnershipVerticle ownership = new ShardOwnershipVerticle(config, owned, statsOf(config),
           leaseHeld(66, config), () -> true, () -> {

@@ -1,5 +1,6 @@
 package ordertimeout.kafka;
 
+import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import io.vertx.core.Vertx;
 import ordertimeout.config.AppConfig;
@@ -52,7 +53,7 @@ class TopicCheckClientsTest {
     int nodeId = 93;
     Vertx vertx = Vertx.vertx();
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-    try (LogCapture log = LogCapture.start()) {
+    try (LogCapture log = LogCapture.start("org.apache.kafka", Level.INFO)) {
       long started = System.nanoTime();
       CompletableFuture<Void> check =
           KafkaClients.ensureTopics(vertx, node(nodeId)).toCompletionStage().toCompletableFuture();

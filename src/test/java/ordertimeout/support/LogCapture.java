@@ -1,5 +1,6 @@
 package ordertimeout.support;
 
+import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -15,17 +16,32 @@ import java.util.List;
 public final class LogCapture implements AutoCloseable {
   private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
   private final Logger root;
+  private final Logger leveled;
+  private final Level levelBefore;
 
-  private LogCapture() {
+  private LogCapture(String loggerName, Level level) {
     LoggerContext context = (LoggerContext) LoggerFactory.getILoggerFactory();
     root = context.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    leveled = loggerName == null ? null : context.getLogger(loggerName);
+    levelBefore = leveled == null ? null : leveled.getLevel();
+    if (leveled != null) {
+      leveled.setLevel(level);
+    }
     appender.setContext(context);
     appender.start();
     root.addAppender(appender);
   }
 
   public static LogCapture start() {
-    return new LogCapture();
+    return new LogCapture(null, null);
+  }
+
+  /**
+   * As {@link #start()}, with {@code loggerName} at {@code level} until closed: a test that counts on a logger's lines
+   * must not depend on the tests before it in the same JVM (the fault suite quiets {@code org.apache.kafka}).
+   */
+  public static LogCapture start(String loggerName, Level level) {
+    return new LogCapture(loggerName, level);
   }
 
   public List<ILoggingEvent> events() {
@@ -61,5 +77,8 @@ public final class LogCapture implements AutoCloseable {
   public void close() {
     root.detachAppender(appender);
     appender.stop();
+    if (leveled != null) {
+      leveled.setLevel(levelBefore);
+    }
   }
 }
