@@ -25,25 +25,53 @@ class RetentionReadsTest {
   private static final int FEW_BUFFERS = 300;
   private static final List<String> TABLES = List.of("outbox", "order_log", "idempotency_keys");
 
+  /**
+   * What each step took, printed: this class once took 112 and 122 s in full runs of the suite, with nothing logged,
+   * against 5-9 s alone; the next such run should tell which step waited.
+   */
+  private final Map<String, Long> stepMillis = new LinkedHashMap<>();
+  private long stepStarted = System.nanoTime();
+
   @BeforeEach
-  @AfterEach
-  void reset() {
+  void resetBefore() {
+    stepStarted = System.nanoTime();
     TestDatabase.reset();
+    step("reset before");
+  }
+
+  @AfterEach
+  void resetAfter() {
+    TestDatabase.reset();
+    step("reset after");
+    System.out.printf("RetentionReadsTest: steps took (ms) %s%n", stepMillis);
+    stepMillis.clear();
+  }
+
+  private void step(String name) {
+    long now = System.nanoTime();
+    stepMillis.put(name, (now - stepStarted) / 1_000_000);
+    stepStarted = now;
   }
 
   @Test
   void aPassWithNothingOldReadsAFewPagesOnceTheFreedPagesOfADeletedDayTookNewRows() {
     write("old", 1, ROWS, "now() - interval '10 days'");
     write("kept", ROWS + 1, ROWS + KEPT, "now() - interval '1 hour'"); // at the tables' end: vacuum cannot cut them
+    step("old and kept rows written");
     TABLES.forEach(table -> Sql.executeDdl("VACUUM " + table)); // as autovacuum does in a day: every page visited
+    step("first vacuum");
     deleteAsRetentionWould(Map.of(
         "events", ordertimeout.store.Sql.DELETE_EXPIRED_EVENTS.replace("$1", "7").replace("$3", "false"),
         "log lines", ordertimeout.store.Sql.DELETE_OLD_ORDER_LOG.replace("$1", "72"),
         "idempotency keys", ordertimeout.store.Sql.DELETE_OLD_IDEMPOTENCY_KEYS.replace("$1", "169")));
+    step("old rows deleted");
     TABLES.forEach(table -> Sql.executeDdl("VACUUM " + table));
+    step("second vacuum");
     long pagesBefore = pages("outbox");
     write("new", ROWS + KEPT + 1, 2 * ROWS + KEPT, "now()");
+    step("new rows written");
     TABLES.forEach(table -> Sql.executeDdl("ANALYZE " + table));
+    step("analyze");
     assertThat(pages("outbox")).as("the new rows went into the pages the deleted ones left")
         .isLessThan(pagesBefore * 3 / 2);
 
@@ -56,6 +84,7 @@ class RetentionReadsTest {
     passes.put("idempotency keys", ordertimeout.store.Sql.DELETE_OLD_IDEMPOTENCY_KEYS.replace("$1", "169"));
     Map<String, Long> buffers = new LinkedHashMap<>();
     passes.forEach((pass, statement) -> buffers.put(pass, Sql.buffersTouched(statement.replace("$2", "1000"))));
+    step("passes explained");
 
     System.out.printf("RetentionReadsTest: buffers a pass read with nothing to delete, over %,d pages of events: %s%n",
         pages("outbox"), buffers);
