@@ -150,11 +150,15 @@ public final class Sql {
    * DDL on a table a running service uses (a trigger on orders). It locks orders and then each of its partitions,
    * which the service's statements lock in another order: waiting, it would stall the service behind it or lose a
    * deadlock. So it waits at most a moment for its locks and is tried again, for up to a minute on a loaded machine.
+   * An autovacuum that holds the table is cancelled by a waiter only once the waiter has waited {@code
+   * deadlock_timeout} (a second by default): with the waits shorter than that, each try gave up behind it, and a
+   * throttled autovacuum of a large table outlasted the minute's tries. So the waits here reach it.
    */
   public static void executeDdl(String sql) {
     long giveUpAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     try (Connection connection = TestDatabase.jdbc()) {
       rows(connection, "SET lock_timeout = '300ms'");
+      rows(connection, "SET deadlock_timeout = '100ms'");
       while (true) {
         try {
           rows(connection, sql);
