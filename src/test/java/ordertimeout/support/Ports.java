@@ -14,7 +14,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * ({@code net.ipv4.ip_local_port_range}): a port from that range, free when probed, can be taken as the local
  * port of an outgoing connection (to PostgreSQL, Kafka, ...) before the server given it binds it (a node of the
  * fault suite failed to start with "Address already in use", seen here). No port is given twice in one test run
- * either (a broker's two listeners on one port refuse to start, seen here).
+ * either (a broker's two listeners on one port refuse to start, seen here). The test JVMs that Maven runs side by side
+ * (its {@code forkCount}) each take ports from a slice of their own, so that two cannot probe the same free port and
+ * then both bind it.
  */
 public final class Ports {
   private static final int LOWEST = 15_000;
@@ -23,15 +25,19 @@ public final class Ports {
   private Ports() {}
 
   public static synchronized int free() {
-    int below = ephemeralRangeStart();
+    int forks = Integer.getInteger("ot.test.forks", 1);
+    int fork = Math.floorMod(Integer.getInteger("ot.test.fork", 1) - 1, forks);
+    int slice = (ephemeralRangeStart() - LOWEST) / forks;
+    int lowest = LOWEST + fork * slice;
+    int below = lowest + slice;
     for (int attempt = 0; attempt < 1000; attempt++) {
-      int port = ThreadLocalRandom.current().nextInt(LOWEST, below);
+      int port = ThreadLocalRandom.current().nextInt(lowest, below);
       if (!GIVEN.contains(port) && bindable(port)) {
         GIVEN.add(port);
         return port;
       }
     }
-    throw new IllegalStateException("no free port in [" + LOWEST + ", " + below + ") in 1000 tries");
+    throw new IllegalStateException("no free port in [" + lowest + ", " + below + ") in 1000 tries");
   }
 
   private static boolean bindable(int port) {
