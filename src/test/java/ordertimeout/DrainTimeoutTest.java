@@ -51,24 +51,29 @@ class DrainTimeoutTest {
   @Test
   void aDrainThatRunsOutOfTimeSaysSoEndsWhileTheBatchIsStillHeldAndTheNextNodeClosesItsOrders() {
     TestDatabase.reset();
-    TestService first = TestService.start(SETTINGS);
-    long[] ids = seedOrders();
+    long[] ids;
     long stuck;
-    ListAppender<ILoggingEvent> serviceLog = captureServiceLog();
-    try (StockRowLock lock = StockRowLock.hold(SKU)) {
-      stuck = handOverHeldBatch(first, ids);
+    // closed on every path, after the lock is released: closing its pools waits for the statement the lock holds
+    try (TestService first = TestService.start(SETTINGS)) {
+      ids = seedOrders();
+      ListAppender<ILoggingEvent> serviceLog = captureServiceLog();
+      try (StockRowLock lock = StockRowLock.hold(SKU)) {
+        stuck = handOverHeldBatch(first, ids);
 
-      Future<Void> drained = first.service().drain();
-      awaitWithin(drained, SAFETY, "the drain, which gives the batch in flight 1 s, while the batch's row is still locked");
-      assertThat(drained.succeeded()).isTrue();
-      assertThat(warnings(serviceLog)).as("the drain said it gave up waiting").anyMatch(line ->
-          line.contains("close batches still in flight after 1 s") && line.contains("stay UNPAID"));
-      assertThatThrownBy(() -> first.api().get("/health/live", null)).as("the node closed")
-          .isInstanceOf(UncheckedIOException.class);
-      assertThat(StockRowLock.waitingBackends()).as("the batch's statement no longer waits for the row").doesNotContain(stuck);
-      assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'")).isEqualTo(ids.length);
-    } finally {
-      stopCapturing(serviceLog);
+        Future<Void> drained = first.service().drain();
+        awaitWithin(drained, SAFETY,
+            "the drain, which gives the batch in flight 1 s, while the batch's row is still locked");
+        assertThat(drained.succeeded()).isTrue();
+        assertThat(warnings(serviceLog)).as("the drain said it gave up waiting").anyMatch(line ->
+            line.contains("close batches still in flight after 1 s") && line.contains("stay UNPAID"));
+        assertThatThrownBy(() -> first.api().get("/health/live", null)).as("the node closed")
+            .isInstanceOf(UncheckedIOException.class);
+        assertThat(StockRowLock.waitingBackends()).as("the batch's statement no longer waits for the row")
+            .doesNotContain(stuck);
+        assertThat(Sql.count("SELECT count(*) FROM orders WHERE status = 'UNPAID'")).isEqualTo(ids.length);
+      } finally {
+        stopCapturing(serviceLog);
+      }
     }
 
     Await.until("the closed node's backend gone", SAFETY,
