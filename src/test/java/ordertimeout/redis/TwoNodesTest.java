@@ -14,6 +14,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -42,7 +43,10 @@ class TwoNodesTest {
         "OT_CLIENTS_DEFAULT_CREATES_PER_SECOND", "1",
         "OT_CLIENTS_DEFAULT_CREATES_BURST", "10",
         "OT_RETENTION_INTERVAL_SECONDS", "1");
-    nodes = List.of(TestService.start(with(common, "OT_NODE_ID", "1")), TestService.start(with(common, "OT_NODE_ID", "2")));
+    // each node in the list once started: a failed start of the second still has the first closed by stop()
+    nodes = new ArrayList<>();
+    nodes.add(TestService.start(with(common, "OT_NODE_ID", "1")));
+    nodes.add(TestService.start(with(common, "OT_NODE_ID", "2")));
   }
 
   @AfterAll
@@ -50,7 +54,9 @@ class TwoNodesTest {
     if (nodes != null) {
       nodes.forEach(TestService::close);
     }
-    redis.close();
+    if (redis != null) {
+      redis.close();
+    }
     Invariants.assertHold();
   }
 
