@@ -67,7 +67,8 @@ class ReloadWhileDatabaseAwayTest {
       settings.put("OT_SWEEP_GRACE_SECONDS", "3600");
       settings.put("OT_NODE_LEASE_SECONDS", "300"); // not lapsing within the test: the node stays in the group
       PgConnectOptions viaProxy = new PgConnectOptions(database).setHost("127.0.0.1").setPort(proxy.port());
-      try (OwnNode node = OwnNode.start(Vertx.vertx(), viaProxy, settings)) {
+      // the proxy is restored before the node closes: a failure while it is cut still has the 300 s lease released
+      try (OwnNode node = OwnNode.start(Vertx.vertx(), viaProxy, settings); AutoCloseable reachable = proxy::restore) {
         Api api = node.api();
         Await.until("the node owns and loaded every shard", SAFETY, () -> node.service().ownedShards().allLoaded()
             && node.service().ownedShards().list().length == TestDatabase.SHARDS);
