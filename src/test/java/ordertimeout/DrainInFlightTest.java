@@ -47,8 +47,7 @@ class DrainInFlightTest {
       long drainStarted;
       try (StockRowLock lock = StockRowLock.hold(SKU)) {
         create = api.createOrderAsync(UUID.randomUUID().toString(), body());
-        Await.until("the create to wait for the stock row", SAFETY,
-            () -> Sql.count("SELECT count(*) FROM pg_locks WHERE NOT granted") > 0);
+        Await.until("the create to wait for the stock row", SAFETY, () -> !StockRowLock.waitingCreates().isEmpty());
 
         drainStarted = System.nanoTime();
         drained = node.service().drain();
@@ -81,8 +80,7 @@ class DrainInFlightTest {
       api.setStock(SKU, 10);
       try (StockRowLock lock = StockRowLock.hold(SKU)) {
         CompletableFuture<Api.Response> create = api.createOrderAsync(UUID.randomUUID().toString(), body());
-        Await.until("the create to wait for the stock row", SAFETY,
-            () -> Sql.count("SELECT count(*) FROM pg_locks WHERE NOT granted") > 0);
+        Await.until("the create to wait for the stock row", SAFETY, () -> !StockRowLock.waitingCreates().isEmpty());
 
         long drainStarted = System.nanoTime();
         Future<Void> drained = node.service().drain();

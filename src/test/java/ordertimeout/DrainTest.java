@@ -9,6 +9,7 @@ import ordertimeout.support.Await;
 import ordertimeout.support.Invariants;
 import ordertimeout.support.Prometheus;
 import ordertimeout.support.Sql;
+import ordertimeout.support.StockRowLock;
 import ordertimeout.support.TestDatabase;
 import ordertimeout.support.TestService;
 import org.junit.jupiter.api.Test;
@@ -48,7 +49,7 @@ class DrainTest {
       try (Connection lock = TestDatabase.jdbc()) {
         Sql.holdStock(lock, "DRAIN");
         Await.until("the close batch to wait for the stock row", Duration.ofSeconds(30),
-            () -> Sql.count("SELECT count(*) FROM pg_locks WHERE NOT granted") > 0);
+            () -> !StockRowLock.waitingBackends().isEmpty());
 
         drained = node.service().drain();
 

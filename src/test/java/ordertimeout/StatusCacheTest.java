@@ -8,6 +8,7 @@ import ordertimeout.support.Await;
 import ordertimeout.support.Prometheus;
 import ordertimeout.support.ServiceTestBase;
 import ordertimeout.support.Sql;
+import ordertimeout.support.StockRowLock;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;
@@ -198,7 +199,7 @@ class StatusCacheTest extends ServiceTestBase {
     try (Connection stockRow = Sql.connectionHoldingStock("SKU-1")) {
       paid = api.postAsync("/v1/orders/" + id + "/pay", Api.USER_KEY);
       Await.until("the late pay waits for the stock row", Duration.ofSeconds(5),
-          () -> Sql.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") > 0);
+          () -> !StockRowLock.waitingBackends().isEmpty());
       assertThat(statusOf(id)).isEqualTo("CLOSED");
       assertThat(statusOf(id)).isEqualTo("CLOSED");
       stockRow.rollback();

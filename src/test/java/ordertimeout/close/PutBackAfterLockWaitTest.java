@@ -36,6 +36,12 @@ class PutBackAfterLockWaitTest {
   /** Well under {@link #HELD_MILLIS}, by which a put-back counted from the transaction's start comes late. */
   private static final long TOLERANCE_MILLIS = 1_000;
 
+  /** The batch under test waiting for a lock: a close batch's call of close_due_orders, or a reminder's update. */
+  private static final String BATCH_WAITING = """
+      SELECT count(*) FROM pg_stat_activity
+      WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()
+        AND (query LIKE '%close_due_orders(%' OR query LIKE '%UPDATE orders SET reminded_at = now()%')""";
+
   private Vertx vertx;
   private DeadlineStore store;
 
@@ -96,7 +102,7 @@ class PutBackAfterLockWaitTest {
       Sql.rows(operator, "SELECT id FROM orders WHERE id = ? FOR UPDATE", heldId);
       Future<T> answer = batch.get();
       Await.until("the batch waiting for the held row", Duration.ofSeconds(10),
-          () -> Sql.count("SELECT count(*) FROM pg_locks WHERE NOT granted") > 0);
+          () -> Sql.count(BATCH_WAITING) > 0);
       Await.sleep(HELD_MILLIS);
       operator.rollback();
       return TestService.await(answer);

@@ -29,6 +29,14 @@ public final class StockRowLock implements AutoCloseable {
         AND pid <> pg_backend_pid()
       ORDER BY backend_start""";
 
+  /** The backends of creates waiting for held stock: a create group's lock of its SKUs, which says FOR UPDATE alone. */
+  private static final String WAITING_CREATES = """
+      SELECT pid FROM pg_stat_activity
+      WHERE wait_event_type = 'Lock'
+        AND query LIKE '%FROM inventory inv WHERE inv.sku = ANY($1) ORDER BY inv.sku FOR UPDATE'
+        AND pid <> pg_backend_pid()
+      ORDER BY backend_start""";
+
   private final Connection connection;
 
   private StockRowLock(Connection connection) {
@@ -53,6 +61,11 @@ public final class StockRowLock implements AutoCloseable {
   /** The backends of stock moves waiting for a row lock now, oldest first. */
   public static List<Long> waitingBackends() {
     return Sql.rows(WAITING_STOCK_MOVES).stream().map(row -> ((Number) row.get("pid")).longValue()).toList();
+  }
+
+  /** The backends of creates waiting for a row lock of held stock now, oldest first. */
+  public static List<Long> waitingCreates() {
+    return Sql.rows(WAITING_CREATES).stream().map(row -> ((Number) row.get("pid")).longValue()).toList();
   }
 
   /** Waits (up to {@code timeout}) for a backend waiting for the lock that is not among {@code seen}, and returns it. */
