@@ -26,7 +26,10 @@ public final class OwnNode implements AutoCloseable {
     this.api = new Api(config.http().port());
   }
 
-  /** Starts every verticle on {@code vertx}, which {@link #close()} closes; {@code overrides} are OT_* variables. */
+  /**
+   * Starts every verticle on {@code vertx}, which {@link #close()} closes, with no daily reconciliation;
+   * {@code overrides} are OT_* variables.
+   */
   public static OwnNode start(Vertx vertx, PgConnectOptions database, Map<String, String> overrides) {
     Map<String, String> environment = new HashMap<>();
     environment.put("OT_HTTP_PORT", Integer.toString(Ports.free()));
@@ -34,6 +37,8 @@ public final class OwnNode implements AutoCloseable {
     environment.put("OT_SWEEP_GRACE_SECONDS", "1");
     environment.put("OT_ORDERS_REMINDER_BEFORE_SECONDS", "1");
     environment.put("OT_ORDERS_MAX_UNPAID_PER_USER", "1000");
+    // No daily reconciliation, as in TestService: past its time of day it would run at start over what the tables hold.
+    environment.put("OT_RECONCILIATION_AT", "off");
     environment.putAll(overrides);
     AppConfig config = AppConfig.from(ConfigSource.load(Path.of("conf/application.yaml"), environment::get));
     try {
