@@ -8,6 +8,7 @@ import ordertimeout.support.Await;
 import ordertimeout.support.OwnNode;
 import ordertimeout.support.TcpProxy;
 import ordertimeout.support.TestDatabase;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -24,6 +25,13 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ReadinessTest {
   private static final Duration SAFETY = Duration.ofSeconds(60);
+
+  /** A node started on an earlier class's leftovers would close its overdue orders and wait for its leases. */
+  @BeforeEach
+  void startAlone() {
+    TestDatabase.endLeasesOfStoppedNodes();
+    TestDatabase.reset();
+  }
 
   @Test
   void readinessTurns503WhileTheDatabaseDoesNotAnswerAndBackTo200ByItself() {
