@@ -84,14 +84,16 @@ class AlarmServiceTest extends ServiceTestBase {
 
   @Test
   void aLiveNodeWhoseWebhooksDifferFiresWebhooksDifferUntilItHasTheSame() {
-    String own = (String) Sql.rows("SELECT webhooks FROM node_leases WHERE expires_at > now() AND webhooks IS NOT NULL")
-        .get(0).get("webhooks");
+    String own = (String) Sql.rows("SELECT webhooks FROM node_leases WHERE node_id = ? AND expires_at > now()",
+        service.config().node().id()).get(0).get("webhooks");
     assertThat(own).as("this node's fingerprint, written with its lease").hasSize(64);
     try {
       // A node of an older version (no fingerprint) does not count; one with another list does.
       Sql.execute("INSERT INTO node_leases (node_id, holder, expires_at, id_high_water_millis, renewed_at, webhooks) "
           + "VALUES (1022, 'older', now() + interval '1 hour', -1, now(), NULL), "
-          + "(1023, 'other', now() + interval '1 hour', -1, now(), 'another list')");
+          + "(1023, 'other', now() + interval '1 hour', -1, now(), 'another list') "
+          + "ON CONFLICT (node_id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at, "
+          + "id_high_water_millis = EXCLUDED.id_high_water_millis, webhooks = EXCLUDED.webhooks");
       Await.until("WEBHOOKS_DIFFER to fire", Duration.ofSeconds(30), () -> alarm(Alarms.Code.WEBHOOKS_DIFFER) == 1);
       assertThat(lines(Alarms.Code.WEBHOOKS_DIFFER)).singleElement().asString()
           .startsWith("alarm=WEBHOOKS_DIFFER state=FIRING value=1 threshold=0 unit=nodes");
