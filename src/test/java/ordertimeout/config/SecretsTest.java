@@ -92,7 +92,7 @@ class SecretsTest {
     for (Map.Entry<String, Map<String, String>> each : cases.entrySet()) {
       try (NodeProcess node = NodeProcess.start(nodeId++, each.getValue())) {
         Await.until("the node given " + each.getKey() + " stopped", Duration.ofSeconds(120), () -> !node.isAlive());
-        String output = Files.readString(node.log());
+        String output = node.output();
         assertThat(output).as(each.getKey()).isNotBlank().doesNotContain(PASSWORD).doesNotContain(API_KEY);
       }
     }

@@ -3,11 +3,13 @@ package ordertimeout.support;
 import io.vertx.core.json.JsonObject;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -31,13 +33,16 @@ public final class NodeProcess implements AutoCloseable {
   private final int port;
   private final Process process;
   private final Path log;
+  /** Where this start's output begins in {@link #log}, which every start of the node id appends to. */
+  private final long logStart;
   private final Path tempFolder;
 
-  private NodeProcess(int nodeId, int port, Process process, Path log, Path tempFolder) {
+  private NodeProcess(int nodeId, int port, Process process, Path log, long logStart, Path tempFolder) {
     this.nodeId = nodeId;
     this.port = port;
     this.process = process;
     this.log = log;
+    this.logStart = logStart;
     this.tempFolder = tempFolder;
   }
 
@@ -51,6 +56,7 @@ public final class NodeProcess implements AutoCloseable {
     try {
       Path folder = Files.createDirectories(Path.of("target", "nodes"));
       Path log = folder.resolve("node-" + nodeId + ".log");
+      long logStart = Files.exists(log) ? Files.size(log) : 0;
       Path tempFolder = Files.createTempDirectory(folder, "node-" + nodeId + "-tmp").toAbsolutePath();
       List<String> command = new ArrayList<>();
       command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -69,7 +75,7 @@ public final class NodeProcess implements AutoCloseable {
       }
       environment.put("OT_LOGGING_FORMAT", "text");
       environment.putAll(overrides);
-      return new NodeProcess(nodeId, port, builder.start(), log, tempFolder);
+      return new NodeProcess(nodeId, port, builder.start(), log, logStart, tempFolder);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -83,8 +89,17 @@ public final class NodeProcess implements AutoCloseable {
     return port;
   }
 
+  /** The node id's log, with the output of its earlier starts (of this run and of earlier runs) before this one's. */
   public Path log() {
     return log;
+  }
+
+  /** What this start wrote to {@link #log()} so far. */
+  public String output() throws IOException {
+    try (InputStream in = Files.newInputStream(log)) {
+      in.skipNBytes(logStart);
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
   }
 
   public long pid() {
