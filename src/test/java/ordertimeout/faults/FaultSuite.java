@@ -58,7 +58,11 @@ public final class FaultSuite {
         scenarios.stream().map(Scenario::name).toList());
     List<Figures> figures = new ArrayList<>();
     List<String> notRun = new ArrayList<>();
-    quietKafkaClients();
+    Logger kafkaClients = (Logger) LoggerFactory.getLogger("org.apache.kafka");
+    // null when inherited: set back to null, it inherits again
+    Level kafkaClientsLevel = kafkaClients.getLevel();
+    // The checker's consumer of the events topic logs every partition it seeks at INFO.
+    kafkaClients.setLevel(Level.WARN);
     try (FaultCluster cluster = FaultCluster.start()) {
       OpenLoad load = new OpenLoad();
       FaultChecker checker = new FaultChecker(cluster);
@@ -72,6 +76,9 @@ public final class FaultSuite {
         }
         figures.add(runOne(cluster, load, checker, scenario, seed));
       }
+    } finally {
+      // the classes after the suite in the same JVM log (and count) Kafka's INFO lines as before it
+      kafkaClients.setLevel(kafkaClientsLevel);
     }
     return new Report(seed, figures, notRun);
   }
@@ -83,11 +90,6 @@ public final class FaultSuite {
     Recording recording = load.run(LoadPlan.draw(tag, seed, LoadPlan.Shape.steady(rate, WARM_UP_SECONDS)),
         index -> cluster.node(index).port(), FaultCluster.NODES);
     System.out.printf("fault suite: warm-up: last answers %s%n", recording.byAnswer());
-  }
-
-  /** The checker's consumer of the events topic logs every partition it seeks at INFO. */
-  private static void quietKafkaClients() {
-    ((Logger) LoggerFactory.getLogger("org.apache.kafka")).setLevel(Level.WARN);
   }
 
   private static Figures runOne(FaultCluster cluster, OpenLoad load, FaultChecker checker, Scenario scenario, long seed) {

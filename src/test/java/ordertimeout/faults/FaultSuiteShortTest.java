@@ -1,6 +1,9 @@
 package ordertimeout.faults;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 import java.util.Random;
 
@@ -16,7 +19,11 @@ class FaultSuiteShortTest {
   @Test
   void theCheapestScenariosLoseNothingAndDoNothingTwice() {
     long seed = Long.getLong("faults.seed", new Random().nextLong());
+    Logger kafkaClients = (Logger) LoggerFactory.getLogger("org.apache.kafka");
+    Level kafkaClientsLevel = kafkaClients.getLevel();
     FaultSuite.Report report = FaultSuite.run(FaultScenarios.quick(), seed, FaultSuite.NO_WARM_UP);
+    assertThat(kafkaClients.getLevel()).as("the Kafka clients' level after the suite, for the classes after it")
+        .isEqualTo(kafkaClientsLevel);
     System.out.println(report.table());
     assertThat(report.figures()).hasSize(FaultScenarios.quick().size());
     for (Figures figures : report.figures()) {
