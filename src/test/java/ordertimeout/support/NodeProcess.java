@@ -21,11 +21,15 @@ import java.util.concurrent.TimeUnit;
 /**
  * One service node as a separate process ({@code java ordertimeout.Main} on the test class path)
  * against the shared test database (or the one {@code OT_DATABASE_URL} among the overrides names), with
- * OT_* overrides; its output goes to {@code target/nodes/}, a restarted node's after its earlier runs'. Its temp
- * folder is one of its own there too (Vert.x's file cache, for one), deleted once the process has ended: a
- * node killed with SIGKILL cleans nothing up itself.
+ * OT_* overrides; its output goes to {@code target/nodes/fork-N/} (N the test JVM's), a restarted node's after its
+ * earlier runs'. Its temp folder is one of its own there too (Vert.x's file cache, for one), deleted once the process
+ * has ended: a node killed with SIGKILL cleans nothing up itself.
  */
 public final class NodeProcess implements AutoCloseable {
+  /** A folder per test JVM (Maven runs two side by side), which may each run a node of the same id at once. */
+  private static final Path NODES_FOLDER = System.getProperty("ot.test.fork", "").isEmpty()
+      ? Path.of("target", "nodes")
+      : Path.of("target", "nodes", "fork-" + System.getProperty("ot.test.fork"));
   private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(5)).build();
 
@@ -54,7 +58,7 @@ public final class NodeProcess implements AutoCloseable {
   public static NodeProcess start(int nodeId, Map<String, String> overrides, List<String> jvmOptions) {
     int port = Ports.free();
     try {
-      Path folder = Files.createDirectories(Path.of("target", "nodes"));
+      Path folder = Files.createDirectories(NODES_FOLDER);
       Path log = folder.resolve("node-" + nodeId + ".log");
       long logStart = Files.exists(log) ? Files.size(log) : 0;
       Path tempFolder = Files.createTempDirectory(folder, "node-" + nodeId + "-tmp").toAbsolutePath();
