@@ -72,7 +72,7 @@ class DeadNodeWithoutBrokerTest {
         assertThat(Sql.count("SELECT count(*) FROM order_log WHERE event = 'CLOSED'")).isEqualTo(ORDERS);
         System.out.printf("DeadNodeWithoutBrokerTest: %d orders of the dead node closed, the latest %d ms late%n",
             ORDERS, latestMillis);
-        broker.start(); // the survivor stops in 3 s with a broker to leave, in 7 s without
+        broker.start(); // else the survivor's stop waits out its Kafka clients' timeouts, 15 s
       }
     }
     Invariants.assertHold();
