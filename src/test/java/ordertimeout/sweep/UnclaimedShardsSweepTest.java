@@ -46,7 +46,7 @@ class UnclaimedShardsSweepTest {
   private static final int LIVE_NODE = 1001;
   private static final int DEAD_NODE = 1002;
   private static final String SKU = "SKU-UNCLAIMED";
-  private static final int UNCLAIMED_GRACE_SECONDS = 6;
+  private static final int UNCLAIMED_GRACE_SECONDS = 10;
   private static final Duration SAFETY = Duration.ofSeconds(30);
 
   private Vertx vertx;
@@ -110,7 +110,7 @@ class UnclaimedShardsSweepTest {
         () -> "CLOSED".equals(status(inDeadNodesShard)));
     assertThat(Sql.count("SELECT count(*) FROM orders WHERE id = ? AND close_reason = 'TIMEOUT'", inDeadNodesShard))
         .isEqualTo(1);
-    SeedOrders.insert(SKU, new long[] {dueLately}, -1_000, 0, null); // in a shard unclaimed for long already
+    SeedOrders.insert(SKU, new long[] {dueLately}, -2_000, 0, null); // in a shard unclaimed for long already
     Await.sleep(2000); // two more passes
     assertThat(status(inLiveNodesShard)).as("a shard a live lease claims is its node's").isEqualTo("UNPAID");
     assertThat(status(dueLately)).as("overdue by less than sweep.unclaimedGraceSeconds").isEqualTo("UNPAID");
@@ -130,13 +130,13 @@ class UnclaimedShardsSweepTest {
     long unclaimedAllAlong = SeedOrders.idsInShard(6, 1)[0];
     SeedOrders.insert(SKU, new long[] {beforeTheFirstAssignment, inARebalance, unclaimedAllAlong}, -60_000, 0, null);
 
-    Await.sleep(2000); // shard 5 unclaimed since this node's start, the group not settled yet
+    Await.sleep(4000); // shard 5 unclaimed since this node's start, the group not settled yet
     lease(LIVE_NODE, "now() + interval '1 hour'", "{3,4,5}");
     Await.sleep(1000);
     lease(LIVE_NODE, "now() + interval '1 hour'", "{4,5}"); // shard 3 between its old owner and its new one
-    Await.sleep(2000);
+    Await.sleep(4000);
     lease(LIVE_NODE, "now() + interval '1 hour'", "{3,4,5}");
-    Await.sleep(1000);
+    Await.sleep(2000);
     Await.until("the order of the shard unclaimed all along closed: the sweep of unclaimed shards ran", SAFETY,
         () -> "CLOSED".equals(status(unclaimedAllAlong)));
 
