@@ -23,7 +23,8 @@ public final class Apt {
   }
 
   private static int run(StringBuilder log, String... arguments) {
-    List<String> command = new ArrayList<>(List.of("apt-get", "-q"));
+    // the other test JVM may be installing a package too: wait for its lock rather than fail
+    List<String> command = new ArrayList<>(List.of("apt-get", "-q", "-o", "DPkg::Lock::Timeout=600"));
     command.addAll(List.of(arguments));
     Path output = null;
     try {

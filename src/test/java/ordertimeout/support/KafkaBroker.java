@@ -22,8 +22,8 @@ import java.util.stream.Collectors;
 
 /**
  * A real Kafka broker (KRaft: broker and controller in one process, from the kafka_2.13 test
- * dependency) in a JVM of its own on loopback ports. {@link #shared()} is one broker for the whole
- * test run, stopped when the JVM exits; a test that needs to stop and restart a broker starts its own.
+ * dependency) in a JVM of its own on loopback ports. {@link #shared()} is one broker per test JVM
+ * (Maven runs two), stopped when the JVM exits; a test that needs to stop and restart a broker starts its own.
  * The broker's output goes to {@code server.log} in its folder.
  */
 public final class KafkaBroker implements AutoCloseable {

@@ -25,8 +25,11 @@ public final class Ports {
   private Ports() {}
 
   public static synchronized int free() {
-    int forks = Integer.getInteger("ot.test.forks", 1);
-    int fork = Math.floorMod(Integer.getInteger("ot.test.fork", 1) - 1, forks);
+    int forks = Integer.parseInt(System.getProperty("ot.test.forks", "1")); // a count, not surefire's "1C" form
+    int fork = Integer.parseInt(System.getProperty("ot.test.fork", "1")) - 1;
+    if (forks < 1 || fork < 0 || fork >= forks) {
+      throw new IllegalStateException("test JVM " + (fork + 1) + " of " + forks + ": no slice of ports");
+    }
     int slice = (ephemeralRangeStart() - LOWEST) / forks;
     int lowest = LOWEST + fork * slice;
     int below = lowest + slice;

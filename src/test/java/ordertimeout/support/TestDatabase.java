@@ -18,7 +18,7 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
- * One real PostgreSQL for the whole test run: the embedded one the service itself starts, in a
+ * One real PostgreSQL per test JVM (Maven runs two): the embedded one the service itself starts, in a
  * temporary folder, migrated by the production code. Stopped when the JVM exits, and its folder deleted.
  */
 public final class TestDatabase {
