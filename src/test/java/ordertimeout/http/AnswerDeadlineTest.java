@@ -52,7 +52,8 @@ class AnswerDeadlineTest {
   void everyRequestIsAnsweredWithinItsBoundWhileTheDatabaseIsSilentAndAResendLearnsTheOutcome() throws Exception {
     try (TcpProxy proxy = proxyToDatabase();
          // every read reaches the database: it warms the pool and then meets the silence
-         OwnNode node = nodeBehind(proxy, Map.of("OT_INTAKE_STATUS_CACHE_ENTRIES", "0"))) {
+         OwnNode node = nodeBehind(proxy, Map.of("OT_INTAKE_STATUS_CACHE_ENTRIES", "0"));
+         AutoCloseable reachable = proxy::restore) { // after a failure too, before the node closes
       Api api = node.api();
       api.setStock(SKU, 100);
       String unpaid = api.createOrders(1, 3600, SKU).get(0);
@@ -97,7 +98,8 @@ class AnswerDeadlineTest {
    */
   @Test
   void aKeptOrderIsStillAnsweredWhileTheDatabaseIsSilent() throws Exception {
-    try (TcpProxy proxy = proxyToDatabase(); OwnNode node = nodeBehind(proxy, Map.of())) {
+    try (TcpProxy proxy = proxyToDatabase(); OwnNode node = nodeBehind(proxy, Map.of());
+         AutoCloseable reachable = proxy::restore) {
       Api api = node.api();
       api.setStock(SKU, 100);
       List<String> orders = api.createOrders(2, 3600, SKU);

@@ -34,11 +34,12 @@ class ReadinessTest {
   }
 
   @Test
-  void readinessTurns503WhileTheDatabaseDoesNotAnswerAndBackTo200ByItself() {
+  void readinessTurns503WhileTheDatabaseDoesNotAnswerAndBackTo200ByItself() throws Exception {
     PgConnectOptions database = TestDatabase.connectOptions();
     try (TcpProxy proxy = TcpProxy.to(database.getHost(), database.getPort())) {
       PgConnectOptions viaProxy = new PgConnectOptions(database).setHost("127.0.0.1").setPort(proxy.port());
-      try (OwnNode node = OwnNode.start(Vertx.vertx(), viaProxy, Map.of("OT_HEALTH_DATABASE_TIMEOUT_MILLIS", "500"))) {
+      try (OwnNode node = OwnNode.start(Vertx.vertx(), viaProxy, Map.of("OT_HEALTH_DATABASE_TIMEOUT_MILLIS", "500"));
+           AutoCloseable reachable = proxy::restore) { // after a failure too, before the node closes
         Api api = node.api();
         Await.until("ready", SAFETY, () -> api.get("/health/ready", null).status() == 200);
 
