@@ -13,9 +13,7 @@ class NativeTransportTest {
   void aNodeRunsOnEpollOnLinuxOnX86() {
     assumeTrue("Linux".equals(System.getProperty("os.name")) && "amd64".equals(System.getProperty("os.arch")),
         "the epoll dependency is built for Linux on x86-64 only");
-    // on emptied tables and alone: an earlier class's leftovers are no business of this node
-    TestDatabase.endLeasesOfStoppedNodes();
-    TestDatabase.reset();
+    TestDatabase.resetForANewNode();
     try (TestService node = TestService.start()) {
       assertTrue(node.vertx().isNativeTransportEnabled(),
           () -> "the node runs on Java NIO: " + node.vertx().unavailableNativeTransportCause());

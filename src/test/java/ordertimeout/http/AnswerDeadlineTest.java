@@ -44,8 +44,7 @@ class AnswerDeadlineTest {
    */
   @BeforeEach
   void emptyDatabase() {
-    TestDatabase.endLeasesOfStoppedNodes();
-    TestDatabase.reset();
+    TestDatabase.resetForANewNode();
   }
 
   @Test

@@ -26,11 +26,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 class ReadinessTest {
   private static final Duration SAFETY = Duration.ofSeconds(60);
 
-  /** A node started on an earlier class's leftovers would close its overdue orders and wait for its leases. */
   @BeforeEach
   void startAlone() {
-    TestDatabase.endLeasesOfStoppedNodes();
-    TestDatabase.reset();
+    TestDatabase.resetForANewNode();
   }
 
   @Test

@@ -31,10 +31,9 @@ public abstract class ServiceTestBase {
 
   @BeforeAll
   void startService() {
-    TestDatabase.endLeasesOfStoppedNodes();
     // The class before may have left overdue orders (ReconciliationTest does, its sweep slowed): a service started on
     // them would close them before this class's first reset, into its metrics and its stats.
-    TestDatabase.reset();
+    TestDatabase.resetForANewNode();
     service = TestService.start(overrides());
     serviceStarted = Instant.now();
     api = service.api();

@@ -98,6 +98,15 @@ public final class TestDatabase {
   }
 
   /**
+   * {@link #endLeasesOfStoppedNodes} and {@link #reset}: a node started next is alone on empty tables, not on what an
+   * earlier class left (overdue orders it would close at once, leases it would wait for).
+   */
+  public static void resetForANewNode() {
+    endLeasesOfStoppedNodes();
+    reset();
+  }
+
+  /**
    * Empties every table but the pinned settings, and the record of the stock put in ({@link StockLedger}). A service
    * still running locks the tables or rows in another order than the reset does (a gauge joins close_failures to
    * orders), so PostgreSQL may end the reset as a deadlock victim: it is tried again.

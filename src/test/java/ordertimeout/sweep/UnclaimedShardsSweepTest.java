@@ -55,8 +55,7 @@ class UnclaimedShardsSweepTest {
 
   @BeforeEach
   void startTheNode() throws Exception {
-    TestDatabase.endLeasesOfStoppedNodes();
-    TestDatabase.reset();
+    TestDatabase.resetForANewNode();
     Map<String, String> settings = new ClusterSettings("127.0.0.1:9").forNode(THIS_NODE);
     settings.put("OT_NODE_LEASE_SECONDS", "30"); // renewed every 10 s: a claim seen sooner was written at once
     settings.put("OT_SWEEP_INTERVAL_SECONDS", "1");
