@@ -179,7 +179,7 @@ public final class Service {
         })
         .compose(id -> vertx.deployVerticle(new RetentionVerticle(config, database, stats, redisHealth)))
         .compose(id -> vertx.deployVerticle(new PartitionsVerticle(config, database, stats, redisHealth, config.node().wallClock(), statusCache)))
-        .compose(id -> vertx.deployVerticle(new EventDispatchVerticle(config, database)))
+        .compose(id -> vertx.deployVerticle(new EventDispatchVerticle(config, database, stats)))
         .compose(id -> config.events().webhooks().isEmpty() ? Future.succeededFuture(id)
             : vertx.deployVerticle(new WebhookVerticle(config, database, stats, owned)))
         .compose(id -> vertx.deployVerticle(new MonitorVerticle(config, database, registry, stats, alarms,

@@ -280,13 +280,16 @@ public record AppConfig(
 
   /**
    * Events out besides Kafka. The dispatcher looks for new events every {@code dispatchIntervalMillis} (at most
-   * {@code batchSize} at a time); each webhook delivery gets {@code timeoutMillis} per attempt and is retried with
+   * {@code batchSize} at a time), but only every {@code dispatchWhileClosesWaitMillis} while this node's oldest close
+   * batch has waited longer than that for a place (a deadline storm: the closes get the database first; 0, never held
+   * back); each webhook delivery gets {@code timeoutMillis} per attempt and is retried with
    * exponential backoff from {@code backoffMinMillis} to {@code backoffMaxMillis} (with jitter) for
    * {@code retrySeconds} after its first attempt, then marked failed; at most {@code maxInFlight} requests per webhook
    * and node, so that a slow webhook holds back only its own deliveries.
    */
-  public record Events(List<Webhook> webhooks, int dispatchIntervalMillis, int batchSize, int timeoutMillis,
-                       int retrySeconds, int backoffMinMillis, int backoffMaxMillis, int maxInFlight) {
+  public record Events(List<Webhook> webhooks, int dispatchIntervalMillis, int dispatchWhileClosesWaitMillis,
+                       int batchSize, int timeoutMillis, int retrySeconds, int backoffMinMillis, int backoffMaxMillis,
+                       int maxInFlight) {
     /**
      * What decides which webhook gets which event (each webhook's url, types and client, in any order; not the
      * secrets), as hex SHA-256: equal on nodes that make and send the same deliveries.
@@ -737,6 +740,7 @@ public record AppConfig(
     return new Events(
         List.copyOf(webhooks),
         source.integer("events.dispatchIntervalMillis", 100, 1, 60_000),
+        source.integer("events.dispatchWhileClosesWaitMillis", 1000, 0, 60_000),
         source.integer("events.batchSize", 1000, 1, 100_000),
         source.integer("events.timeoutMillis", 10_000, 100, 300_000),
         source.integer("events.retrySeconds", 24 * 3600, 1, 30 * 24 * 3600),

@@ -4,6 +4,7 @@ import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.pgclient.PgConnectOptions;
 import ordertimeout.config.AppConfig;
+import ordertimeout.metrics.NodeStats;
 import ordertimeout.store.EventStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -12,7 +13,9 @@ import org.slf4j.LoggerFactory;
  * Gives committed events their feed position (commit order) and a webhook delivery per webhook that wants them,
  * every {@code events.dispatchIntervalMillis} (at once again after a full batch). Runs on every node; one node's
  * transaction at a time does the work (an advisory lock), the others find it taken and wait for the next turn.
- * See docs/decisions/0020-event-feed-order.md.
+ * While this node's close batches wait over {@code events.dispatchWhileClosesWaitMillis} for a place (a deadline
+ * storm), it takes one batch that often at most, so that the closes get the database first; the events it leaves
+ * wait in their queue (decision 0052). See docs/decisions/0020-event-feed-order.md.
  */
 public final class EventDispatchVerticle extends VerticleBase {
   private static final Logger log = LoggerFactory.getLogger(EventDispatchVerticle.class);
@@ -20,15 +23,19 @@ public final class EventDispatchVerticle extends VerticleBase {
 
   private final AppConfig config;
   private final PgConnectOptions connectOptions;
+  private final NodeStats stats;
   private EventStore store;
   private long timer = -1;
   private long backoffMillis;
+  private boolean yieldingToCloses;
   private boolean stopped;
   private Future<Integer> current = Future.succeededFuture(0);
 
-  public EventDispatchVerticle(AppConfig config, PgConnectOptions connectOptions) {
+  /** {@code stats}: how long this node's close batches have waited for a place. */
+  public EventDispatchVerticle(AppConfig config, PgConnectOptions connectOptions, NodeStats stats) {
     this.config = config;
     this.connectOptions = connectOptions;
+    this.stats = stats;
   }
 
   @Override
@@ -52,6 +59,21 @@ public final class EventDispatchVerticle extends VerticleBase {
     }
   }
 
+  private boolean closesWaitLong(AppConfig.Events events) {
+    long waitedMillis = stats.closeQueuedForMillis(config.node().wallClock().millis());
+    boolean yielding = events.dispatchWhileClosesWaitMillis() > 0 && waitedMillis > events.dispatchWhileClosesWaitMillis();
+    if (yielding != yieldingToCloses) {
+      yieldingToCloses = yielding;
+      if (yielding) {
+        log.info("close batches have waited {} ms for a place: new events get their feed position one batch every {} ms "
+            + "until the closes catch up", waitedMillis, events.dispatchWhileClosesWaitMillis());
+      } else {
+        log.info("the closes caught up: new events get their feed position at the usual pace again");
+      }
+    }
+    return yielding;
+  }
+
   private void dispatch() {
     AppConfig.Events events = config.events();
     current = store.dispatch(events.batchSize(), events.webhooks());
@@ -61,7 +83,8 @@ public final class EventDispatchVerticle extends VerticleBase {
             log.info("event dispatch works again");
             backoffMillis = 0;
           }
-          later(taken == events.batchSize() ? 0 : events.dispatchIntervalMillis());
+          long next = taken == events.batchSize() ? 0 : events.dispatchIntervalMillis();
+          later(closesWaitLong(events) ? Math.max(next, events.dispatchWhileClosesWaitMillis()) : next);
         })
         .onFailure(failure -> {
           if (backoffMillis == 0) {

@@ -240,6 +240,6 @@ class AppConfigTest {
   }
 
   private static AppConfig.Events events(AppConfig.Webhook... webhooks) {
-    return new AppConfig.Events(List.of(webhooks), 100, 500, 5000, 3600, 100, 60_000, 32);
+    return new AppConfig.Events(List.of(webhooks), 100, 1000, 500, 5000, 3600, 100, 60_000, 32);
   }
 }
