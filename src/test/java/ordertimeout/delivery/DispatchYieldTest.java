@@ -47,6 +47,7 @@ class DispatchYieldTest {
   void whileClosesWaitOneBatchASecondThenTheRestAtOnce() {
     insertEvents(EVENTS);
     deployDispatcher(1000);
+    Await.until("the first batch positioned", Duration.ofSeconds(10), () -> positioned() >= BATCH);
 
     Await.sleep(2_500);
     long whileClosesWaited = positioned();
@@ -54,9 +55,9 @@ class DispatchYieldTest {
     stats.closeQueued(0, 0);
     Await.until("every event positioned once the closes caught up", Duration.ofSeconds(10),
         () -> positioned() == EVENTS);
-    // the first batch at once, then one a second: 3 in 2.5 s, 4 at a stretch; without the yield all 10 at once
-    assertThat(whileClosesWaited).as("events positioned in 2.5 s while close batches waited 5 s")
-        .isBetween((long) BATCH, 4L * BATCH);
+    // the first batch, then one a second: 3 by 2.5 s after it, 4 at a stretch; without the yield all 10 at once
+    assertThat(whileClosesWaited).as("events positioned by 2.5 s after the first batch while close batches waited")
+        .isLessThanOrEqualTo(4L * BATCH);
   }
 
   @Test
