@@ -61,12 +61,13 @@ public final class EventDispatchVerticle extends VerticleBase {
 
   private boolean closesWaitLong(AppConfig.Events events) {
     long waitedMillis = stats.closeQueuedForMillis(config.node().wallClock().millis());
-    boolean yielding = events.dispatchWhileClosesWaitMillis() > 0 && waitedMillis > events.dispatchWhileClosesWaitMillis();
+    long yieldAfterMillis = events.dispatchWhileClosesWaitMillis();
+    boolean yielding = yieldAfterMillis > 0 && waitedMillis > yieldAfterMillis;
     if (yielding != yieldingToCloses) {
       yieldingToCloses = yielding;
       if (yielding) {
-        log.info("close batches have waited {} ms for a place: new events get their feed position one batch every {} ms "
-            + "until the closes catch up", waitedMillis, events.dispatchWhileClosesWaitMillis());
+        log.info("close batches have waited {} ms for a place: new events get their feed position one batch every {} "
+            + "ms until the closes catch up", waitedMillis, yieldAfterMillis);
       } else {
         log.info("the closes caught up: new events get their feed position at the usual pace again");
       }

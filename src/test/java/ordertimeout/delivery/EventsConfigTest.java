@@ -24,7 +24,8 @@ class EventsConfigTest {
   @Test
   void defaults() {
     AppConfig config = load(Map.of());
-    assertThat(config.events()).isEqualTo(new AppConfig.Events(List.of(), 100, 1000, 1000, 10_000, 86_400, 1000, 600_000, 32));
+    assertThat(config.events())
+        .isEqualTo(new AppConfig.Events(List.of(), 100, 1000, 1000, 10_000, 86_400, 1000, 600_000, 32));
     assertThat(config.retention().eventsMaxDays()).isEqualTo(7);
     assertThat(config.alarms().eventsDroppedUndelivered()).isZero();
   }
